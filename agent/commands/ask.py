@@ -1,0 +1,17 @@
+"""`smoldocs ask`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+HELP = "ask (not built yet)"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    pass
+
+
+def run(args: argparse.Namespace) -> int:
+    print("smoldocs ask: not built yet", file=sys.stderr)
+    return 2

@@ -1,0 +1,17 @@
+"""`smoldocs eval`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+HELP = "eval (not built yet)"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    pass
+
+
+def run(args: argparse.Namespace) -> int:
+    print("smoldocs eval: not built yet", file=sys.stderr)
+    return 2

@@ -1,0 +1,113 @@
+"""Fakes that pin exact behaviour in unit tests: a word tokenizer, a scripted chat model, a hashing embedder.
+
+Every capability is also tested against the real components; these only make unit tests exact and fast.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from typing import Iterator, Sequence
+
+import numpy as np
+
+from models.protocols import CancelToken, GenerationOptions, GenerationStats, Message
+
+_WORD = re.compile(r"\S+")
+
+
+class WordTokenizer:
+    """One token per whitespace-separated word; chat rendered as ChatML."""
+
+    name = "words"
+
+    def count(self, text: str) -> int:
+        return len(_WORD.findall(text))
+
+    def encode(self, text: str) -> list[int]:
+        return [int(hashlib.blake2b(w.encode(), digest_size=4).hexdigest(), 16) for w in _WORD.findall(text)]
+
+    def decode(self, ids: Sequence[int]) -> str:
+        raise NotImplementedError("WordTokenizer cannot decode hashed ids")
+
+    def render_chat(self, messages: Sequence[Message], add_generation_prompt: bool = True) -> str:
+        parts = [f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages]
+        if add_generation_prompt:
+            parts.append("<|im_start|>assistant\n")
+        return "".join(parts)
+
+    def count_chat(self, messages: Sequence[Message], add_generation_prompt: bool = True) -> int:
+        return self.count(self.render_chat(messages, add_generation_prompt))
+
+
+class ScriptedChatModel:
+    """Replies with enqueued texts, one per call, streamed word by word. Records every prompt it saw."""
+
+    def __init__(self, replies: Sequence[str] = (), n_ctx: int = 2048, tokenizer=None, delay: float = 0.0) -> None:
+        self.name = "scripted"
+        self.n_ctx = n_ctx
+        self.tokenizer = tokenizer or WordTokenizer()
+        self.last_stats = GenerationStats()
+        self.calls: list[list[Message]] = []
+        self.options: list[GenerationOptions] = []
+        self._replies: list[str] = list(replies)
+        self._delay = delay
+
+    def enqueue(self, replies: Sequence[str]) -> "ScriptedChatModel":
+        self._replies.extend(replies)
+        return self
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        options: GenerationOptions = GenerationOptions(),
+        cancel: CancelToken | None = None,
+    ) -> Iterator[str]:
+        self.calls.append([dict(m) for m in messages])
+        self.options.append(options)
+        prompt_tokens = self.tokenizer.count_chat(messages)
+        if prompt_tokens > self.n_ctx:
+            raise ValueError(f"Requested tokens ({prompt_tokens}) exceed context window of {self.n_ctx}")
+        if not self._replies:
+            raise AssertionError("ScriptedChatModel: no reply enqueued for this call")
+        reply = self._replies.pop(0)
+        stats = GenerationStats(prompt_tokens=prompt_tokens)
+        start = time.perf_counter()
+        pieces = re.findall(r"\S+\s*|\s+", reply)
+        finish = "stop"
+        for i, piece in enumerate(pieces):
+            if i >= options.max_tokens:
+                finish = "length"
+                break
+            if cancel is not None and cancel.cancelled:
+                finish = "cancelled"
+                break
+            if self._delay:
+                time.sleep(self._delay)
+            if i == 0:
+                stats.time_to_first_token = time.perf_counter() - start
+            stats.completion_tokens += 1
+            yield piece
+        stats.total_time = time.perf_counter() - start
+        stats.finish_reason = finish
+        self.last_stats = stats
+
+
+class HashEmbedder:
+    """Bag-of-words hashed into `dim` buckets, L2-normalized: texts sharing words are near."""
+
+    def __init__(self, dim: int = 64) -> None:
+        self.dim = dim
+        self.model_id = f"hash-{dim}"
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in re.findall(r"\w+", text.lower()):
+                bucket = int(hashlib.blake2b(word.encode(), digest_size=4).hexdigest(), 16) % self.dim
+                out[row, bucket] += 1.0
+            norm = np.linalg.norm(out[row])
+            if norm > 0:
+                out[row] /= norm
+        return out

@@ -1,0 +1,106 @@
+"""Seams between the packages: what rag and agent need from a model, nothing about llama_cpp."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Iterator, Mapping, Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+Message = Mapping[str, str]  # {"role": "system" | "user" | "assistant" | "tool", "content": str}
+
+
+@runtime_checkable
+class Counter(Protocol):
+    def count(self, text: str) -> int: ...
+
+
+@runtime_checkable
+class Tokenizer(Counter, Protocol):
+    """The chat model's own tokenizer. Counts are not additive: count whole texts."""
+
+    name: str
+
+    def count(self, text: str) -> int: ...
+
+    def encode(self, text: str) -> list[int]: ...
+
+    def decode(self, ids: Sequence[int]) -> str: ...
+
+    def render_chat(self, messages: Sequence[Message], add_generation_prompt: bool = True) -> str: ...
+
+    def count_chat(self, messages: Sequence[Message], add_generation_prompt: bool = True) -> int: ...
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Sentence embeddings, L2-normalized float32 rows."""
+
+    model_id: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+class CancelToken:
+    """A flag checked between tokens and between agent steps."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def cancel(self) -> None:
+        self._event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def reset(self) -> None:
+        self._event.clear()
+
+
+@dataclass(frozen=True)
+class GenerationOptions:
+    max_tokens: int = 256
+    temperature: float = 0.2
+    top_k: int = 40
+    top_p: float = 0.9
+    min_p: float = 0.05
+    repeat_penalty: float = 1.15
+    stop: tuple[str, ...] = ()
+    grammar: str | None = None  # GBNF text
+    seed: int | None = None
+
+
+@dataclass
+class GenerationStats:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    time_to_first_token: float = 0.0  # seconds from call to first text delta
+    total_time: float = 0.0
+    finish_reason: str = ""  # "stop" | "length" | "cancelled"
+
+    @property
+    def tokens_per_second(self) -> float:
+        gen_time = self.total_time - self.time_to_first_token
+        if self.completion_tokens <= 1 or gen_time <= 0:
+            return 0.0
+        return (self.completion_tokens - 1) / gen_time
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """Streams a chat completion as text deltas; `last_stats` describes the last call once it ends."""
+
+    name: str
+    n_ctx: int
+    tokenizer: Tokenizer
+    last_stats: GenerationStats
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        options: GenerationOptions = GenerationOptions(),
+        cancel: CancelToken | None = None,
+    ) -> Iterator[str]: ...

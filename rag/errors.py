@@ -1,0 +1,19 @@
+"""Errors of the rag package: each is one line a user can act on."""
+
+from __future__ import annotations
+
+
+class RagError(Exception):
+    """Base of every rag error."""
+
+
+class DocsNotFound(RagError):
+    """The docs folder is missing or holds no readable text."""
+
+
+class IndexCorrupt(RagError):
+    """A stored index cannot be read; callers rebuild it."""
+
+
+class BudgetError(RagError, ValueError):
+    """A token budget that makes no sense (negative)."""

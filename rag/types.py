@@ -1,0 +1,77 @@
+"""Value objects shared by chunking, retrieval, packing and citations."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, Sequence, runtime_checkable
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A heading-aware piece of one document. `chunk_id` is `<doc_id>#<n>`, stable per file."""
+
+    chunk_id: str
+    doc_id: str  # path relative to the docs folder, posix separators
+    uri: str  # what excerpts show the model; the doc id
+    text: str
+    heading_path: tuple[str, ...] = ()
+    line_start: int = 1  # 1-based, inclusive
+    line_end: int = 1
+
+    @property
+    def heading(self) -> str:
+        return " > ".join(self.heading_path)
+
+    @property
+    def lines(self) -> str:
+        return f"{self.line_start}-{self.line_end}"
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A retrieved chunk with its fused score and each retriever's rank (1-based, None if unranked)."""
+
+    chunk_id: str
+    doc_id: str
+    uri: str
+    text: str
+    score: float
+    heading_path: tuple[str, ...] = ()
+    line_start: int = 1
+    line_end: int = 1
+    bm25_rank: int | None = None
+    dense_rank: int | None = None
+
+    @classmethod
+    def from_chunk(
+        cls, chunk: Chunk, score: float, bm25_rank: int | None = None, dense_rank: int | None = None
+    ) -> "Hit":
+        return cls(
+            chunk_id=chunk.chunk_id,
+            doc_id=chunk.doc_id,
+            uri=chunk.uri,
+            text=chunk.text,
+            score=score,
+            heading_path=chunk.heading_path,
+            line_start=chunk.line_start,
+            line_end=chunk.line_end,
+            bm25_rank=bm25_rank,
+            dense_rank=dense_rank,
+        )
+
+    @property
+    def heading(self) -> str:
+        return " > ".join(self.heading_path)
+
+    @property
+    def lines(self) -> str:
+        return f"{self.line_start}-{self.line_end}"
+
+
+@runtime_checkable
+class Retriever(Protocol):
+    """Ranked search over stored chunks, plus lookup by id for citation checks."""
+
+    def search(self, query: str, k: int = 5, doc_ids: Sequence[str] | None = None) -> list[Hit]: ...
+
+    def chunk(self, chunk_id: str) -> Chunk | None: ...
