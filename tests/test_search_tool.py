@@ -1,0 +1,259 @@
+"""The search_docs tool: argument validation, retrieval with k and doc_ids, packing with the run's ledger."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from models.fakes import WordTokenizer
+from rag.citations import Citation, parse_citations, resolve, unresolved
+from rag.errors import BudgetError
+from rag.packing import Ledger
+from rag.search_tool import (
+    NO_RESULTS,
+    SEARCH_DOCS_NAME,
+    SEARCH_DOCS_SCHEMA,
+    search_docs_tool,
+    tool_spec,
+    validate_arguments,
+)
+from rag.types import Chunk, Hit
+
+DOCS = Path(__file__).resolve().parent.parent / "docs_corpus"
+BLOCK_HEAD = re.compile(r"^\[(\d+)\] (\S+)$", re.MULTILINE)
+
+
+class MemoryRetriever:
+    """Ranks chunks by how many query words they share; records every call."""
+
+    def __init__(self, chunks: list[Chunk]) -> None:
+        self.chunks = {c.chunk_id: c for c in chunks}
+        self.calls: list[tuple[str, int, list[str] | None]] = []
+
+    def search(self, query, k=5, doc_ids=None):
+        self.calls.append((query, k, None if doc_ids is None else list(doc_ids)))
+        words = set(query.lower().split())
+        scored = []
+        for c in self.chunks.values():
+            if doc_ids is not None and c.doc_id not in doc_ids:
+                continue
+            score = len(words & set(c.text.lower().split()))
+            if score:
+                scored.append((score, c))
+        scored.sort(key=lambda sc: -sc[0])
+        return [Hit.from_chunk(c, float(s)) for s, c in scored[:k]]
+
+    def chunk(self, chunk_id):
+        return self.chunks.get(chunk_id)
+
+
+def chunk(chunk_id: str, text: str) -> Chunk:
+    doc_id = chunk_id.split("#")[0]
+    return Chunk(chunk_id, doc_id, doc_id, text)
+
+
+CHUNKS = [
+    chunk("docs/kv-cache.md#0", "the kv cache stores keys and values"),
+    chunk("docs/kv-cache.md#1", "cache reuse makes the prompt faster"),
+    chunk("docs/tokens.md#0", "a token budget bounds the prompt"),
+    chunk("docs/bm25.md#0", "bm25 ranks documents by term weight"),
+    chunk("docs/bm25.md#1", "the cache of bm25 scores"),
+]
+
+
+@pytest.fixture
+def retriever():
+    return MemoryRetriever(CHUNKS)
+
+
+@pytest.fixture
+def tool(retriever):
+    return search_docs_tool(retriever, Ledger(), WordTokenizer())
+
+
+def test_schema_has_exactly_the_documented_properties():
+    assert SEARCH_DOCS_NAME == "search_docs"
+    assert set(SEARCH_DOCS_SCHEMA["properties"]) == {"query", "k", "doc_ids"}
+    assert SEARCH_DOCS_SCHEMA["required"] == ["query"]
+    assert SEARCH_DOCS_SCHEMA["additionalProperties"] is False
+    assert tool_spec()["function"]["parameters"] is SEARCH_DOCS_SCHEMA
+
+
+@pytest.mark.parametrize(
+    "arguments, named",
+    [
+        ({}, "query"),
+        ({"query": ""}, "query"),
+        ({"query": "   "}, "query"),
+        ({"query": "x" * 1001}, "query"),
+        ({"query": 42}, "query"),
+        ({"query": "cache", "k": 0}, "k"),
+        ({"query": "cache", "k": 21}, "k"),
+        ({"query": "cache", "k": "5"}, "k"),
+        ({"query": "cache", "k": True}, "k"),
+        ({"query": "cache", "doc_ids": "docs/bm25.md"}, "doc_ids"),
+        ({"query": "cache", "doc_ids": [3]}, "doc_ids"),
+        ({"query": "cache", "top_k": 3}, "top_k"),
+        ("not json", "JSON"),
+        (["cache"], "object"),
+    ],
+)
+def test_bad_arguments_give_an_error_result_naming_the_problem(tool, retriever, arguments, named):
+    result = tool(arguments)
+    assert result.text.startswith("Error: ")
+    assert named in result.error
+    assert result.hits == [] and result.citations == [] and result.packed is None
+    assert retriever.calls == []
+    assert validate_arguments(arguments) == result.error
+
+
+def test_good_arguments_validate():
+    assert validate_arguments({"query": "cache"}) is None
+    assert validate_arguments({"query": "x" * 1000, "k": 20, "doc_ids": ["docs/a.md"]}) is None
+    assert validate_arguments('{"query": "cache", "k": 1}') is None
+
+
+def test_nothing_matched_is_the_answer_no_results(tool):
+    result = tool({"query": "zebra"})
+    assert result.text == NO_RESULTS == "no results"
+    assert result.error is None and result.ok
+    assert result.citations == []
+
+
+def test_k_and_doc_ids_reach_the_retriever(tool, retriever):
+    result = tool({"query": "cache", "k": 2, "doc_ids": ["docs/bm25.md"]})
+    assert retriever.calls == [("cache", 2, ["docs/bm25.md"])]
+    assert [h.chunk_id for h in result.hits] == ["docs/bm25.md#1"]
+    assert [m.group(2) for m in BLOCK_HEAD.finditer(result.text)] == ["docs/bm25.md"]
+
+
+def test_k_defaults_to_five_and_limits_the_hits(retriever):
+    tool = search_docs_tool(retriever, Ledger(), WordTokenizer())
+    tool({"query": "the cache"})
+    result = tool({"query": "the cache", "k": 1})
+    assert [call[1] for call in retriever.calls] == [5, 1]
+    assert len(result.hits) == 1
+
+
+def test_the_model_sees_the_packed_text_and_its_citations(tool):
+    result = tool({"query": "kv cache"})
+    assert result.ok and result.packed is not None
+    assert result.text == result.packed.text
+    assert [int(m.group(1)) for m in BLOCK_HEAD.finditer(result.text)] == [c.n for c in result.citations]
+    assert result.citations[0] == Citation(1, "docs/kv-cache.md#0", "docs/kv-cache.md", "docs/kv-cache.md")
+
+
+def test_a_second_search_keeps_the_first_searchs_number(tool):
+    first = tool({"query": "bm25 ranks"})
+    second = tool({"query": "kv cache scores"})
+    number = {c.chunk_id: c.n for c in first.citations}
+    shared = [c for c in second.citations if c.chunk_id in number]
+    assert shared, "the two searches share a chunk"
+    assert all(c.n == number[c.chunk_id] for c in shared)
+    new = [c.n for c in second.citations if c.chunk_id not in number]
+    assert new == list(range(len(first.citations) + 1, len(first.citations) + 1 + len(new)))
+
+
+def test_max_tokens_bounds_what_the_model_sees(retriever):
+    counter = WordTokenizer()
+    tool = search_docs_tool(retriever, Ledger(), counter, max_tokens=12)
+    result = tool({"query": "the cache prompt"})
+    assert 0 < result.packed.tokens <= 12 == result.packed.max_tokens
+    assert counter.count(result.text) == result.packed.tokens
+    assert result.packed.dropped > 0
+
+
+def test_hits_that_fit_nowhere_say_so_without_an_error(retriever):
+    result = search_docs_tool(retriever, Ledger(), WordTokenizer(), max_tokens=2)({"query": "cache"})
+    assert result.ok and result.text.startswith(NO_RESULTS + ":")
+    assert result.citations == []
+
+
+def test_a_negative_max_tokens_is_refused(retriever):
+    with pytest.raises(BudgetError):
+        search_docs_tool(retriever, Ledger(), WordTokenizer(), max_tokens=-5)
+
+
+def test_the_order_option_reaches_the_packer(retriever):
+    tool = search_docs_tool(retriever, Ledger(), WordTokenizer(), order="lost_in_middle")
+    result = tool({"query": "the cache prompt bm25 kv"})
+    numbers = [int(m.group(1)) for m in BLOCK_HEAD.finditer(result.text)]
+    assert len(numbers) >= 3 and numbers[:2] == [1, 3] and numbers[-1] == 2
+
+
+def test_json_string_arguments_work(tool, retriever):
+    result = tool(json.dumps({"query": "bm25", "k": 1}))
+    assert retriever.calls == [("bm25", 1, None)]
+    assert result.citations[0].chunk_id.startswith("docs/bm25.md")
+
+
+# --- real components: SmolLM2 tokenizer for counting, hybrid index over docs_corpus ---
+
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory):
+    from models.tokenizer import load_tokenizer
+    from rag.index import open_index
+
+    tokenizer = load_tokenizer()
+    try:
+        from models.embedder import load_embedder
+
+        embedder = load_embedder()
+    except ImportError:
+        from models.fakes import HashEmbedder
+
+        embedder = HashEmbedder()
+    index = open_index(DOCS, tokenizer, embedder, index_dir=tmp_path_factory.mktemp("index"))
+    return tokenizer, index
+
+
+QUESTIONS = [
+    "What does the KV cache store?",
+    "How does BM25 rank documents?",
+    "How are chunks given stable ids?",
+    "What limits the context window?",
+]
+
+
+@pytest.mark.real
+def test_real_search_citations_resolve_and_fit_the_budget(real):
+    tokenizer, index = real
+    ledger = Ledger()
+    tool = search_docs_tool(index, ledger, tokenizer, max_tokens=600)
+    results = [tool({"query": q, "k": 5}) for q in QUESTIONS]
+    for result in results:
+        assert result.ok and result.packed is not None and result.packed.used
+        assert result.packed.tokens <= 600
+        assert result.packed.tokens == tokenizer.count(result.text)
+        for c, h in zip(result.citations, result.packed.used):
+            assert f"[{c.n}] {h.uri}\n{index.chunk(c.chunk_id).text}\n" in result.text
+    cited = ledger.citations()
+    assert [c.n for c in cited] == list(range(1, len(cited) + 1))
+    assert unresolved(cited, index) == []
+    answer = " ".join(f"claim [{c.n}]" for c in cited) + " and a made-up one [99]"
+    used, unknown = resolve(answer, cited)
+    assert used == cited and unknown == [99]
+    assert parse_citations(answer)[-1] == 99
+
+
+@pytest.mark.real
+def test_real_index_reports_a_missing_chunk_and_a_wrong_doc_id(real):
+    tokenizer, index = real
+    ledger = Ledger()
+    result = search_docs_tool(index, ledger, tokenizer)({"query": QUESTIONS[0]})
+    good = result.citations[0]
+    missing = Citation(good.n + 50, good.doc_id + "#9999", good.doc_id, good.uri)
+    wrong_doc = Citation(good.n + 51, good.chunk_id, "docs/not-this-one.md", good.uri)
+    assert unresolved([good, missing, wrong_doc], index) == [missing, wrong_doc]
+
+
+@pytest.mark.real
+def test_real_doc_ids_filter_limits_the_excerpts(real):
+    tokenizer, index = real
+    first = index.search(QUESTIONS[1], k=1)[0]
+    result = search_docs_tool(index, Ledger(), tokenizer)({"query": QUESTIONS[1], "doc_ids": [first.doc_id]})
+    assert result.hits and all(h.doc_id == first.doc_id for h in result.hits)
