@@ -1,0 +1,131 @@
+"""Sentence embeddings from all-MiniLM-L6-v2 run by llama.cpp, in their own Llama instance."""
+
+from __future__ import annotations
+
+import re
+import threading
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from models.bert_gguf import CONVERTER_VERSION, MINILM_NAME, CachedGGUF, ensure_minilm_gguf
+from models.config import ModelConfig
+from models.errors import GenerationError, ModelLoadFailed
+
+MAX_TOKENS = 512  # MiniLM's position table; [CLS] and [SEP] included
+DEFAULT_BATCH_TOKENS = 512  # tokens per llama.cpp decode; chosen by benchmarks/embedding.py
+_WORD = re.compile(r"\S+")
+
+
+class LlamaEmbedder:
+    """Embedder protocol over a llama.cpp BERT GGUF: float32 rows, L2-normalized, inputs cut at 512 tokens."""
+
+    def __init__(
+        self,
+        gguf_path: Path,
+        model_id: str,
+        batch_tokens: int = DEFAULT_BATCH_TOKENS,
+        n_threads: int = 0,
+    ) -> None:
+        import llama_cpp
+
+        if batch_tokens < MAX_TOKENS:
+            raise ValueError(f"batch_tokens must be >= {MAX_TOKENS} so a whole input fits one decode")
+        # n_ctx bounds the tokens of one decode; a non-causal model needs n_ubatch to hold the whole batch.
+        config = ModelConfig(path=gguf_path, n_ctx=batch_tokens, n_batch=batch_tokens, n_threads=n_threads)
+        try:
+            self._llm = llama_cpp.Llama(
+                **config.llama_kwargs(), n_ubatch=batch_tokens, embedding=True, flash_attn=True
+            )
+        except (ValueError, RuntimeError) as exc:
+            raise ModelLoadFailed(
+                f"llama.cpp could not load the embedding model {gguf_path} ({exc}): delete that file to rebuild it"
+            ) from None
+        self.model_id = model_id
+        self.dim = int(self._llm.n_embd())
+        self.max_tokens = MAX_TOKENS
+        # embed() clears the context's memory and reuses one batch buffer: one caller at a time.
+        self._lock = threading.Lock()
+
+    def tokenize(self, text: str) -> list[int]:
+        """The ids llama.cpp embeds for `text`, [CLS] ... [SEP] included, before truncation."""
+        with self._lock:
+            return self._ids(text)
+
+    def count(self, text: str) -> int:
+        return len(self.tokenize(text))
+
+    def truncate(self, text: str) -> str:
+        """The longest prefix of `text` that tokenizes to at most 512 ids, cut at a word when possible."""
+        with self._lock:
+            return self._fit(text)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """One L2-normalized float32 row per text; texts over 512 tokens are embedded from their first 512."""
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a sequence of texts, not one string")
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            fitted = [self._fit(t) for t in texts]
+            try:
+                rows = self._llm.embed(fitted, normalize=False, truncate=False)
+            except (ValueError, RuntimeError) as exc:
+                raise GenerationError(f"llama.cpp failed to embed {len(texts)} texts: {exc}") from None
+        out = np.asarray(rows, dtype=np.float32).reshape(len(texts), self.dim)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.maximum(norms, np.float32(1e-12))
+
+    def close(self) -> None:
+        with self._lock:
+            self._llm.close()
+
+    def _ids(self, text: str) -> list[int]:
+        # The same call Llama.embed makes: [CLS] prepended, [SEP] appended, "[SEP]" in text is plain text.
+        return self._llm.tokenize(text.encode("utf-8"), add_bos=True, special=False)
+
+    def _fits(self, text: str) -> bool:
+        return len(self._ids(text)) <= MAX_TOKENS
+
+    def _fit(self, text: str) -> str:
+        # Llama.embed(truncate=True) would cut ids at n_batch and drop [SEP]; we cut the text instead,
+        # so the model always sees a [CLS] ... [SEP] input it was trained on.
+        if self._fits(text):
+            return text
+        spans = [m.span() for m in _WORD.finditer(text)]
+        # Whole words: WordPiece splits at whitespace, so the count grows with every word added.
+        words = _last_true(lambda k: k == 0 or self._fits(text[: spans[k - 1][1]]), len(spans))
+        start, end = spans[words]  # the first word that does not fit whole (there is one: the text did not fit)
+        chars = _last_true(lambda j: self._fits(text[: start + j]), end - start)
+        return text[: start + chars].rstrip()
+
+
+def _last_true(ok, upper: int) -> int:
+    """Largest k in [0, upper] with ok(k), given ok(0); a binary search that never returns a failing k."""
+    lo, hi = 0, upper
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+_LOADED: dict[int, LlamaEmbedder] = {}
+_LOAD_LOCK = threading.Lock()
+
+
+def load_embedder(batch_tokens: int = DEFAULT_BATCH_TOKENS) -> LlamaEmbedder:
+    """The MiniLM embedder, converting the packaged model on first use; one instance per process."""
+    with _LOAD_LOCK:
+        if batch_tokens not in _LOADED:
+            cached = ensure_minilm_gguf()
+            _LOADED[batch_tokens] = LlamaEmbedder(cached.path, minilm_model_id(cached), batch_tokens=batch_tokens)
+        return _LOADED[batch_tokens]
+
+
+def minilm_model_id(cached: CachedGGUF) -> str:
+    """Names the model and its conversion, so indexes built from another conversion are not mixed in."""
+    return f"{MINILM_NAME}-f16-c{CONVERTER_VERSION}-{cached.short_hash}"
