@@ -23,8 +23,8 @@ class Citation:
         return iter(astuple(self))
 
 
-# One marker: [2] or [1, 3]; numbers start at 1 and carry no leading zero.
-_MARKER = re.compile(r"\[([1-9][0-9]*(?:[ \t]*,[ \t]*[1-9][0-9]*)*)\]")
+# One marker: [2] or [1, 3]; numbers start at 1 and carry no leading zero; `[1](url)` is a link, not a marker.
+_MARKER = re.compile(r"\[([1-9][0-9]*(?:[ \t]*,[ \t]*[1-9][0-9]*)*)\](?!\()")
 _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.DOTALL)
 

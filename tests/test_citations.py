@@ -37,6 +37,7 @@ def test_parse_citations_finds_markers_in_order(answer, numbers):
         "junk [1,] and [,2] are nothing",
         "signed [-1] and [+2] are nothing",
         "decimals [1.5] are nothing",
+        "a Markdown link [1](https://example.com) is not a citation",
         "no brackets at all 1 2 3",
         "",
     ],
