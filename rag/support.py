@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
@@ -40,12 +41,12 @@ _MAX_CANDIDATE_CHARS = 500
 
 @dataclass(frozen=True)
 class Terms:
-    """What a sentence commits to: stemmed content words, numbers, identifiers, and whether it is negated."""
+    """What a sentence commits to: stemmed content words, numbers, identifiers, and how often it negates."""
 
     words: frozenset[str]
-    numbers: frozenset[str]
+    numbers: tuple[str, ...]  # sorted, with repeats: "2048 or 2048" differs from "2048 or 512"
     identifiers: frozenset[str]
-    negated: bool
+    negations: int  # not, never, no, n't, ...
 
 
 @dataclass(frozen=True)
@@ -97,12 +98,12 @@ def terms(text: str) -> Terms:
     """The content words, numbers, identifiers and negation of `text`."""
     lower = text.lower()
     words = re.findall(r"[a-z][a-z0-9]*", lower)
-    content = frozenset(stem(w) for w in words if w not in _STOPWORDS and len(w) > 1)
-    numbers = {_normalize_number(m.group()) for m in _NUMBER.finditer(text)}
-    numbers |= {_NUMBER_WORDS[w] for w in words if w in _NUMBER_WORDS}
-    cleaned = _NOT_NEGATION.sub(" ", lower)
-    negated = any(w in _NEGATORS for w in re.findall(r"[a-z]+", cleaned)) or "n't" in cleaned
-    return Terms(content, frozenset(numbers), frozenset(identifiers(text)), negated)
+    content = frozenset(stem(w) for w in words if w not in _STOPWORDS and w not in _NUMBER_WORDS and len(w) > 1)
+    numbers = [_normalize_number(m.group()) for m in _NUMBER.finditer(text)]
+    numbers += [_NUMBER_WORDS[w] for w in words if w in _NUMBER_WORDS]
+    cleaned = _NOT_NEGATION.sub(" ", lower).replace("can't", "can not").replace("won't", "will not")
+    negations = sum(w in _NEGATORS for w in re.findall(r"[a-z]+", cleaned)) + cleaned.count("n't")
+    return Terms(content, tuple(sorted(numbers)), frozenset(identifiers(text)), negations)
 
 
 def _normalize_number(raw: str) -> str:
@@ -189,7 +190,7 @@ def judge(ev: Evidence, params: Params) -> Support:
     reason = _contradiction(ev.claim, ev.sentence_terms[best])
     if reason:
         return Support(UNSUPPORTED, score, sentence, reason)
-    reason = _missing(ev.claim, ev.chunk, ev.chunk_text)
+    reason = _missing(ev.claim, ev.sentence_terms[best], ev.chunk, ev.chunk_text)
     if reason and verdict == SUPPORTED:
         verdict = WEAK
     return Support(verdict, score, sentence, reason)
@@ -197,20 +198,23 @@ def judge(ev: Evidence, params: Params) -> Support:
 
 def _contradiction(claim: Terms, sentence: Terms) -> str:
     """A changed number or a flipped negation against the best-matching sentence."""
-    ours, theirs = claim.numbers - sentence.numbers, sentence.numbers - claim.numbers
+    ours = Counter(claim.numbers) - Counter(sentence.numbers)
+    theirs = Counter(sentence.numbers) - Counter(claim.numbers)
     if ours and theirs:
         return f"the cited text says {_join(theirs)} where the claim says {_join(ours)}"
-    if claim.negated != sentence.negated:
-        return "the claim negates what the cited text states" if claim.negated else "the cited text negates the claim"
+    if claim.negations > sentence.negations:
+        return "the claim negates what the cited text states"
+    if claim.negations < sentence.negations:
+        return "the cited text negates the claim"
     return ""
 
 
-def _missing(claim: Terms, chunk: Terms, chunk_text: str) -> str:
-    """Numbers or identifiers of the claim that the cited chunk never mentions."""
-    numbers = claim.numbers - chunk.numbers
+def _missing(claim: Terms, sentence: Terms, chunk: Terms, chunk_text: str) -> str:
+    """Numbers the evidence sentence does not state, or identifiers the chunk never mentions."""
+    numbers = Counter(claim.numbers) - Counter(sentence.numbers)
     idents = {i for i in claim.identifiers if i not in chunk.identifiers and i not in chunk_text}
     missing = sorted(numbers) + sorted(idents)
-    return f"the cited text does not mention {_join(missing)}" if missing else ""
+    return f"the cited text does not state {_join(missing)}" if missing else ""
 
 
 def _join(items) -> str:

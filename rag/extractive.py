@@ -1,0 +1,92 @@
+"""The extractive fallback: quote the sentences of the shown excerpts that best answer the question."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+import numpy as np
+
+from models.protocols import Embedder
+from rag.citations import problem
+from rag.claims import split_claims
+from rag.support import terms
+from rag.verify import CitationLike, Lookup
+
+QUOTE_LABEL = "Quoted from the docs:"
+W_COS = 0.6  # with an embedder: share of the score from cosine to the question; the rest is word overlap
+MIN_SCORE = 0.2  # below this a sentence is not worth quoting
+MAX_OVERLAP = 0.8  # a sentence sharing more of its words with one already chosen adds nothing
+
+
+@dataclass(frozen=True)
+class Quote:
+    n: int
+    sentence: str
+    score: float
+
+
+def extractive_answer(
+    question: str,
+    shown_citations: Mapping[int, CitationLike] | Iterable[CitationLike],
+    lookup: Lookup,
+    embedder: Embedder | None,
+    max_sentences: int = 3,
+    min_score: float = MIN_SCORE,
+) -> tuple[str, tuple[int, ...]]:
+    """A quote-only answer (label, then `> sentence [n]` blocks) and the citation numbers it uses, in order."""
+    quotes = best_quotes(question, shown_citations, lookup, embedder, max_sentences, min_score)
+    if not quotes:
+        return "", ()
+    body = "\n\n".join(f"> {q.sentence} [{q.n}]" for q in quotes)
+    return f"{QUOTE_LABEL}\n\n{body}", tuple(dict.fromkeys(q.n for q in quotes))
+
+
+def best_quotes(
+    question: str,
+    shown_citations: Mapping[int, CitationLike] | Iterable[CitationLike],
+    lookup: Lookup,
+    embedder: Embedder | None,
+    max_sentences: int = 3,
+    min_score: float = MIN_SCORE,
+) -> list[Quote]:
+    """The sentences of the shown, resolvable excerpts closest to the question, best first, near-duplicates dropped."""
+    citations = shown_citations.values() if isinstance(shown_citations, Mapping) else shown_citations
+    get = lookup.chunk if hasattr(lookup, "chunk") else lookup
+    candidates: list[tuple[int, str]] = []
+    for citation in sorted(citations, key=lambda c: c.n):
+        if problem(citation, get) is not None:
+            continue  # never quote text the index no longer holds as shown
+        chunk = get(citation.chunk_id)
+        for claim in split_claims(chunk.text):
+            if claim.factual and claim.kind != "heading" and not claim.citations:
+                candidates.append((citation.n, claim.text))
+    if not candidates or max_sentences <= 0:
+        return []
+    scores = _scores(question, [s for _, s in candidates], embedder)
+    order = sorted(range(len(candidates)), key=lambda i: (-scores[i], candidates[i][0], i))
+    chosen: list[Quote] = []
+    for i in order:
+        n, sentence = candidates[i]
+        if scores[i] < min_score or len(chosen) >= max_sentences:
+            break
+        if any(_overlap(sentence, q.sentence) > MAX_OVERLAP for q in chosen):
+            continue
+        chosen.append(Quote(n, sentence, float(scores[i])))
+    return chosen
+
+
+def _scores(question: str, sentences: list[str], embedder: Embedder | None) -> np.ndarray:
+    asked = terms(question).words
+    coverage = np.array(
+        [len(asked & terms(s).words) / len(asked) if asked else 0.0 for s in sentences], dtype=np.float32
+    )
+    if embedder is None:
+        return coverage
+    vectors = embedder.embed([question, *sentences])
+    return W_COS * (vectors[1:] @ vectors[0]) + (1 - W_COS) * coverage
+
+
+def _overlap(a: str, b: str) -> float:
+    wa, wb = terms(a).words, terms(b).words
+    return len(wa & wb) / min(len(wa), len(wb)) if wa and wb else float(a == b)

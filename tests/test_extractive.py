@@ -1,0 +1,82 @@
+"""The extractive fallback quotes shown excerpts only, marks them as quotes, and verifies as supported."""
+
+from __future__ import annotations
+
+import pytest
+
+from models.fakes import HashEmbedder
+from rag.citations import Citation
+from rag.claims import split_claims
+from rag.extractive import QUOTE_LABEL, best_quotes, extractive_answer
+from rag.types import Chunk
+from rag.verify import verify_answer
+
+KV = Chunk(
+    "docs/kv-cache.md#2",
+    "docs/kv-cache.md",
+    "docs/kv-cache.md",
+    "## Memory\n\nThe KV cache stores the keys and values of every processed token. "
+    "Its size grows linearly with the context length n_ctx.\n\n- The cache is freed when the model is closed.\n",
+    ("KV cache", "Memory"),
+)
+BM25 = Chunk(
+    "docs/bm25.md#1",
+    "docs/bm25.md",
+    "docs/bm25.md",
+    "BM25 ranks chunks by term frequency and inverse document frequency.\n\n```python\nbm25 = BM25Okapi(corpus)\n```",
+)
+HIDDEN = Chunk("docs/hidden.md#1", "docs/hidden.md", "docs/hidden.md", "The KV cache size grows with the context length.")
+INDEX = {c.chunk_id: c for c in (KV, BM25, HIDDEN)}
+SHOWN = {1: Citation(1, KV.chunk_id, KV.doc_id, KV.uri), 2: Citation(2, BM25.chunk_id, BM25.doc_id, BM25.uri)}
+
+
+@pytest.mark.parametrize("embedder", [None, HashEmbedder()])
+def test_quotes_the_sentences_closest_to_the_question_each_with_its_marker(embedder):
+    text, used = extractive_answer("How does the KV cache size grow with context length?", SHOWN, INDEX.get, embedder)
+    lines = text.split("\n")
+    assert lines[0] == QUOTE_LABEL
+    quotes = [line for line in lines[1:] if line]
+    assert all(line.startswith("> ") for line in quotes)
+    assert quotes[0] == "> Its size grows linearly with the context length n_ctx. [1]"
+    assert used[0] == 1 and len(quotes) <= 3
+
+
+@pytest.mark.parametrize("embedder", [None, HashEmbedder()])
+def test_the_quoted_answer_verifies_as_all_supported(embedder):
+    text, used = extractive_answer("What does BM25 rank chunks by, and what does the KV cache store?", SHOWN,
+                                   INDEX.get, embedder)  # fmt: skip
+    assert set(used) == {1, 2}
+    result = verify_answer(text, SHOWN, INDEX.get, embedder)
+    assert result.claims and all(c.verdict == "supported" for c in result.claims)
+    assert sorted({n for c in result.claims for n in c.citations}) == sorted(used)
+
+
+def test_never_quotes_an_excerpt_that_was_not_shown_or_no_longer_resolves():
+    stale = {3: Citation(3, HIDDEN.chunk_id, "docs/renamed.md", HIDDEN.uri)}
+    assert extractive_answer("How does the KV cache size grow?", stale, INDEX.get, None) == ("", ())
+    text, used = extractive_answer("How does the KV cache size grow?", SHOWN, INDEX.get, None, max_sentences=5)
+    assert HIDDEN.text not in text and set(used) <= {1, 2}
+
+
+def test_headings_and_code_are_not_quoted():
+    quotes = best_quotes("memory BM25Okapi corpus", SHOWN, INDEX.get, None, max_sentences=10, min_score=0.0)
+    assert all(q.sentence not in ("Memory", "bm25 = BM25Okapi(corpus)") for q in quotes)
+
+
+def test_max_sentences_and_min_score_bound_the_quote():
+    assert len(best_quotes("cache", SHOWN, INDEX.get, None, max_sentences=1)) == 1
+    assert extractive_answer("quantum chromodynamics", SHOWN, INDEX.get, None) == ("", ())
+
+
+def test_near_duplicate_sentences_are_quoted_once():
+    twin = Chunk("docs/twin.md#1", "docs/twin.md", "docs/twin.md", KV.text)
+    shown = {**SHOWN, 3: Citation(3, twin.chunk_id, twin.doc_id, twin.uri)}
+    quotes = best_quotes("KV cache size context length", shown, {**INDEX, twin.chunk_id: twin}.get, None)
+    sentences = [q.sentence for q in quotes]
+    assert len(sentences) == len(set(sentences))
+
+
+def test_a_list_of_citations_works_like_the_ledger_mapping():
+    text, used = extractive_answer("What does BM25 rank by?", list(SHOWN.values()), INDEX.get, None)
+    assert used[0] == 2
+    assert [c.citations for c in split_claims(text) if c.citations][0] == (2,)
