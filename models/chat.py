@@ -36,6 +36,7 @@ class LlamaChatModel:
         self.llm = open_llama(config)
         self.tokenizer = LlamaTokenizer(config.path, llm=self.llm)
         self.last_stats = GenerationStats()
+        self.n_params = int(self.llm._model.n_params())
         self._lock = threading.Lock()  # one generation at a time per Llama instance
 
     def stream(

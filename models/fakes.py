@@ -22,14 +22,24 @@ class WordTokenizer:
 
     name = "words"
 
+    def __init__(self) -> None:
+        self._ids: dict[str, int] = {}
+        self._words: list[str] = []
+
     def count(self, text: str) -> int:
         return len(_WORD.findall(text))
 
     def encode(self, text: str) -> list[int]:
-        return [int(hashlib.blake2b(w.encode(), digest_size=4).hexdigest(), 16) for w in _WORD.findall(text)]
+        ids = []
+        for word in _WORD.findall(text):
+            if word not in self._ids:
+                self._ids[word] = len(self._words)
+                self._words.append(word)
+            ids.append(self._ids[word])
+        return ids
 
     def decode(self, ids: Sequence[int]) -> str:
-        raise NotImplementedError("WordTokenizer cannot decode hashed ids")
+        return " ".join(self._words[i] for i in ids)
 
     def render_chat(self, messages: Sequence[Message], add_generation_prompt: bool = True) -> str:
         parts = [f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages]

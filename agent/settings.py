@@ -1,0 +1,48 @@
+"""Agent settings: tool policy, retrieval size, decoding, budgets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from agent.context import Budgets
+from models.protocols import GenerationOptions
+
+POLICIES = ("auto", "search-first", "model")
+SMALL_MODEL_PARAMS = 1_000_000_000  # below this, `auto` searches first: small models call tools badly
+
+
+def answer_options() -> GenerationOptions:
+    # Low temperature with a repeat penalty: greedy decoding made SmolLM2-135M loop ("the prefix of the prefix").
+    return GenerationOptions(max_tokens=256, temperature=0.2, top_k=40, top_p=0.9, min_p=0.05, repeat_penalty=1.2)
+
+
+def tool_options() -> GenerationOptions:
+    return GenerationOptions(max_tokens=96, temperature=0.0, repeat_penalty=1.0)
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    policy: str = "auto"
+    k: int = 5
+    max_steps: int = 3  # model policy: tool rounds before the answer step
+    order: str = "rank"  # excerpt order: rank | lost_in_middle
+    constrained: bool = False  # decode answers with a grammar that only admits shown [n] markers
+    tool_grammar: bool = True  # model policy: force tool calls into the schema's shape
+    fallback: bool = True  # extractive quotes when no claim of the model's answer is supported
+    budgets: Budgets = field(default_factory=Budgets)
+    generation: GenerationOptions = field(default_factory=answer_options)
+    tool_generation: GenerationOptions = field(default_factory=tool_options)
+
+    def __post_init__(self) -> None:
+        if self.policy not in POLICIES:
+            raise ValueError(f"unknown tool policy {self.policy!r}: choose one of {', '.join(POLICIES)}")
+
+    def with_(self, **changes) -> "AgentSettings":
+        return replace(self, **changes)
+
+    def resolve_policy(self, n_params: int | None) -> str:
+        if self.policy != "auto":
+            return self.policy
+        if n_params is None or n_params < SMALL_MODEL_PARAMS:
+            return "search-first"
+        return "model"

@@ -1,0 +1,93 @@
+"""The tool registry: named tools with a JSON schema, validated calls, and failures returned as results."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+import jsonschema
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What the model sees (`text`) and what the loop keeps (`payload`, e.g. a rag SearchResult)."""
+
+    name: str
+    arguments: Any
+    text: str
+    error: str | None = None
+    payload: Any = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    schema: Mapping[str, Any]
+    fn: Callable[[dict], Any]  # returns an object with .text (and .error), or a str
+    validator: jsonschema.protocols.Validator = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        cls = jsonschema.validators.validator_for(self.schema)
+        cls.check_schema(self.schema)
+        object.__setattr__(self, "validator", cls(self.schema))
+
+    def spec(self) -> dict:
+        """The tool as the model is told about it."""
+        return {"name": self.name, "description": self.description, "parameters": dict(self.schema)}
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    where = ".".join(str(p) for p in error.absolute_path) or "arguments"
+    return f"{where}: {error.message}"
+
+
+class ToolRegistry:
+    """Tools by name. `call` never raises for the model's mistakes or a tool's failure: it returns an error result."""
+
+    def __init__(self, tools: Mapping[str, Tool] | None = None) -> None:
+        self._tools: dict[str, Tool] = dict(tools or {})
+
+    def register(self, tool: Tool) -> None:
+        self._tools[tool.name] = tool
+
+    def names(self) -> list[str]:
+        return sorted(self._tools)
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def specs(self) -> list[dict]:
+        return [self._tools[name].spec() for name in self.names()]
+
+    def call(self, name: str, arguments: Any) -> ToolResult:
+        tool = self._tools.get(name)
+        if tool is None:
+            known = ", ".join(self.names()) or "none"
+            return self._error(name, arguments, f"unknown tool {name!r}; the tools are: {known}")
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except json.JSONDecodeError as exc:
+                return self._error(name, arguments, f"arguments are not valid JSON ({exc.msg})")
+        problems = sorted(tool.validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+        if problems:
+            detail = "; ".join(_describe(e) for e in problems[:3])
+            return self._error(name, arguments, f"invalid arguments for {name}: {detail}")
+        try:
+            out = tool.fn(arguments)
+        except Exception as exc:  # a tool's failure is a result the model can act on, never a crash
+            return self._error(name, arguments, f"{name} failed: {type(exc).__name__}: {exc}")
+        if isinstance(out, str):
+            return ToolResult(name, arguments, out)
+        error = getattr(out, "error", None)
+        return ToolResult(name, arguments, out.text, error=error, payload=out)
+
+    @staticmethod
+    def _error(name: str, arguments: Any, message: str) -> ToolResult:
+        return ToolResult(name, arguments, f"Error: {message}", error=message)

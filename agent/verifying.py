@@ -1,0 +1,38 @@
+"""Binds rag's claim verifier and extractive fallback to the agent's verdict types."""
+
+from __future__ import annotations
+
+from agent.events import CitationVerdict, ClaimVerdict
+from models.protocols import Embedder
+from rag.extractive import extractive_answer
+from rag.verify import verify_answer
+
+_RANK = {"supported": 3, "weak": 2, "unsupported": 1}
+
+
+def make_judge(embedder: Embedder | None):
+    """(answer, shown, lookup) -> (verdict per cited number, verdict per claim)."""
+
+    def judge(answer: str, shown, lookup):
+        result = verify_answer(answer, shown, lookup, embedder)
+        by_number: dict[int, CitationVerdict] = {}
+        for c in result.citations:
+            verdict = CitationVerdict(c.n, c.chunk_id, c.doc_id, c.uri, c.verdict, c.support, c.evidence)
+            known = by_number.get(c.n)
+            # A number cited by several claims shows its weakest support: one good claim must not vouch for another.
+            if known is None or _RANK.get(verdict.verdict, 0) < _RANK.get(known.verdict, 0):
+                by_number[c.n] = verdict
+        claims = [ClaimVerdict(c.text, c.citations, c.verdict, c.support, c.evidence) for c in result.claims]
+        return by_number, claims
+
+    return judge
+
+
+def make_fallback(embedder: Embedder | None):
+    """(question, shown, lookup) -> (quoted text, numbers), or None when no sentence is close enough."""
+
+    def fallback(question: str, shown, lookup):
+        text, numbers = extractive_answer(question, shown, lookup, embedder)
+        return (text, numbers) if text else None
+
+    return fallback
