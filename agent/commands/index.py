@@ -1,17 +1,28 @@
-"""`smoldocs index`."""
+"""`smoldocs index`: build or refresh the docs index, re-embedding only files that changed."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 
-HELP = "index (not built yet)"
+from agent.commands.common import add_index_options, open_index_from_args
+
+HELP = "build or refresh the search index of a docs folder"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    pass
+    add_index_options(p)
+    p.add_argument("--rebuild", action="store_true", help="re-chunk and re-embed every file")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar, only the summary")
 
 
 def run(args: argparse.Namespace) -> int:
-    print("smoldocs index: not built yet", file=sys.stderr)
-    return 2
+    index = open_index_from_args(args, rebuild=args.rebuild, quiet=args.quiet)
+    update = index.update
+    print(f"index of {index.docs_dir}: {update.summary()}")
+    for label, names in (("added", update.added), ("changed", update.changed), ("removed", update.removed)):
+        if names and not update.rebuilt:
+            print(f"  {label}: {', '.join(names)}")
+    if update.skipped:
+        print(f"  skipped: {', '.join(f'{n} {why}' for why, n in sorted(update.skipped.items()))}")
+    print(f"  stored in {update.index_dir}")
+    return 0

@@ -1,17 +1,89 @@
-"""`smoldocs search`."""
+"""`smoldocs search`: ranked hits with the fused score and each retriever's rank (an explain view)."""
 
 from __future__ import annotations
 
 import argparse
-import sys
+import difflib
+import json
+import textwrap
 
-HELP = "search (not built yet)"
+from agent.commands.common import add_index_options, open_index_from_args
+from agent.errors import UsageError
+from rag.hybrid import MODES
+from rag.types import Hit
+
+HELP = "search the docs index and show how each retriever ranked the hits"
+PREVIEW_LINES = 3
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    pass
+    p.add_argument("query", metavar="QUERY", help="what to look for")
+    add_index_options(p)
+    p.add_argument("-k", type=_positive, default=5, metavar="N", help="how many hits (default 5)")
+    p.add_argument("--doc-id", action="append", dest="doc_ids", metavar="ID", help="only this document (repeatable)")
+    p.add_argument("--mode", choices=MODES, default="hybrid", help="retriever or fusion to use (default hybrid)")
+    p.add_argument("--json", action="store_true", help="print the hits as a JSON list")
+
+
+def _positive(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
+    return n
 
 
 def run(args: argparse.Namespace) -> int:
-    print("smoldocs search: not built yet", file=sys.stderr)
-    return 2
+    if not args.query.strip():
+        raise UsageError("the search query is empty: give a few words to look for")
+    index = open_index_from_args(args, quiet=args.json)
+    for doc_id in args.doc_ids or ():
+        if doc_id not in index.doc_ids:
+            close = difflib.get_close_matches(doc_id, index.doc_ids, n=3)
+            hint = f"did you mean {', '.join(close)}?" if close else "run `smoldocs index` to list what is indexed"
+            raise UsageError(f"unknown --doc-id {doc_id!r}: {hint}")
+    hits = index.search(args.query, k=args.k, doc_ids=args.doc_ids, mode=args.mode)
+    if args.json:
+        print(json.dumps([hit_to_json(rank, hit) for rank, hit in enumerate(hits, start=1)], indent=2, ensure_ascii=False))
+        return 0
+    method = f"{args.mode} ({index.fusion})" if args.mode == "hybrid" else args.mode
+    if not hits:
+        print(f"no results for {args.query!r} ({method}, {len(index)} chunks)")
+        return 0
+    print(f"{len(hits)} hits for {args.query!r} ({method}, {len(index)} chunks)")
+    for rank, hit in enumerate(hits, start=1):
+        print(format_hit(rank, hit))
+    return 0
+
+
+def hit_to_json(rank: int, hit: Hit) -> dict:
+    return {
+        "rank": rank,
+        "chunk_id": hit.chunk_id,
+        "doc_id": hit.doc_id,
+        "uri": hit.uri,
+        "heading": hit.heading,
+        "lines": hit.lines,
+        "score": round(hit.score, 6),
+        "bm25_rank": hit.bm25_rank,
+        "dense_rank": hit.dense_rank,
+        "text": hit.text,
+    }
+
+
+def format_hit(rank: int, hit: Hit) -> str:
+    """Rank, id, lines, fused score and both ranks, the heading path, then the first lines of text."""
+    ranks = f"bm25 {_rank(hit.bm25_rank)}  dense {_rank(hit.dense_rank)}"
+    head = f"{rank:>2}. {hit.chunk_id}  lines {hit.lines}  score {hit.score:.4f}  {ranks}"
+    lines = [line for line in hit.text.splitlines() if line.strip()]
+    preview = [textwrap.shorten(line, 100, placeholder=" ...") for line in lines[:PREVIEW_LINES]]
+    if len(lines) > PREVIEW_LINES:
+        preview.append("...")
+    body = "\n".join("      " + line for line in preview)
+    return f"{head}\n      {hit.heading or '(no heading)'}\n{body}"
+
+
+def _rank(rank: int | None) -> str:
+    return f"#{rank}" if rank is not None else "-"

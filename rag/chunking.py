@@ -1,0 +1,198 @@
+"""Heading-aware chunks bounded by the chat model's tokenizer.
+
+A chunk never crosses a heading (except that headings with no text of their own ride along with the next
+text), never cuts a code fence unless the fence alone is over budget (then each piece is re-fenced), and
+is counted whole: `count(chunk.text) <= max_tokens` for every chunk. Cuts are as coarse as fit: between
+paragraphs, then sentences, then lines, then words, then characters.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import asdict, dataclass
+from typing import Iterable
+
+from models.protocols import Counter
+from rag.blocks import Unit, parse_units, syntax_for
+from rag.errors import BudgetError
+from rag.types import Chunk
+
+CHUNKER_VERSION = 1
+DEFAULT_MAX_TOKENS = 200
+MIN_MAX_TOKENS = 16
+MAX_CHARS_PER_TOKEN = 64
+
+_SENTENCE_END = re.compile(r"(?<=[.!?:;])[\"')\]*_]*\s+")
+_LIST_ITEM = re.compile(r"\n(?=[ \t]*(?:[-*+|>]|\d+[.)])(?:\s|$))")
+_LINE_START = re.compile(r"\n(?=[^\n])")
+_WORD_START = re.compile(r"(?<=\s)(?=\S)")
+_LEADING_BLANK_LINES = re.compile(r"^(?:[ \t]*\n)+")
+
+
+@dataclass(frozen=True)
+class ChunkSettings:
+    """What the chunker needs besides the text; stored in the index manifest."""
+
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    version: int = CHUNKER_VERSION
+
+    def __post_init__(self) -> None:
+        if self.max_tokens < MIN_MAX_TOKENS:
+            raise BudgetError(f"chunk budget {self.max_tokens} is too small: use at least {MIN_MAX_TOKENS} tokens")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def chunk_id(doc_id: str, n: int) -> str:
+    return f"{doc_id}#{n}"
+
+
+def split_chunk_id(cid: str) -> tuple[str, int] | None:
+    """(doc_id, n) of a `<doc_id>#<n>` id, or None if it is not one."""
+    doc_id, sep, n = cid.rpartition("#")
+    return (doc_id, int(n)) if sep and doc_id and n.isdigit() else None
+
+
+def chunk_document(doc_id: str, text: str, counter: Counter, max_tokens: int = DEFAULT_MAX_TOKENS) -> list[Chunk]:
+    """The chunks of one document, numbered from 0 in document order."""
+    ChunkSettings(max_tokens)  # validates the budget
+    cutter = _Cutter(text, counter, max_tokens)
+    chunks: list[Chunk] = []
+    for path, units in _groups(parse_units(text, syntax_for(doc_id))):
+        for a, b in cutter.cut(units):
+            body, first, last = cutter.render(a, b)
+            if body:
+                cid = chunk_id(doc_id, len(chunks))
+                chunks.append(Chunk(cid, doc_id, doc_id, body, path, first, last))
+    return chunks
+
+
+def indexed_text(chunk: Chunk, with_heading: bool = True) -> str:
+    """What BM25 and the embedder see: the heading path, then the text."""
+    if with_heading and chunk.heading_path:
+        return f"{chunk.heading}\n{chunk.text}"
+    return chunk.text
+
+
+def _groups(units: list[Unit]) -> Iterable[tuple[tuple[str, ...], list[Unit]]]:
+    """Runs of (headings with no text of their own, then the text under the last one) with its heading path."""
+    stack: list[tuple[int, str]] = []
+    group: list[Unit] = []
+    path: tuple[str, ...] = ()
+    for unit in units:
+        if unit.kind == "heading":
+            if any(u.kind != "heading" for u in group):
+                yield path, group
+                group = []
+            while stack and stack[-1][0] >= unit.level:
+                stack.pop()
+            stack.append((unit.level, unit.title))
+            path = tuple(title for _, title in stack if title)
+        group.append(unit)
+    if group:
+        yield path, group
+
+
+class _Cutter:
+    """Chooses chunk boundaries in one document: the farthest cut that still fits, coarsest kind first."""
+
+    def __init__(self, text: str, counter: Counter, max_tokens: int) -> None:
+        self.text = text
+        self.counter = counter
+        self.max_tokens = max_tokens
+        self.line_offsets = [0] + [m.end() for m in re.finditer("\n", text)]
+        self.fences: list[Unit] = []
+        self._cuts: dict[int, list[list[int]]] = {}
+
+    def cut(self, units: list[Unit]) -> list[tuple[int, int]]:
+        self.fences = [u for u in units if u.kind == "fence"]
+        end = units[-1].end
+        pos = units[0].start
+        spans = []
+        while self.text[pos:end].strip():
+            nxt = self._farthest(pos, units, protect_headings=True)
+            if nxt is None:
+                nxt = self._farthest(pos, units, protect_headings=False)
+            if nxt is None:  # not even one character fits with its fence lines: accept it to make progress
+                nxt = pos + 1
+            spans.append((pos, nxt))
+            pos = nxt
+        return spans
+
+    def render(self, a: int, b: int) -> tuple[str, int, int]:
+        """The chunk text of [a, b) (re-fenced if it starts or ends inside a fence) and its 1-based line range."""
+        raw = self.text[a:b]
+        lead = _LEADING_BLANK_LINES.match(raw)
+        skip = lead.end() if lead else 0
+        body = raw[skip:].rstrip()
+        if not body.strip():
+            return "", 0, 0
+        first = bisect.bisect_right(self.line_offsets, a + skip)
+        last = bisect.bisect_right(self.line_offsets, a + skip + len(body) - 1)
+        for f in self.fences:
+            if f.body_start <= a + skip < f.body_end:
+                body = f"{f.opener}\n{body}"
+            if f.body_start < b <= f.body_end:
+                body = f"{body}\n{f.closer}"
+        return body, first, last
+
+    def fits(self, a: int, b: int) -> bool:
+        # No tokenizer packs MAX_CHARS_PER_TOKEN chars into a token on average: skip counting huge texts.
+        if b - a > self.max_tokens * MAX_CHARS_PER_TOKEN:
+            return False
+        body = self.render(a, b)[0]
+        return bool(body) and self.counter.count(body) <= self.max_tokens
+
+    def _farthest(self, pos: int, units: list[Unit], protect_headings: bool) -> int | None:
+        candidates = [u for u in units if u.end > pos and not (protect_headings and u.kind == "heading")]
+        if not candidates:
+            return None
+        best = None
+        for u in candidates:
+            if not self.fits(pos, u.end):
+                break
+            best = u.end
+        if best is not None:
+            return best
+        target = candidates[0]
+        for cuts in self._finer_cuts(target):
+            best = None
+            for c in cuts[bisect.bisect_right(cuts, pos) :]:
+                if not self.fits(pos, c):
+                    break
+                best = c
+            if best is not None:
+                return best
+        return self._char_cut(pos, target)
+
+    def _finer_cuts(self, u: Unit) -> list[list[int]]:
+        """Cut positions strictly inside `u`, one sorted list per kind, coarsest first (cached per unit)."""
+        if u.start not in self._cuts:
+            self._cuts[u.start] = self._find_cuts(u)
+        return self._cuts[u.start]
+
+    def _find_cuts(self, u: Unit) -> list[list[int]]:
+        seg = self.text[u.start : u.end]
+
+        def at(pattern: re.Pattern, lo: int = u.start, hi: int = u.end) -> list[int]:
+            return [u.start + m.end() for m in pattern.finditer(seg) if lo < u.start + m.end() < hi]
+
+        if u.kind == "fence":
+            return [at(_LINE_START, u.body_start, u.body_end), at(_WORD_START, u.body_start, u.body_end)]
+        if u.kind == "literal":
+            return [at(_LINE_START), at(_WORD_START)]
+        sentences = sorted(set(at(_SENTENCE_END) + at(_LIST_ITEM)))
+        return [sentences, at(_LINE_START), at(_WORD_START)]
+
+    def _char_cut(self, pos: int, u: Unit) -> int | None:
+        lo, hi = max(pos, u.start) + 1, u.end
+        best = None
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            if self.fits(pos, mid):
+                best, lo = mid, mid + 1
+            else:
+                hi = mid - 1
+        return best

@@ -1,0 +1,47 @@
+"""Dense retrieval: a float32 matrix of L2-normalized embeddings, scored by one matrix-vector product."""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Sequence
+
+import numpy as np
+
+from models.protocols import Embedder
+
+EMBED_BATCH = 16
+
+
+def embed_texts(
+    embedder: Embedder,
+    texts: Sequence[str],
+    batch: int = EMBED_BATCH,
+    on_batch: Callable[[int, float], None] | None = None,
+) -> np.ndarray:
+    """Embed in batches, calling on_batch(done, seconds so far) after each; an (n, dim) float32 matrix."""
+    out = np.zeros((len(texts), embedder.dim), dtype=np.float32)
+    start = time.perf_counter()
+    for lo in range(0, len(texts), batch):
+        part = list(texts[lo : lo + batch])
+        vectors = np.asarray(embedder.embed(part), dtype=np.float32)
+        if vectors.shape != (len(part), embedder.dim):
+            raise ValueError(f"embedder {embedder.model_id} returned shape {vectors.shape} for {len(part)} texts")
+        out[lo : lo + len(part)] = vectors
+        if on_batch is not None:
+            on_batch(lo + len(part), time.perf_counter() - start)
+    return out
+
+
+class DenseIndex:
+    """Cosine similarity of a query to every row (rows and queries are unit vectors)."""
+
+    def __init__(self, matrix: np.ndarray) -> None:
+        self.matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+
+    def __len__(self) -> int:
+        return self.matrix.shape[0]
+
+    def scores(self, query_vector: np.ndarray) -> np.ndarray:
+        if not len(self):
+            return np.zeros(0, dtype=np.float32)
+        return self.matrix @ np.asarray(query_vector, dtype=np.float32).reshape(-1)

@@ -1,0 +1,116 @@
+"""The hybrid retriever: BM25 and dense rankings over the same chunks, fused into one list of hits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from models.protocols import Embedder
+from rag.bm25 import BM25Index
+from rag.chunking import indexed_text
+from rag.dense import DenseIndex
+from rag.fusion import BM25_WEIGHT, FUSIONS, Ranked, fuse, top_rows
+from rag.terms import TermSettings, terms
+from rag.types import Chunk, Hit
+
+MODES = ("hybrid", "bm25", "dense") + FUSIONS
+DEFAULT_FUSION = "rrf"
+CANDIDATE_DEPTH = 50  # how deep each retriever's ranking goes before fusion
+# Dense hits below this cosine are noise: MiniLM gives unrelated text 0.0-0.2 (see benchmarks/retrieval.py).
+MIN_DENSE_SCORE = 0.2
+
+
+class HybridIndex:
+    """Search over chunks with BM25, dense embeddings or both; implements rag.types.Retriever."""
+
+    def __init__(
+        self,
+        chunks: Sequence[Chunk],
+        embeddings: np.ndarray,
+        embedder: Embedder,
+        term_settings: TermSettings = TermSettings(),
+        fusion: str = DEFAULT_FUSION,
+        bm25_weight: float = BM25_WEIGHT,
+        min_dense_score: float = MIN_DENSE_SCORE,
+        docs_dir: Path | None = None,
+        index_dir: Path | None = None,
+        update=None,
+    ) -> None:
+        if fusion not in FUSIONS:
+            raise ValueError(f"unknown fusion {fusion!r}: choose one of {', '.join(FUSIONS)}")
+        if embeddings.shape[0] != len(chunks):
+            raise ValueError(f"{len(chunks)} chunks but {embeddings.shape[0]} embedding rows")
+        self.chunks = list(chunks)
+        self.embedder = embedder
+        self.term_settings = term_settings
+        self.fusion = fusion
+        self.bm25_weight = bm25_weight
+        self.min_dense_score = min_dense_score
+        self.docs_dir = docs_dir
+        self.index_dir = index_dir
+        self.update = update  # rag.index.IndexUpdate: what the last open_index did
+        self._rows = {c.chunk_id: row for row, c in enumerate(self.chunks)}
+        doc_of_row = [c.doc_id for c in self.chunks]
+        self._doc_names = sorted(set(doc_of_row))
+        doc_number = {d: i for i, d in enumerate(self._doc_names)}
+        self._row_doc = np.asarray([doc_number[d] for d in doc_of_row], dtype=np.int64)
+        self.bm25 = BM25Index([terms(indexed_text(c, term_settings.headings), term_settings) for c in self.chunks])
+        self.dense = DenseIndex(embeddings)
+
+    def __len__(self) -> int:
+        return len(self.chunks)
+
+    @property
+    def doc_ids(self) -> list[str]:
+        """Every document id with at least one chunk, sorted."""
+        return list(self._doc_names)
+
+    def chunk(self, chunk_id: str) -> Chunk | None:
+        row = self._rows.get(chunk_id)
+        return None if row is None else self.chunks[row]
+
+    def search(
+        self, query: str, k: int = 5, doc_ids: Sequence[str] | None = None, mode: str = "hybrid"
+    ) -> list[Hit]:
+        """The best `k` chunks for `query`, optionally only from `doc_ids`; [] when nothing matches."""
+        if mode not in MODES:
+            raise ValueError(f"unknown search mode {mode!r}: choose one of {', '.join(MODES)}")
+        if k < 1:
+            raise ValueError(f"k must be at least 1, got {k}")
+        allowed = self._allowed(doc_ids)
+        if not query.strip() or not len(self) or (allowed is not None and not allowed.any()):
+            return []
+        depth = max(CANDIDATE_DEPTH, k)
+        lexical = self.rank_bm25(query, depth, allowed) if mode != "dense" else Ranked.empty()
+        semantic = self.rank_dense(query, depth, allowed) if mode != "bm25" else Ranked.empty()
+        if mode == "bm25":
+            fused = list(zip(lexical.rows.tolist(), lexical.scores.tolist()))
+        elif mode == "dense":
+            fused = list(zip(semantic.rows.tolist(), semantic.scores.tolist()))
+        else:
+            method = self.fusion if mode == "hybrid" else mode
+            fused = fuse(method, lexical, semantic, self.bm25_weight)
+        bm25_rank = {row: r for r, row in enumerate(lexical.rows.tolist(), start=1)}
+        dense_rank = {row: r for r, row in enumerate(semantic.rows.tolist(), start=1)}
+        return [
+            Hit.from_chunk(self.chunks[row], float(score), bm25_rank.get(row), dense_rank.get(row))
+            for row, score in fused[:k]
+        ]
+
+    def rank_bm25(self, query: str, depth: int, allowed: np.ndarray | None = None) -> Ranked:
+        """Chunks sharing a term with the query, best BM25 score first."""
+        return top_rows(self.bm25.scores(terms(query, self.term_settings)), depth, allowed, above=0.0)
+
+    def rank_dense(self, query: str, depth: int, allowed: np.ndarray | None = None) -> Ranked:
+        """Chunks whose embedding is close enough to the query's, most similar first."""
+        vector = np.asarray(self.embedder.embed([query]), dtype=np.float32)[0]
+        return top_rows(self.dense.scores(vector), depth, allowed, above=self.min_dense_score)
+
+    def _allowed(self, doc_ids: Sequence[str] | None) -> np.ndarray | None:
+        if not doc_ids:  # None or empty: no filter
+            return None
+        names = {doc_ids} if isinstance(doc_ids, str) else set(doc_ids)
+        wanted = [i for i, d in enumerate(self._doc_names) if d in names]
+        return np.isin(self._row_doc, np.asarray(wanted, dtype=np.int64))

@@ -1,0 +1,205 @@
+"""Opening the index of a docs folder: load it if fresh, else re-chunk and re-embed only what changed."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from models.protocols import Embedder, Tokenizer
+from rag import store
+from rag.chunking import ChunkSettings, chunk_document, indexed_text
+from rag.corpus import Corpus, check_docs_dir, default_docs_dir, load_corpus
+from rag.dense import embed_texts
+from rag.errors import IndexCorrupt
+from rag.hybrid import HybridIndex
+from rag.types import Chunk
+
+EMBEDDED_TEXT = "heading-path+text/v1"  # what each embedding row was computed from; part of the settings
+
+
+@dataclass(frozen=True)
+class IndexProgress:
+    """One step of opening an index, for a progress bar. `notice` events carry a one-line message."""
+
+    stage: str  # "scan" | "chunk" | "embed" | "save" | "notice" | "done"
+    done: int = 0
+    total: int = 0
+    message: str = ""
+    rate: float = 0.0  # items per second so far in this stage
+
+
+ProgressFn = Callable[[IndexProgress], None]
+
+
+@dataclass(frozen=True)
+class IndexUpdate:
+    """What open_index did: loaded as is, updated some files, or rebuilt everything (and why)."""
+
+    index_dir: Path
+    rebuilt: bool
+    reason: str  # why everything was rebuilt; "" otherwise
+    added: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    unchanged: int = 0
+    chunks: int = 0
+    chunks_embedded: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    embed_seconds: float = 0.0
+
+    @property
+    def files(self) -> int:
+        return len(self.added) + len(self.changed) + self.unchanged
+
+    @property
+    def modified(self) -> bool:
+        """True when the stored index was (re)written."""
+        return self.rebuilt or bool(self.added or self.changed or self.removed)
+
+    def summary(self) -> str:
+        """One line for the CLI: files, chunks, what changed, how long."""
+        if self.rebuilt:
+            what = f"rebuilt ({self.reason})"
+        elif self.modified:
+            what = f"updated: {len(self.added)} added, {len(self.changed)} changed, {len(self.removed)} removed"
+        else:
+            what = "up to date"
+        rate = f", {self.chunks_embedded / self.embed_seconds:.0f} chunks/s" if self.embed_seconds > 0 else ""
+        skipped = sum(self.skipped.values())
+        return (
+            f"{self.files} files, {self.chunks} chunks; {what}; embedded {self.chunks_embedded} chunks"
+            f"{rate}; {skipped} files skipped; {self.seconds:.2f} s"
+        )
+
+
+def index_settings(tokenizer: Tokenizer, embedder: Embedder, chunking: ChunkSettings) -> dict:
+    """Everything the stored chunks and embeddings depend on besides the files themselves."""
+    return {
+        "tokenizer": tokenizer.name,
+        "chunker": chunking.to_dict(),
+        "embedding_model": embedder.model_id,
+        "embedding_dim": int(embedder.dim),
+        "embedded_text": EMBEDDED_TEXT,
+    }
+
+
+def open_index(
+    docs_dir: str | os.PathLike[str] | None,
+    tokenizer: Tokenizer,
+    embedder: Embedder,
+    index_dir: str | os.PathLike[str] | None = None,
+    progress: ProgressFn | None = None,
+    rebuild: bool = False,
+    chunking: ChunkSettings = ChunkSettings(),
+    **search_options,
+) -> HybridIndex:
+    """The ready index of `docs_dir` (None: the bundled docs_corpus/), updated and saved if files changed.
+
+    `search_options` go to HybridIndex (fusion, term_settings, min_dense_score, bm25_weight).
+    """
+    started = time.perf_counter()
+    emit = progress or (lambda event: None)
+    root = check_docs_dir(docs_dir if docs_dir is not None else default_docs_dir())
+    target = Path(index_dir).expanduser().resolve() if index_dir is not None else store.default_index_dir(root)
+    corpus = load_corpus(root)
+    emit(IndexProgress("scan", len(corpus.documents), len(corpus.documents)))
+    wanted = index_settings(tokenizer, embedder, chunking)
+    stored, reason = _previous(target, wanted, rebuild, emit)
+
+    old_files = stored.files if stored is not None else {}
+    old_rows = {c.chunk_id: row for row, c in enumerate(stored.chunks)} if stored is not None else {}
+    kept: dict[str, list[Chunk]] = {}
+    fresh: dict[str, list[Chunk]] = {}
+    for n, doc in enumerate(corpus.documents, start=1):
+        entry = old_files.get(doc.doc_id)
+        if entry is not None and entry["sha256"] == doc.sha256:
+            kept[doc.doc_id] = [stored.chunks[old_rows[cid]] for cid in entry["chunks"]]
+        else:
+            fresh[doc.doc_id] = chunk_document(doc.doc_id, doc.text, tokenizer, chunking.max_tokens)
+        emit(IndexProgress("chunk", n, len(corpus.documents)))
+
+    new_chunks = [c for doc_chunks in fresh.values() for c in doc_chunks]
+    embed_started = time.perf_counter()
+    new_vectors = embed_texts(
+        embedder,
+        [indexed_text(c) for c in new_chunks],
+        on_batch=lambda done, secs: emit(IndexProgress("embed", done, len(new_chunks), rate=done / max(secs, 1e-9))),
+    )
+    embed_seconds = time.perf_counter() - embed_started if new_chunks else 0.0
+
+    chunks, embeddings, files = _assemble(corpus, kept, fresh, new_vectors, stored, old_rows, embedder.dim)
+    removed = tuple(sorted(set(old_files) - set(files)))
+    update = IndexUpdate(
+        index_dir=target,
+        rebuilt=stored is None,
+        reason=reason,
+        added=tuple(d for d in fresh if d not in old_files),
+        changed=tuple(d for d in fresh if d in old_files),
+        removed=removed,
+        unchanged=len(kept),
+        chunks=len(chunks),
+        chunks_embedded=len(new_chunks),
+        skipped=dict(corpus.skipped),
+        embed_seconds=embed_seconds,
+    )
+    if update.modified:
+        emit(IndexProgress("save", 0, 1))
+        store.save(target, wanted, files, chunks, embeddings)
+        emit(IndexProgress("save", 1, 1))
+    index = HybridIndex(chunks, embeddings, embedder, docs_dir=root, index_dir=target, **search_options)
+    index.update = replace(update, seconds=time.perf_counter() - started)
+    emit(IndexProgress("done", len(chunks), len(chunks), index.update.summary()))
+    return index
+
+
+def _previous(target: Path, wanted: dict, rebuild: bool, emit: ProgressFn) -> tuple[store.StoredIndex | None, str]:
+    """The stored index if it can be reused, else None and why it cannot (announced as a notice)."""
+    if rebuild:
+        return None, "rebuild requested"
+    try:
+        stored = store.load(target)
+    except IndexCorrupt as exc:
+        emit(IndexProgress("notice", message=f"index at {target} is unusable ({exc}); rebuilding it"))
+        return None, "unusable index"
+    if stored is None:
+        return None, "new index"
+    if stored.settings != wanted:
+        diff = sorted(k for k in set(wanted) | set(stored.settings) if wanted.get(k) != stored.settings.get(k))
+        emit(IndexProgress("notice", message=f"index settings changed ({', '.join(diff)}); rebuilding it"))
+        return None, f"settings changed: {', '.join(diff)}"
+    return stored, ""
+
+
+def _assemble(
+    corpus: Corpus,
+    kept: dict[str, list[Chunk]],
+    fresh: dict[str, list[Chunk]],
+    new_vectors: np.ndarray,
+    stored: store.StoredIndex | None,
+    old_rows: dict[str, int],
+    dim: int,
+) -> tuple[list[Chunk], np.ndarray, dict[str, dict]]:
+    """Chunks and embedding rows in document order, reusing stored rows for unchanged files."""
+    chunks: list[Chunk] = []
+    sources: list[np.ndarray] = []
+    files: dict[str, dict] = {}
+    fresh_row = 0
+    for doc in corpus.documents:
+        if doc.doc_id in kept:
+            doc_chunks = kept[doc.doc_id]
+            sources.append(stored.embeddings[[old_rows[c.chunk_id] for c in doc_chunks]])
+        else:
+            doc_chunks = fresh[doc.doc_id]
+            sources.append(new_vectors[fresh_row : fresh_row + len(doc_chunks)])
+            fresh_row += len(doc_chunks)
+        chunks.extend(doc_chunks)
+        files[doc.doc_id] = {"sha256": doc.sha256, "chunks": [c.chunk_id for c in doc_chunks]}
+    embeddings = np.concatenate(sources).astype(np.float32) if sources else np.zeros((0, dim), np.float32)
+    return chunks, embeddings, files
+
