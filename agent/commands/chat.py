@@ -1,17 +1,34 @@
-"""`smoldocs chat`."""
+"""`smoldocs chat` (and plain `smoldocs`): the Textual TUI over a chat session."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 
-HELP = "chat (not built yet)"
+from agent.settings import POLICIES
+
+HELP = "chat with your docs in the terminal, every citation checked (the default command)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    pass
+    from agent.commands.common import add_index_options
+
+    add_index_options(p)
+    p.add_argument("--tools", choices=POLICIES, default="auto", help="who decides the searches (default: auto)")
+    p.add_argument("--theme", default=None, help="a Textual theme, e.g. textual-light (Ctrl+P > Theme switches live)")
 
 
 def run(args: argparse.Namespace) -> int:
-    print("smoldocs chat: not built yet", file=sys.stderr)
-    return 2
+    from agent.chats import ChatStore
+    from agent.session import open_session
+    from agent.tui import make_app
+    from rag.corpus import check_docs_dir
+
+    # A wrong --docs is a one-line error before the screen opens; model and index errors show inside the app.
+    docs = check_docs_dir(args.docs) if args.docs else None
+
+    def session_factory(progress=None):
+        return open_session(docs, args.model, tools=args.tools, index_dir=args.index, progress=progress)
+
+    app = make_app(session_factory, ChatStore(), theme=args.theme)
+    app.run()
+    return app.return_code or 0

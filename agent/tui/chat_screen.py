@@ -1,0 +1,404 @@
+"""The chat screen: messages, sources, token meter and input; it talks only to the session and its events."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Static
+
+from agent.chats import ChatLog, ChatStore
+from agent.errors import AgentError, UsageError
+from agent.events import Answer, AnswerFinished, ContextBuilt, ErrorEvent, SearchFinished, TextDelta
+from agent.tui.message_list import AnswerView, MessageList, QuestionView
+from agent.tui.chat_list_screen import ChatListScreen
+from agent.tui.citation_screen import CitationInfo, CitationScreen, citation_infos
+from agent.tui.help_screen import HelpScreen
+from agent.tui.history_input import HistoryInput
+from agent.tui.loading import LoadingPanel, describe_progress
+from agent.tui.messages import (
+    LoadProgress,
+    OpenChunk,
+    OpenCitation,
+    SearchResults,
+    SessionFailed,
+    SessionReady,
+    TurnEnded,
+    TurnEvent,
+)
+from agent.tui.search_view import SearchResultsView
+from agent.tui.slash import Slash, parse_slash
+from agent.tui.sources_panel import SourcesPanel
+from agent.tui.status_line import StatusLine
+from agent.tui.token_meter import TokenBar, TokenScreen
+from models.errors import ModelError
+from models.protocols import CancelToken
+from rag.errors import RagError
+
+SessionFactory = Callable[..., Any]  # (progress=callback) -> agent.session.ChatSession
+USER_ERRORS = (AgentError, ModelError, RagError)
+WIDE = 100  # the sources panel shows by default from this width
+
+
+def error_line(exc: BaseException) -> str:
+    """One line for the user: our own errors already say what to do; others are named."""
+    lines = str(exc).strip().splitlines()
+    text = lines[0] if lines else ""
+    return text if isinstance(exc, USER_ERRORS) and text else f"{type(exc).__name__}: {text}"
+
+
+class ChatScreen(Screen):
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel", show=False),
+        Binding("ctrl+n", "new_chat", "New"),
+        Binding("ctrl+o", "chat_list", "Chats"),
+        Binding("ctrl+e", "export", "Export", priority=True),
+        Binding("ctrl+t", "token_meter", "Tokens"),
+        Binding("ctrl+s", "toggle_sources", "Sources"),
+        Binding("f1", "help", "Help"),
+        Binding("question_mark", "help", "Help", show=False),
+        *(Binding(str(i), f"open_citation({i})", show=False) for i in range(1, 10)),
+    ]
+
+    def __init__(self, session_factory: SessionFactory, store: ChatStore) -> None:
+        super().__init__()
+        self.session_factory = session_factory
+        self.store = store
+        self.session: Any = None
+        self.chat_log: ChatLog | None = None
+        self.cancel: CancelToken | None = None
+        self.current_turn: int | None = None
+        self.last_context: ContextBuilt | None = None
+        self.pending: list[str] = []
+        self.sources_shown: bool | None = None  # None: by width
+        self._next_turn = 0
+        self._search_hits: dict[str, Any] = {}
+
+    # -- layout -----------------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield StatusLine(id="status")
+        with Horizontal(id="main"):
+            with Vertical(id="chat-column"):
+                yield LoadingPanel(id="loading")
+                with MessageList(id="messages"):
+                    yield Static(self._welcome(), classes="welcome")
+                yield TokenBar(id="token-bar")
+                yield HistoryInput(placeholder="Ask about your docs…  (/help for commands)", id="question")
+            yield SourcesPanel(id="sources")
+        yield Footer()
+
+    def _welcome(self) -> str:
+        docs = f" in {self.session.docs_dir}" if self.session is not None and self.session.docs_dir else ""
+        return (
+            f"Ask a question about the docs{docs}.\n"
+            "Answers cite their sources as [n], coloured by whether the source supports the claim.\n"
+            "F1 keys · /search QUERY shows hits without the model · Ctrl+O saved chats"
+        )
+
+    @property
+    def busy(self) -> bool:
+        return self.cancel is not None
+
+    @property
+    def message_list(self) -> MessageList:
+        return self.query_one(MessageList)
+
+    def on_mount(self) -> None:
+        self.query_one("#question").focus()
+        self._load_session()
+
+    def on_resize(self) -> None:
+        self._place_sources()
+
+    def _place_sources(self) -> None:
+        shown = self.sources_shown if self.sources_shown is not None else self.size.width >= WIDE
+        self.query_one(SourcesPanel).display = shown
+
+    def on_unmount(self) -> None:
+        if self.cancel is not None:
+            self.cancel.cancel()
+
+    # -- loading ----------------------------------------------------------------------------------------
+    @work(thread=True, exit_on_error=False, group="load")
+    def _load_session(self) -> None:
+        try:
+            session = self.session_factory(progress=lambda p: self.post_message(describe_progress(p)))
+        except Exception as exc:  # shown in the UI: the app stays up to say what went wrong
+            self.post_message(SessionFailed(error_line(exc)))
+            return
+        self.post_message(SessionReady(session))
+
+    def on_load_progress(self, message: LoadProgress) -> None:
+        self.query_one(LoadingPanel).show(message)
+
+    async def on_session_ready(self, message: SessionReady) -> None:
+        self.session = message.session
+        self.query_one(LoadingPanel).display = False
+        self.query_one(StatusLine).set(
+            model=self.session.model_name, index_size=self.session.index_size, docs=self.session.docs_dir
+        )
+        for welcome in self.query(".welcome").results(Static):
+            welcome.update(self._welcome())
+        pending, self.pending = self.pending, []
+        for question in pending[:1]:  # one at a time; later ones would wait on the first anyway
+            await self.ask(question)
+
+    def on_session_failed(self, message: SessionFailed) -> None:
+        panel = self.query_one(LoadingPanel)
+        panel.add_class("-failed")
+        panel.query_one("#loading-label", Static).update(f"Could not start: {message.message}\nCtrl+Q quits.")
+        self.notify(message.message, title="smoldocs could not start", severity="error", timeout=30)
+
+    # -- asking -----------------------------------------------------------------------------------------
+    @on(Input.Submitted, "#question")
+    async def _submitted(self, event: Input.Submitted) -> None:
+        text = event.value.strip()
+        if not text:
+            return
+        question_input = self.query_one(HistoryInput)
+        question_input.remember(text)
+        question_input.value = ""
+        try:
+            slash = parse_slash(text)
+        except UsageError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        if slash is not None:
+            await self.run_slash(slash)
+        else:
+            await self.ask(text[1:] if text.startswith("//") else text)
+
+    async def ask(self, question: str) -> None:
+        if self.busy:
+            self.notify("Still answering: Esc cancels it.", severity="warning")
+            return
+        if self.session is None:
+            self.pending.append(question)
+            self.notify("Still loading: the question is asked as soon as the model is ready.")
+            return
+        turn_id = self._next_turn
+        self._next_turn += 1
+        view = await self._add_turn(turn_id, question)
+        if self.chat_log is None:
+            self.chat_log = self.store.create(docs_dir=str(self.session.docs_dir or ""), model=self.session.model_name)
+        self.cancel = CancelToken()
+        self.query_one(SourcesPanel).show(turn_id, {}, None)
+        self._run_turn(self.session, self.chat_log, question, turn_id, self.cancel)
+
+    async def _add_turn(self, turn_id: int, question: str) -> AnswerView:
+        await self.query(".welcome").remove()
+        view = AnswerView(turn_id, question, id=f"turn-{turn_id}", classes="answer")
+        await self.message_list.mount_all([QuestionView(question, classes="question"), view])
+        self.call_after_refresh(self.message_list.follow, True)
+        self.current_turn = turn_id
+        return view
+
+    @work(thread=True, exit_on_error=False, group="ask")
+    def _run_turn(self, session: Any, log: ChatLog, question: str, turn_id: int, cancel: CancelToken) -> None:
+        """Consume the session's events off the UI thread: save each one, then hand it to the UI."""
+        streamed: list[str] = []
+        finished = False
+        save_failed = False
+
+        def send(event: Any) -> None:
+            nonlocal save_failed
+            try:
+                log.record(event)
+            except OSError as exc:
+                if not save_failed:
+                    save_failed = True
+                    self.app.call_from_thread(self.notify, f"Could not save the chat: {exc}", severity="error")
+            self.post_message(TurnEvent(turn_id, event))
+
+        try:
+            for event in session.ask(question, cancel=cancel):
+                if isinstance(event, TextDelta):
+                    streamed.append(event.text)
+                finished = finished or isinstance(event, AnswerFinished)
+                send(event)
+        except Exception as exc:  # the turn ends with an error answer; the app goes on
+            send(ErrorEvent(error_line(exc), fatal=True))
+        if not finished:
+            text = "".join(streamed)
+            status = "cancelled" if cancel.cancelled else "error"
+            send(AnswerFinished(Answer(question=question, text=text, status=status, model_text=text)))
+        self.post_message(TurnEnded(turn_id))
+
+    def _view(self, turn_id: int | None) -> AnswerView | None:
+        if turn_id is None:
+            return None
+        found = self.query(f"#turn-{turn_id}")
+        return found.first(AnswerView) if found else None
+
+    async def on_turn_event(self, message: TurnEvent) -> None:
+        view = self._view(message.turn_id)
+        if view is None:
+            return
+        await view.apply(message.event)
+        self._after_event(view, message.event)
+        self.call_after_refresh(self.message_list.follow)
+
+    def _after_event(self, view: AnswerView, event: Any) -> None:
+        if isinstance(event, ContextBuilt):
+            self.last_context = event
+            self.query_one(TokenBar).show(event)
+        elif isinstance(event, SearchFinished) and view.turn_id == self.current_turn:
+            self.query_one(SourcesPanel).show(view.turn_id, view.excerpts(), None)
+        elif isinstance(event, AnswerFinished):
+            if view.turn_id == self.current_turn:
+                self.query_one(SourcesPanel).show(view.turn_id, view.excerpts(), event.answer)
+            if event.answer.tokens_per_second:
+                self.query_one(StatusLine).set(tokens_per_second=event.answer.tokens_per_second)
+
+    async def on_turn_ended(self, message: TurnEnded) -> None:
+        self.cancel = None
+        if self.pending:
+            await self.ask(self.pending.pop(0))
+
+    def action_cancel(self) -> None:
+        if self.cancel is not None and not self.cancel.cancelled:
+            self.cancel.cancel()
+            self.notify("Cancelling: what streamed so far is kept.")
+
+    # -- slash commands ---------------------------------------------------------------------------------
+    async def run_slash(self, slash: Slash) -> None:
+        if slash.name == "help":
+            self.action_help()
+        elif slash.name == "clear":
+            await self.action_new_chat()
+        elif slash.name == "export":
+            self.action_export(slash.argument or None)
+        elif slash.name == "search":
+            if self.session is None:
+                self.notify("Still loading: try again in a moment.", severity="warning")
+                return
+            self._run_search(self.session, slash.argument)
+
+    @work(thread=True, exit_on_error=False, group="search")
+    def _run_search(self, session: Any, query: str) -> None:
+        try:
+            self.post_message(SearchResults(query, list(session.search(query, k=5))))
+        except Exception as exc:
+            self.post_message(SearchResults(query, [], error=error_line(exc)))
+
+    async def on_search_results(self, message: SearchResults) -> None:
+        await self.query(".welcome").remove()
+        for hit in message.hits:
+            self._search_hits[hit.chunk_id] = hit
+        await self.message_list.mount(SearchResultsView(message.query, message.hits, message.error, classes="search"))
+        self.call_after_refresh(self.message_list.follow, True)
+
+    # -- sources and citations --------------------------------------------------------------------------
+    def _chunk(self, chunk_id: str | None):
+        if not chunk_id or self.session is None:
+            return None
+        try:
+            return self.session.chunk(chunk_id)
+        except Exception:  # a lookup failure shows the excerpt the model saw instead
+            return None
+
+    def action_open_citation(self, n: int, turn_id: int | None = None) -> None:
+        view = self._view(self.current_turn if turn_id is None else turn_id)
+        if view is None:
+            self.notify("No answer yet: ask a question first.", severity="warning")
+            return
+        infos = citation_infos(view.excerpts(), view.answer, self._chunk)
+        index = next((i for i, info in enumerate(infos) if info.n == n), None)
+        if index is None:
+            self.notify(f"This answer has no source [{n}].", severity="warning")
+            return
+        self.app.push_screen(CitationScreen(infos, index))
+
+    def on_open_citation(self, message: OpenCitation) -> None:
+        self.action_open_citation(message.n, message.turn_id)
+
+    def action_open_chunk(self, chunk_id: str) -> None:
+        hit = self._search_hits.get(chunk_id)
+        self.app.push_screen(CitationScreen([CitationInfo(None, hit=hit, chunk=self._chunk(chunk_id))]))
+
+    def on_open_chunk(self, message: OpenChunk) -> None:
+        self.action_open_chunk(message.chunk_id)
+
+    def action_toggle_sources(self) -> None:
+        self.sources_shown = not self.query_one(SourcesPanel).display
+        self._place_sources()
+
+    def action_token_meter(self) -> None:
+        view = self._view(self.current_turn)
+        searches = [e for e in view.events if isinstance(e, SearchFinished)] if view else []
+        answer_tokens = view.answer.completion_tokens if view and view.answer else 0
+        self.app.push_screen(TokenScreen(self.last_context, searches, answer_tokens))
+
+    def action_help(self) -> None:
+        self.app.push_screen(HelpScreen())
+
+    @on(HistoryInput.HelpRequested)
+    def _help_requested(self) -> None:
+        self.action_help()
+
+    # -- chats ------------------------------------------------------------------------------------------
+    def action_export(self, dest: str | None = None) -> Path | None:
+        if self.chat_log is None:
+            self.notify("Nothing to export yet: ask a question first.", severity="warning")
+            return None
+        target = Path(dest).expanduser() if dest else None
+        try:
+            path = self.store.export(self.chat_log.chat_id, target, lookup=self._chunk)
+        except (OSError, AgentError) as exc:
+            self.notify(f"Could not export: {exc}", severity="error")
+            return None
+        self.notify(f"Exported to {path}", title="Chat exported", timeout=8)
+        return path
+
+    async def _clear(self) -> None:
+        if self.chat_log is not None:
+            self.chat_log.close()
+            self.chat_log = None
+        await self.message_list.remove_children()
+        self.current_turn = None
+        self.last_context = None
+        self.query_one(TokenBar).show(None)
+        self.query_one(SourcesPanel).show(None, {}, None)
+
+    async def action_new_chat(self) -> None:
+        if self.busy:
+            self.notify("Still answering: Esc cancels it first.", severity="warning")
+            return
+        if self.session is not None:
+            self.session.new_chat()
+        await self._clear()
+        await self.message_list.mount(Static(self._welcome(), classes="welcome"))
+
+    def action_chat_list(self) -> None:
+        current = self.chat_log.chat_id if self.chat_log else None
+        self.app.push_screen(ChatListScreen(self.store.list_chats(), current), self._resume)
+
+    async def _resume(self, chat_id: str | None) -> None:
+        if chat_id is None or (self.chat_log is not None and chat_id == self.chat_log.chat_id):
+            return
+        if self.busy or self.session is None:
+            self.notify("Wait for the answer (or the loading) to finish first.", severity="warning")
+            return
+        try:
+            chat = self.store.load(chat_id)
+        except (OSError, AgentError) as exc:
+            self.notify(f"Could not open the chat: {exc}", severity="error")
+            return
+        from agent.session import Turn
+
+        self.session.restore([Turn(t.question, t.answer) for t in chat.turns])
+        await self._clear()
+        self.chat_log = self.store.reopen(chat_id)
+        for saved in chat.turns:
+            turn_id = self._next_turn
+            self._next_turn += 1
+            view = await self._add_turn(turn_id, saved.question)
+            for event in saved.complete_events:
+                await view.apply(event, replay=True)
+                self._after_event(view, event)
+        self.notify(f"Resumed “{chat.info.title}”.")

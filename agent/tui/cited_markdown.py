@@ -1,0 +1,65 @@
+"""Markdown whose `[n]` markers are coloured by verdict and open their citation when clicked."""
+
+from __future__ import annotations
+
+from textual.content import Content
+from textual.style import Style
+from textual.widgets import Markdown
+from textual.widgets.markdown import MarkdownBlock
+
+from agent.tui import verdicts as v
+
+
+def cite_content(content: Content, verdicts: dict[int, str], turn_id: int | None) -> Content:
+    """`content` with each citation number styled by its verdict; made-up numbers get a `?` and no link."""
+    found = list(v.markers(content.plain))
+    if not found:
+        return content
+    out = Content("")
+    position = 0
+    for n, start, end in found:
+        verdict = verdicts.get(n, "cited")
+        piece = content[start:end]
+        if verdict == "made_up":
+            digits_end = piece.plain.index(str(n)) + len(str(n))
+            piece = piece[:digits_end] + "?" + piece[digits_end:]
+        piece = piece.stylize(f".{v.css_class(verdict)}")
+        if verdict != "made_up" and turn_id is not None:
+            piece = piece.stylize(Style.from_meta({"@click": f"screen.open_citation({n}, {turn_id})"}))
+        out = out + content[position:start] + piece
+        position = end
+    return out + content[position:]
+
+
+class _Citing:
+    """Mixed into a Markdown block: restyle its inline content once built."""
+
+    def build_from_token(self, token) -> None:
+        super().build_from_token(token)  # type: ignore[misc]
+        self.auto_links = False  # a link colour would hide the verdict colour of clickable markers
+        markdown = self._markdown  # type: ignore[attr-defined]
+        if isinstance(markdown, CitedMarkdown) and isinstance(self.content, Content):  # type: ignore[attr-defined]
+            self.set_content(cite_content(self.content, markdown.verdicts, markdown.turn_id))  # type: ignore
+
+
+_CITING: dict[type, type] = {}
+
+
+def _citing(block_class: type[MarkdownBlock]) -> type[MarkdownBlock]:
+    if block_class not in _CITING:
+        _CITING[block_class] = type(f"Cited{block_class.__name__}", (_Citing, block_class), {})
+    return _CITING[block_class]
+
+
+class CitedMarkdown(Markdown):
+    """An answer. Set `verdicts` (number -> verdict) before `update` to colour its markers."""
+
+    COMPONENT_CLASSES = v.COMPONENT_CLASSES
+
+    def __init__(self, markdown: str | None = None, *, turn_id: int | None = None, verdicts=None, **kwargs):
+        super().__init__(markdown, open_links=False, **kwargs)
+        self.turn_id = turn_id
+        self.verdicts: dict[int, str] = dict(verdicts or {})
+
+    def get_block_class(self, block_name: str) -> type[MarkdownBlock]:
+        return _citing(super().get_block_class(block_name))

@@ -1,0 +1,47 @@
+"""The loading panel: what the session is loading, with a progress bar while the index is built."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import ProgressBar, Static
+
+from agent.tui.messages import LoadProgress
+
+
+STAGES = {
+    "scan": ("Scanning the docs", "files"),
+    "chunk": ("Chunking the docs", "files"),
+    "embed": ("Embedding the chunks", "chunks"),
+    "save": ("Saving the index", ""),
+    "done": ("Index ready", ""),
+}
+
+
+def describe_progress(progress: Any) -> LoadProgress:
+    """A LoadProgress for one rag.index.IndexProgress (or a plain string) from the session's loader."""
+    if isinstance(progress, str):
+        return LoadProgress(progress)
+    stage = getattr(progress, "stage", "")
+    message = getattr(progress, "message", "")
+    if stage == "notice" or stage not in STAGES:
+        return LoadProgress(message or str(stage) or "Loading…")
+    label, unit = STAGES[stage]
+    done, total = getattr(progress, "done", 0), getattr(progress, "total", 0)
+    if total and unit:
+        label = f"{label}: {done}/{total} {unit} (first run for this docs folder)"
+    return LoadProgress(label, done, total or None)
+
+
+class LoadingPanel(Vertical):
+    def compose(self) -> ComposeResult:
+        yield Static("Loading the model and the index…", id="loading-label")
+        yield ProgressBar(id="loading-bar", show_eta=False)
+
+    def show(self, progress: LoadProgress) -> None:
+        self.query_one("#loading-label", Static).update(progress.label)
+        progress_bar = self.query_one(ProgressBar)
+        if progress.total:
+            progress_bar.update(total=progress.total, progress=progress.done or 0)

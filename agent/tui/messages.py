@@ -1,0 +1,68 @@
+"""Messages the TUI's workers and widgets send: every thread talks to the UI only through these."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from textual.message import Message
+
+from agent.events import Event
+from rag.types import Hit
+
+
+@dataclass
+class LoadProgress(Message):
+    """Loading the session: what is happening, and how far (None when unknown)."""
+
+    label: str
+    done: float | None = None
+    total: float | None = None
+
+
+@dataclass
+class SessionReady(Message):
+    session: Any  # agent.session.ChatSession
+
+
+@dataclass
+class SessionFailed(Message):
+    message: str
+
+
+@dataclass
+class TurnEvent(Message):
+    """One event of the agent's turn `turn_id`, in the order the session yielded it."""
+
+    turn_id: int
+    event: Event
+
+
+@dataclass
+class TurnEnded(Message):
+    turn_id: int
+
+
+@dataclass
+class SearchResults(Message):
+    """Hits of a `/search` (no model involved)."""
+
+    query: str
+    hits: list[Hit]
+    error: str | None = None
+
+
+@dataclass
+class OpenCitation(Message):
+    """Show excerpt `n` of turn `turn_id` (None: the latest answer)."""
+
+    n: int
+    turn_id: int | None = None
+
+
+@dataclass
+class OpenChunk(Message):
+    """Show a stored chunk, e.g. a `/search` hit."""
+
+    chunk_id: str
+    hit: Hit | None = None

@@ -1,0 +1,34 @@
+"""The status line: model, speed of the last answer, index size, docs folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.content import Content
+from textual.widgets import Static
+
+
+def status_text(model: str | None, tokens_per_second: float | None, index_size: int | None, docs: Path | None) -> Content:
+    parts: list = [("smoldocs", "bold")]
+    parts += ["  ", model or "loading…"]
+    if tokens_per_second:
+        parts += ["  ", f"{tokens_per_second:.1f} tok/s"]
+    if index_size is not None:
+        parts += ["  ", f"index {index_size:,} chunks"]
+    if docs is not None:
+        parts += ["  ", (docs.name or str(docs), "dim")]
+    return Content.assemble(*parts)
+
+
+class StatusLine(Static):
+    def __init__(self, **kwargs) -> None:
+        super().__init__(status_text(None, None, None, None), **kwargs)
+        self.model: str | None = None
+        self.tokens_per_second: float | None = None
+        self.index_size: int | None = None
+        self.docs: Path | None = None
+
+    def set(self, **values) -> None:
+        for name, value in values.items():
+            setattr(self, name, value)
+        self.update(status_text(self.model, self.tokens_per_second, self.index_size, self.docs))

@@ -1,0 +1,82 @@
+"""The tool trace of one answer: each search_docs call with its query, hits, packed and dropped counts."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.content import Content
+from textual.widgets import Collapsible, Static
+
+from agent.events import SearchFinished, SearchStarted
+from agent.chats import omission_reason, omitted_rank
+from agent.tui.format import clip, plural
+
+
+QUERY_WIDTH = 24  # keeps a call's title on one line in a narrow terminal
+
+
+def call_title(event: SearchStarted | SearchFinished) -> str:
+    """`search_docs "kv cache" → 5 hits, 3 packed, 2 dropped`."""
+    title = f"search_docs “{clip(event.query, QUERY_WIDTH)}”"
+    if isinstance(event, SearchStarted):
+        return f"{title} …"
+    if event.error:
+        return f"{title} → error"
+    return f"{title} → {plural(len(event.hits), 'hit')}, {len(event.packed)} packed, {event.dropped} dropped"
+
+
+def call_details(event: SearchFinished) -> Content:
+    """One line per hit: its excerpt number when packed, or why it was dropped."""
+    if event.error:
+        return Content.from_markup("[$error]$error[/]", error=event.error)
+    if not event.hits:
+        return Content("no results")
+    omitted = {omitted_rank(o): o for o in event.omissions}
+    numbers = iter(event.packed)
+    lines = []
+    for rank, hit in enumerate(event.hits, 1):
+        if rank in omitted:
+            status = f"dropped ({omission_reason(omitted[rank])})"
+        else:
+            n = next(numbers, None)
+            status = f"[{n}]" if n is not None else "kept"
+        heading = f" · {hit.heading}" if hit.heading else ""
+        lines.append(
+            Content.from_markup(
+                "$rank. [b]$status[/b] $uri [dim]lines $lines$heading · score $score[/]",
+                rank=str(rank),
+                status=status,
+                uri=hit.uri,
+                lines=hit.lines,
+                heading=heading,
+                score=f"{hit.score:.3f}",
+            )
+        )
+    return Content("\n").join(lines)
+
+
+class ToolTrace(Vertical):
+    """Collapsed by default: one collapsible per call, titled with its counts."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._calls: dict[int, tuple[Collapsible, Static]] = {}
+
+    def compose(self) -> ComposeResult:
+        return []
+
+    def started(self, event: SearchStarted) -> None:
+        hits = Static("searching…", classes="trace-hits")
+        call = Collapsible(hits, title=call_title(event), collapsed=True)
+        self._calls[event.call_id] = (call, hits)
+        self.mount(call)
+        self.display = True
+
+    def finished(self, event: SearchFinished) -> None:
+        if event.call_id not in self._calls:
+            self.started(SearchStarted(event.query, len(event.hits), call_id=event.call_id))
+        call, hits = self._calls[event.call_id]
+        call.title = call_title(event)
+        hits.update(call_details(event))
+        if event.error:
+            call.add_class("-error")
