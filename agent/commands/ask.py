@@ -1,17 +1,89 @@
-"""`smoldocs ask`."""
+"""`smoldocs ask`: one question, the answer streamed, then every citation with its verdict."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
-HELP = "ask (not built yet)"
+from agent.answer_json import answer_to_json
+from agent.events import Answer, AnswerFinished, ErrorEvent, SearchFinished, TextDelta
+from agent.settings import POLICIES
+
+HELP = "ask one question about the docs and check the answer's citations"
+
+VERDICT_NOTES = {
+    "supported": "supported",
+    "weak": "weak support",
+    "unsupported": "NOT supported by the cited text",
+    "cited": "cited (not judged)",
+    "made_up": "MADE UP: no excerpt with this number was shown",
+    "unresolved": "UNRESOLVED: the chunk is not in the index",
+}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    pass
+    from agent.commands.common import add_index_options
+
+    p.add_argument("question", help="the question, in quotes")
+    add_index_options(p)
+    p.add_argument("--tools", choices=POLICIES, default="auto", help="who decides the searches (default: auto)")
+    p.add_argument("--constrained", action="store_true", help="decode with a grammar that only admits shown [n]")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
 
 def run(args: argparse.Namespace) -> int:
-    print("smoldocs ask: not built yet", file=sys.stderr)
-    return 2
+    from agent.commands.sessions import open_cli_session
+
+    session = open_cli_session(args, tools=args.tools, constrained=args.constrained)
+    answer: Answer | None = None
+    streaming = not args.json and sys.stdout.isatty()
+    for event in session.ask(args.question):
+        if isinstance(event, TextDelta) and streaming:
+            sys.stdout.write(event.text)
+            sys.stdout.flush()
+        elif isinstance(event, SearchFinished) and not args.json:
+            note = event.error or f"{len(event.hits)} hits, {len(event.packed)} excerpts, {event.dropped} dropped"
+            print(f"search_docs({event.query[:60]!r}): {note}", file=sys.stderr)
+        elif isinstance(event, ErrorEvent):
+            print(f"smoldocs: {event.message}", file=sys.stderr)
+        elif isinstance(event, AnswerFinished):
+            answer = event.answer
+    assert answer is not None, "the agent ended a turn without an answer"
+    if args.json:
+        print(json.dumps(answer_to_json(answer), ensure_ascii=False, indent=2))
+    else:
+        print_answer(answer, session, already_streamed=streaming)
+    return 0 if answer.status != "error" else 1
+
+
+def print_answer(answer: Answer, session, already_streamed: bool) -> None:
+    out = sys.stdout
+    if already_streamed:
+        if answer.quoted:
+            out.write("\n\n" + answer.text[len(answer.model_text):].strip())
+        out.write("\n")
+    else:
+        out.write(answer.text + "\n")
+    if answer.citations:
+        out.write("\nCitations:\n")
+        for c in answer.citations:
+            note = VERDICT_NOTES.get(c.verdict, c.verdict)
+            where = ""
+            if c.chunk_id:
+                chunk = session.chunk(c.chunk_id)
+                where = f"{c.uri} lines {chunk.lines}" if chunk else c.chunk_id
+                if chunk and chunk.heading:
+                    where += f" ({chunk.heading})"
+            score = f" score {c.support:.2f}" if c.support is not None else ""
+            out.write(f"  [{c.n}] {note}{score}  {where}\n".rstrip() + "\n")
+    elif answer.status == "answered":
+        out.write("\nNo citations: nothing in this answer is tied to the docs.\n")
+    uncited = [c for c in answer.claims if c.verdict == "uncited"]
+    if uncited:
+        out.write(f"Uncited claims: {len(uncited)}\n")
+    tail = (
+        f"\n{answer.status} · prompt {answer.prompt_tokens}/{answer.n_ctx} tokens · "
+        f"{answer.completion_tokens} tokens at {answer.tokens_per_second:.0f} tok/s"
+    )
+    out.write(tail + "\n")
