@@ -27,3 +27,19 @@ def real_model():
     from models.chat import load_chat_model
 
     return load_chat_model()
+
+
+@pytest.fixture(scope="session")
+def real_embedder():
+    """all-MiniLM-L6-v2 converted to GGUF and run by llama.cpp."""
+    from models.embedder import load_embedder
+
+    return load_embedder()
+
+
+@pytest.fixture(scope="session")
+def real_index(real_tokenizer, real_embedder):
+    """The hybrid index over the bundled docs_corpus, built once per test session in the session's cache."""
+    from rag.index import open_index
+
+    return open_index(None, real_tokenizer, real_embedder)
