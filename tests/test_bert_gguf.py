@@ -213,13 +213,17 @@ def test_cache_without_its_sidecar_is_rebuilt(built, tmp_path):
 
 
 @pytest.mark.real
-def test_a_changed_source_gets_its_own_cache_file(built, tmp_path):
+def test_a_changed_source_gets_its_own_cache_file_and_the_old_one_goes(built, tmp_path):
+    old = _copy_cache(built, tmp_path)
     changed = tmp_path / "model.zip"
     shutil.copy(minilm_zip(), changed)
     with changed.open("ab") as fh:
         fh.write(b"\0")  # zip readers ignore trailing bytes; the hash does not
-    other = ensure_minilm_gguf(changed, folder=built.path.parent)
-    assert other.built and other.path != built.path and other.source_sha256 != built.source_sha256
+    other = ensure_minilm_gguf(changed, folder=tmp_path)
+    assert other.built and other.path != old and other.source_sha256 != built.source_sha256
+    assert sorted(p.name for p in tmp_path.glob("all-MiniLM-*")) == sorted(
+        [other.path.name, sidecar_path(other.path).name]
+    )
 
 
 @pytest.mark.real

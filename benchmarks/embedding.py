@@ -1,0 +1,165 @@
+"""MiniLM embedding benchmark: conversion, file size, and embeddings/s against a bare llama_cpp embed loop.
+
+Run: .venv/bin/python -m benchmarks.embedding [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from models.bert_gguf import ensure_minilm_gguf, minilm_zip
+from models.config import default_threads
+from models.embedder import DEFAULT_BATCH_TOKENS, LlamaEmbedder, minilm_model_id
+
+CORPUS = Path(__file__).resolve().parent.parent / "docs_corpus"
+CHUNK_TOKENS = 200
+QUERIES = [
+    "how does the kv cache work",
+    "what is quantization",
+    "why is my model slow on cpu",
+    "how do I cite a source",
+    "what does top-p sampling do",
+    "how big is the context window",
+    "which tokenizer does SmolLM2 use",
+    "how are documents split into chunks",
+]
+
+
+def _words() -> list[str]:
+    text = " ".join(p.read_text(encoding="utf-8") for p in sorted(CORPUS.rglob("*.md")))
+    words = re.findall(r"\S+", text)
+    if len(words) < 2000:  # no corpus checked out: fall back to generated prose
+        words = " ".join(f"Chunk {i} explains how retrieval step {i % 7} ranks passages offline." for i in range(400)).split()
+    return words
+
+
+def make_chunks(emb: LlamaEmbedder, n: int, tokens: int = CHUNK_TOKENS) -> list[str]:
+    """n texts of about `tokens` MiniLM tokens each ([CLS]/[SEP] included), cut from the docs corpus."""
+    words, chunks, pos = _words(), [], 0
+    while len(chunks) < n:
+        take = 120
+        while emb.count(" ".join(words[pos : pos + take])) < tokens and take < 400:
+            take += 10
+        chunks.append(" ".join(words[pos : pos + take]))
+        pos = (pos + take) % max(1, len(words) - 400)
+    return chunks
+
+
+def _rate(fn: Callable[[Sequence[str]], object], texts: Sequence[str], repeats: int) -> float:
+    fn(texts[:2])  # warm-up: first decode allocates compute buffers
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn(texts)
+        best = min(best, time.perf_counter() - start)
+    return len(texts) / best
+
+
+def _in_calls(emb: LlamaEmbedder, per_call: int) -> Callable[[Sequence[str]], np.ndarray]:
+    def run(texts: Sequence[str]) -> np.ndarray:
+        return np.vstack([emb.embed(texts[i : i + per_call]) for i in range(0, len(texts), per_call)])
+
+    return run
+
+
+def _bare_loop(path: Path) -> Callable[[Sequence[str]], list]:
+    """What one writes without this module: a plain Llama with default threads, one embed() call per text."""
+    import llama_cpp
+
+    llm = llama_cpp.Llama(model_path=str(path), embedding=True, n_ctx=512, verbose=False)
+    return lambda texts: [llm.embed(t, normalize=True) for t in texts]
+
+
+def _configs(quick: bool, n_texts: int, small: tuple[int, ...]) -> list[tuple[int, int, int]]:
+    """(batch_tokens, threads, texts per embed call) to time: per-call sizes at the default, then alternatives."""
+    threads = default_threads()
+    configs = [(DEFAULT_BATCH_TOKENS, threads, n) for n in small + (n_texts,)]
+    if not quick:
+        configs += [(bt, threads, n_texts) for bt in (1024, 2048)]
+        configs += [(DEFAULT_BATCH_TOKENS, t, n_texts) for t in {1, threads} - {threads}]
+    return configs
+
+
+def run(quick: bool = False) -> list[dict]:
+    """Rows with keys what / ours / baseline / ratio / target (ratio = ours / baseline)."""
+    rows: list[dict] = []
+    n_chunks, n_queries, repeats = (16, 64, 1) if quick else (48, 256, 2)
+
+    with tempfile.TemporaryDirectory(prefix="smoldocs-bench-") as tmp:
+        built = ensure_minilm_gguf(folder=Path(tmp))
+        start = time.perf_counter()
+        reused = ensure_minilm_gguf(folder=Path(tmp))
+        verify_s = time.perf_counter() - start
+        assert built.built and not reused.built
+        rows.append(dict(what="convert zip -> f16 GGUF, first use (s)", ours=built.seconds, baseline=None,
+                         ratio=None, target="once per install, ~1 s"))
+        rows.append(dict(what="reuse cached GGUF: hash check (s)", ours=verify_s, baseline=None, ratio=None,
+                         target="< 0.2 s per process"))
+        size_mb = built.path.stat().st_size / 1e6
+        source_mb = _safetensors_mb()
+        rows.append(dict(what="file size MB (baseline: f32 safetensors)", ours=size_mb, baseline=source_mb,
+                         ratio=size_mb / source_mb, target="~0.5 (f16)"))
+
+        embedders: dict[tuple[int, int], LlamaEmbedder] = {}
+
+        def embedder(bt: int, threads: int) -> LlamaEmbedder:
+            if (bt, threads) not in embedders:
+                embedders[bt, threads] = LlamaEmbedder(built.path, minilm_model_id(built), batch_tokens=bt,
+                                                       n_threads=threads)
+            return embedders[bt, threads]
+
+        counter = embedder(DEFAULT_BATCH_TOKENS, default_threads())
+        chunks = make_chunks(counter, n_chunks)
+        queries = (QUERIES * (n_queries // len(QUERIES) + 1))[:n_queries]
+        bare = _bare_loop(built.path)
+        for texts, small in ((chunks, (1, 8)), (queries, (1, 32))):
+            label = f"{np.mean([counter.count(t) for t in texts]):.0f}-token {'chunks' if texts is chunks else 'queries'}"
+            baseline = _rate(bare, texts, repeats)
+            for bt, threads, per_call in _configs(quick, len(texts), small):
+                rate = _rate(_in_calls(embedder(bt, threads), per_call), texts, repeats)
+                rows.append(dict(
+                    what=f"embeddings/s, {label}, {per_call}/call, n_batch={bt}, threads={threads}",
+                    ours=rate, baseline=baseline, ratio=rate / baseline, target=">= 1x bare loop",
+                ))
+        for e in embedders.values():
+            e.close()
+    return rows
+
+
+def _safetensors_mb() -> float:
+    import zipfile
+
+    with zipfile.ZipFile(minilm_zip()) as zf:
+        return zf.getinfo("model.safetensors").file_size / 1e6
+
+
+def _fmt(value) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.3f}" if isinstance(value, float) and value < 10 else f"{value:.1f}" if isinstance(value, float) else str(value)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer texts and configurations")
+    args = parser.parse_args()
+    rows = run(quick=args.quick)
+    width = max(len(r["what"]) for r in rows)
+    print(f"{'what':<{width}}  {'ours':>9}  {'baseline':>9}  {'ratio':>7}  target")
+    for r in rows:
+        print(f"{r['what']:<{width}}  {_fmt(r['ours']):>9}  {_fmt(r['baseline']):>9}  {_fmt(r['ratio']):>7}  {r['target']}")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"{os.cpu_count()} cores, load average {load}; rates: best of the timed runs; "
+          "baseline: one Llama.embed call per text, default threads")
+
+
+if __name__ == "__main__":
+    main()
