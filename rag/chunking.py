@@ -157,6 +157,11 @@ class _Cutter:
         if best is not None:
             return best
         target = candidates[0]
+        if target.kind in ("fence", "literal") and pos < target.start and self.fits(target.start, target.end):
+            # A code block that fits on its own is never cut: end this chunk before it instead.
+            before = [u.end for u in units if pos < u.end <= target.start]
+            if before:
+                return before[-1]
         for cuts in self._finer_cuts(target):
             best = None
             for c in cuts[bisect.bisect_right(cuts, pos) :]:

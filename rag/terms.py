@@ -7,13 +7,12 @@ from dataclasses import asdict, dataclass
 
 _WORD = re.compile(r"\w+")
 
+# Function words only: "not", "off", "before", "after" and the like carry meaning in docs and stay.
 STOPWORDS = frozenset(
-    """a about above after again all also am an and any are as at be because been before being below between
-    both but by can could did do does doing down during each few for from further had has have having he her
-    here hers him his how i if in into is it its itself just me more most my no nor not of off on once only or
-    other our ours out over own same she should so some such than that the their theirs them then there these
-    they this those through to too under until up very was we were what when where which while who whom why
-    will with would you your yours""".split()
+    """a an the is are was were be been being am do does did doing has have had having of in on at to for from
+    by with and or as it its itself this that these those i my me you your yours we our ours they them their he
+    she his her what which who whom how why when where will would should can could shall may might must there
+    here if then than so into about""".split()
 )
 
 

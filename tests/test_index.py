@@ -1,0 +1,189 @@
+"""The persistent hybrid index: incremental updates, stable ids, crash safety, corruption, filters, search."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from models.fakes import HashEmbedder, WordTokenizer
+from rag import store
+from rag.chunking import ChunkSettings
+from rag.index import IndexProgress, open_index
+from rag.types import Retriever
+
+DATA = Path(__file__).parent / "data" / "retrieval_docs"
+
+
+class CountingEmbedder(HashEmbedder):
+    """A hash embedder that records every text it embeds."""
+
+    def __init__(self, dim: int = 512) -> None:
+        super().__init__(dim)
+        self.seen: list[str] = []
+
+    def embed(self, texts):
+        self.seen.extend(texts)
+        return super().embed(texts)
+
+
+@pytest.fixture
+def docs(tmp_path: Path) -> Path:
+    root = tmp_path / "docs"
+    shutil.copytree(DATA, root)
+    return root
+
+
+def open_(docs: Path, index_dir: Path, embedder=None, **kw):
+    events: list[IndexProgress] = []
+    index = open_index(docs, WordTokenizer(), embedder or CountingEmbedder(), index_dir=index_dir,
+                       progress=events.append, chunking=ChunkSettings(max_tokens=40), **kw)
+    return index, events
+
+
+def test_first_open_builds_and_saves_then_reopens_without_embedding(docs, tmp_path):
+    first, events = open_(docs, tmp_path / "idx")
+    assert first.update.rebuilt and first.update.reason == "new index"
+    assert isinstance(first, Retriever)
+    assert {e.stage for e in events} >= {"scan", "chunk", "embed", "save", "done"}
+    embedder = CountingEmbedder()
+    again, _ = open_(docs, tmp_path / "idx", embedder)
+    assert not again.update.modified and embedder.seen == []
+    assert [c.chunk_id for c in again.chunks] == [c.chunk_id for c in first.chunks]
+    np.testing.assert_array_equal(again.dense.matrix, first.dense.matrix)
+
+
+def test_editing_one_file_reembeds_only_its_chunks_and_keeps_other_ids(docs, tmp_path):
+    before, _ = open_(docs, tmp_path / "idx")
+    (docs / "guide.md").write_text("# Install guide\n\nA new first paragraph.\n\n## Extra\n\nMore words here.\n")
+    embedder = CountingEmbedder()
+    after, _ = open_(docs, tmp_path / "idx", embedder)
+    assert after.update.changed == ("guide.md",) and after.update.added == () and after.update.unchanged == 5
+    guide = [c for c in after.chunks if c.doc_id == "guide.md"]
+    assert len(embedder.seen) == len(guide)
+    untouched = lambda index: {c.chunk_id: c for c in index.chunks if c.doc_id != "guide.md"}  # noqa: E731
+    assert untouched(after) == untouched(before)
+    old_rows = {c.chunk_id: r for r, c in enumerate(before.chunks)}
+    for row, c in enumerate(after.chunks):
+        if c.doc_id != "guide.md":
+            np.testing.assert_array_equal(after.dense.matrix[row], before.dense.matrix[old_rows[c.chunk_id]])
+
+
+def test_added_and_deleted_files_are_picked_up(docs, tmp_path):
+    open_(docs, tmp_path / "idx")
+    (docs / "readme.txt").unlink()
+    (docs / "new.md").write_text("# New page\n\nAbout speculative decoding.\n")
+    index, _ = open_(docs, tmp_path / "idx")
+    assert index.update.added == ("new.md",) and index.update.removed == ("readme.txt",)
+    assert index.chunk("readme.txt#0") is None and index.chunk("new.md#0") is not None
+    assert index.search("speculative decoding", k=1)[0].chunk_id == "new.md#0"
+
+
+def test_a_crash_while_saving_leaves_the_old_index_usable(docs, tmp_path, monkeypatch):
+    before, _ = open_(docs, tmp_path / "idx")
+    (docs / "guide.md").write_text("# Changed\n\nEntirely different text.\n")
+    real_write = store.atomic_write
+
+    def crash_on_manifest(path, data):
+        if path.name == store.MANIFEST:
+            # Die halfway through writing the manifest's temp file, as a killed process would.
+            (path.parent / f".{path.name}.crash.tmp").write_bytes(data[: len(data) // 2])
+            raise KeyboardInterrupt
+        real_write(path, data)
+
+    monkeypatch.setattr(store, "atomic_write", crash_on_manifest)
+    with pytest.raises(KeyboardInterrupt):
+        open_(docs, tmp_path / "idx")
+    monkeypatch.setattr(store, "atomic_write", real_write)
+    stored = store.load(tmp_path / "idx")  # the old generation, intact
+    assert [c.chunk_id for c in stored.chunks] == [c.chunk_id for c in before.chunks]
+    assert stored.chunks == before.chunks
+    index, _ = open_(docs, tmp_path / "idx")
+    assert index.update.changed == ("guide.md",) and not index.update.rebuilt
+    leftovers = sorted(p.name for p in (tmp_path / "idx").iterdir())
+    assert len(leftovers) == 3 and store.MANIFEST in leftovers  # old generation and temp files cleaned
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda d: (d / store.MANIFEST).write_text("{not json"),
+        lambda d: (d / store.MANIFEST).write_text(json.dumps({"format": "smoldocs-index", "format_version": 999})),
+        lambda d: next(d.glob("chunks-*.jsonl")).write_text('{"id": "x"}\n'),
+        lambda d: next(d.glob("embeddings-*.npy")).write_bytes(b"garbage"),
+        lambda d: next(d.glob("embeddings-*.npy")).unlink(),
+    ],
+    ids=["manifest-not-json", "format-version", "chunks-tampered", "embeddings-garbage", "embeddings-missing"],
+)
+def test_a_damaged_index_is_rebuilt_with_one_notice(docs, tmp_path, damage):
+    before, _ = open_(docs, tmp_path / "idx")
+    damage(tmp_path / "idx")
+    index, events = open_(docs, tmp_path / "idx")
+    notices = [e.message for e in events if e.stage == "notice"]
+    assert len(notices) == 1 and "rebuilding" in notices[0] and "\n" not in notices[0]
+    assert index.update.rebuilt and index.update.reason == "unusable index"
+    assert [c.chunk_id for c in index.chunks] == [c.chunk_id for c in before.chunks]
+    assert store.load(tmp_path / "idx") is not None
+
+
+def test_other_settings_rebuild_with_a_notice_naming_them(docs, tmp_path):
+    open_(docs, tmp_path / "idx")
+    events: list[IndexProgress] = []
+    index = open_index(docs, WordTokenizer(), CountingEmbedder(), index_dir=tmp_path / "idx",
+                       progress=events.append, chunking=ChunkSettings(max_tokens=30))
+    assert index.update.rebuilt and "chunker" in index.update.reason
+    assert any("chunker" in e.message for e in events if e.stage == "notice")
+
+
+def test_the_default_index_dir_is_a_cache_folder_per_docs_folder(docs, tmp_path, monkeypatch):
+    monkeypatch.setenv("SMOLDOCS_CACHE", str(tmp_path / "cache"))
+    index = open_index(docs, WordTokenizer(), CountingEmbedder())
+    assert index.update.index_dir.parent == tmp_path / "cache" / "indexes"
+    assert index.update.index_dir == store.default_index_dir(docs)
+    assert store.default_index_dir(docs) != store.default_index_dir(tmp_path)
+
+
+def test_search_filters_by_doc_ids_and_k(docs, tmp_path):
+    index, _ = open_(docs, tmp_path / "idx")
+    hits = index.search("index cache folder docs", k=2)
+    assert len(hits) == 2 and hits[0].doc_id == "guide.md"
+    only = index.search("quantization perplexity weights", k=5, doc_ids=["notes.rst", "manual.adoc"])
+    assert only and {h.doc_id for h in only} <= {"notes.rst", "manual.adoc"}
+    assert index.search("quantization", doc_ids=["guide.md"]) == []
+    assert index.search("quantization", doc_ids=["no-such-doc.md"]) == []
+    assert index.search("quantization", doc_ids=[]) == index.search("quantization")
+
+
+def test_hits_carry_both_ranks_and_the_chunk_fields(docs, tmp_path):
+    index, _ = open_(docs, tmp_path / "idx")
+    hit = index.search("asciidoc quantization four-bit weights", k=1)[0]
+    chunk = index.chunk(hit.chunk_id)
+    assert (hit.doc_id, hit.text, hit.heading_path, hit.line_start) == (
+        chunk.doc_id, chunk.text, chunk.heading_path, chunk.line_start)
+    assert hit.bm25_rank == 1 and hit.dense_rank is not None
+    assert index.search("asciidoc quantization", k=3, mode="bm25")[0].dense_rank is None
+
+
+def test_a_query_matching_nothing_returns_an_empty_list(docs, tmp_path):
+    index, _ = open_(docs, tmp_path / "idx", min_dense_score=0.5)
+    assert index.search("xylophone zeppelin") == []
+    assert index.search("   ") == []
+    assert index.search("the of and") == []  # function words only
+
+
+def test_bad_mode_and_k_are_refused(docs, tmp_path):
+    index, _ = open_(docs, tmp_path / "idx")
+    with pytest.raises(ValueError, match="hybrid, bm25, dense"):
+        index.search("x", mode="fancy")
+    with pytest.raises(ValueError, match="at least 1"):
+        index.search("x", k=0)
+
+
+def test_chunk_lookup_by_id(docs, tmp_path):
+    index, _ = open_(docs, tmp_path / "idx")
+    assert index.chunk("notes.rst#1").heading_path == ("Rst notes", "Overview", "Details")
+    assert index.chunk("notes.rst#99") is None and index.chunk("nope") is None
+    assert len(index) == len(index.chunks) and "sub/deep.markdown" in index.doc_ids
