@@ -8,6 +8,7 @@ from typing import Any, Callable
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.content import Content
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
@@ -18,7 +19,8 @@ from agent.events import Answer, AnswerFinished, ContextBuilt, ErrorEvent, Searc
 from agent.tui.message_list import AnswerView, MessageList, QuestionView
 from agent.tui.chat_list_screen import ChatListScreen
 from agent.tui.citation_screen import CitationInfo, CitationScreen, citation_infos
-from agent.tui.help_screen import HelpScreen
+from agent.tui.help_screen import HelpScreen, legend
+from agent.tui import verdicts
 from agent.tui.history_input import HistoryInput
 from agent.tui.loading import LoadingPanel, describe_progress
 from agent.tui.messages import (
@@ -53,6 +55,7 @@ def error_line(exc: BaseException) -> str:
 
 
 class ChatScreen(Screen):
+    COMPONENT_CLASSES = verdicts.COMPONENT_CLASSES
     BINDINGS = [
         Binding("escape", "cancel", "Cancel", show=False),
         Binding("ctrl+n", "new_chat", "New"),
@@ -92,12 +95,15 @@ class ChatScreen(Screen):
             yield SourcesPanel(id="sources")
         yield Footer()
 
-    def _welcome(self) -> str:
+    def _welcome(self) -> Content:
         docs = f" in {self.session.docs_dir}" if self.session is not None and self.session.docs_dir else ""
-        return (
-            f"Ask a question about the docs{docs}.\n"
-            "Answers cite their sources as [n], coloured by whether the source supports the claim.\n"
-            "F1 keys · /search QUERY shows hits without the model · Ctrl+O saved chats"
+        return Content("\n").join(
+            [
+                Content(f"Ask a question about the docs{docs}."),
+                Content("Answers cite their sources as [n], coloured by whether the source supports the claim:"),
+                legend(),
+                Content("F1 keys · /search QUERY shows hits without the model · Ctrl+O saved chats"),
+            ]
         )
 
     @property

@@ -92,10 +92,11 @@ def body(info: CitationInfo) -> Content:
 
 
 def claims_text(info: CitationInfo) -> Content:
-    lines = [
+    title = f"What the answer says with [{info.n}]:" if info.n is not None else "Claims:"
+    lines = [Content.assemble((title, "dim")), *(
         Content.assemble((f"{v.MARKS.get(c.verdict, ' ')} ", f".{v.css_class(c.verdict)}"), c.text)
         for c in info.claims
-    ]
+    )]
     return Content("\n").join(lines)
 
 

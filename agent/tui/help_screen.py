@@ -6,7 +6,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Markdown, Static
+from textual.content import Content
+from textual.widgets import Static
+
+from agent.tui import verdicts as v
 
 KEYS: tuple[tuple[str, str], ...] = (
     ("Enter", "send the question (or run a /command)"),
@@ -31,26 +34,38 @@ SLASH: tuple[tuple[str, str], ...] = (
     ("/help", "this help"),
 )
 
-VERDICT_HELP = (
-    "Citation colours: **[n]** supported, weak, unsupported, not yet judged, **[n?]** made up "
-    "(no excerpt has that number), unresolved (the chunk is not in the index). Click a marker to open it."
-)
 
 
-def help_markdown() -> str:
-    rows = ["| Key | Does |", "| --- | --- |", *(f"| {k} | {d} |" for k, d in KEYS)]
-    rows += ["", "| Command | Does |", "| --- | --- |", *(f"| `{c}` | {d} |" for c, d in SLASH)]
-    return "\n".join([*rows, "", VERDICT_HELP])
+def _rows(rows: tuple[tuple[str, str], ...], width: int) -> list[Content]:
+    return [Content.assemble((f"  {key:<{width}}", "bold"), does) for key, does in rows]
+
+
+def legend() -> Content:
+    """Each verdict's marker as answers show it, with its meaning."""
+    samples = [("[1]", "supported"), ("[2]", "weak"), ("[3]", "unsupported"), ("[4]", "cited"), ("[5?]", "made_up"), ("[6]", "unresolved")]
+    parts: list = ["  "]
+    for marker, verdict in samples:
+        parts += [(marker, f".{v.css_class(verdict)}"), f" {v.LABELS[verdict]}   "]
+    return Content.assemble(*parts)
+
+
+def help_text() -> Content:
+    lines = [Content.assemble(("Keys", "bold underline")), *_rows(KEYS, 12), Content("")]
+    lines += [Content.assemble(("Commands", "bold underline")), *_rows(SLASH, 16), Content("")]
+    lines += [Content.assemble(("Citations", "bold underline")), legend()]
+    lines.append(Content("  Made up: no excerpt has that number. Unresolved: the chunk is not in the index. Click a marker to open it."))
+    return Content("\n").join(lines)
 
 
 class HelpScreen(ModalScreen[None]):
+    COMPONENT_CLASSES = v.COMPONENT_CLASSES
     BINDINGS = [Binding("escape,q,f1,question_mark", "dismiss", "Close")]
 
     def compose(self) -> ComposeResult:
         with Vertical(id="help-dialog", classes="dialog"):
             yield Static("smoldocs — keys and commands", classes="dialog-title")
             with VerticalScroll():
-                yield Markdown(help_markdown(), id="help-text")
+                yield Static(help_text(), id="help-text")
             yield Static("Esc close", classes="dialog-hint")
 
     async def action_dismiss(self, result=None) -> None:

@@ -26,7 +26,7 @@ def results_text(query: str, hits: list[Hit], error: str | None) -> Content:
     if not hits:
         return Content.assemble(title, "\n", "no results")
     lines = [hit_line(rank, hit) for rank, hit in enumerate(hits, 1)]
-    return Content("\n").join([title, *lines, Content("click a hit to read it", "dim")])
+    return Content("\n").join([title, *lines, Content.assemble(("click a hit to read it", "dim"))])
 
 
 class SearchResultsView(Static):

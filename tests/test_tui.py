@@ -1,0 +1,416 @@
+"""The TUI through Pilot, over the real ChatSession with a scripted model: ask, stream, cite, cancel, save, resume."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from textual.content import Content
+from textual.widgets import OptionList, ProgressBar, Static
+
+from agent.chats import ChatStore
+from agent.tui import make_app
+from agent.tui.chat_list_screen import ChatListScreen
+from agent.tui.citation_screen import CitationScreen
+from agent.tui.cited_markdown import CitedMarkdown
+from agent.tui.help_screen import HelpScreen
+from agent.tui.history_input import HistoryInput
+from agent.tui.message_list import AnswerView
+from agent.tui.search_view import SearchResultsView
+from agent.tui.sources_panel import SourcesPanel
+from agent.tui.token_meter import TokenBar, TokenScreen
+from models.errors import ModelError
+from rag.index import IndexProgress
+from tui_support import CHUNKS, pilot_test, real_session
+
+REPLY = "KV cache stores keys [1]. It is 9000 GB [7]."
+SIZE = (100, 32)
+
+
+def app_for(session, store):
+    return make_app(lambda progress=None: session, store)
+
+
+async def wait_for(pilot, predicate, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out waiting for the app"
+        await pilot.pause(0.02)
+
+
+async def ready(pilot) -> None:
+    await wait_for(pilot, lambda: pilot.app.chat.session is not None)
+
+
+async def ask(pilot, question: str) -> AnswerView:
+    """Type the question and wait for its answer to finish."""
+    chat = pilot.app.chat
+    before = len(chat.query(AnswerView))
+    chat.query_one(HistoryInput).value = question
+    await pilot.press("enter")
+    await wait_for(pilot, lambda: len(chat.query(AnswerView)) > before)
+    view = list(chat.query(AnswerView))[-1]
+    await wait_for(pilot, lambda: view.finished and not chat.busy)
+    await pilot.pause()
+    return view
+
+
+def marker_styles(view: AnswerView) -> dict[str, set[str]]:
+    """Each styled citation marker in the rendered answer -> the style classes on it."""
+    found: dict[str, set[str]] = {}
+    for block in view.query_one(CitedMarkdown).query("MarkdownBlock"):
+        content = block.content
+        if not isinstance(content, Content):
+            continue
+        for span in content.spans:
+            if isinstance(span.style, str) and span.style.startswith(".cite--"):
+                found.setdefault(content.plain[span.start : span.end], set()).add(span.style[1:])
+    return found
+
+
+def screen_text(app) -> str:
+    return app.export_screenshot()
+
+
+@pytest.fixture
+def store(tmp_path):
+    return ChatStore(tmp_path / "chats")
+
+
+@pilot_test
+async def test_a_question_streams_into_an_answer_with_verdict_coloured_citations(store):
+    session, model, _ = real_session([REPLY])
+    app = app_for(session, store)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        view = await ask(pilot, "what does the kv cache store")
+        assert view.answer.status == "answered"
+        styles = marker_styles(view)
+        assert styles["[7?]"] == {"cite--made_up"}  # flagged, with a `?`, not a plain [7]
+        verdict_1 = next(c.verdict for c in view.answer.citations if c.n == 1)
+        assert styles["[1]"] == {f"cite--{verdict_1}"}
+        assert "made up" in str(view.query_one(".answer-footer", Static).content)
+        assert len(model.calls) == 1 and session.history[0].question == "what does the kv cache store"
+        # The status line shows the speed of the last answer.
+        assert "tok/s" in str(app.chat.query_one("#status", Static).content)
+
+
+@pilot_test
+async def test_made_up_numbers_are_not_links_but_real_citations_are(store):
+    session, _, _ = real_session([REPLY])
+    async with app_for(session, store).run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        view = await ask(pilot, "what does the kv cache store")
+        actions = {}
+        for block in view.query_one(CitedMarkdown).query("MarkdownBlock"):
+            content = block.content
+            for span in getattr(content, "spans", []):
+                meta = getattr(span.style, "meta", {}) if not isinstance(span.style, str) else {}
+                if "@click" in meta:
+                    actions[content.plain[span.start : span.end]] = meta["@click"]
+        assert actions == {"[1]": f"screen.open_citation(1, {view.turn_id})"}
+
+
+@pilot_test
+async def test_text_shows_while_the_answer_streams(store):
+    session, _, _ = real_session(["one two three four five six seven eight nine ten [1]."], delay=0.05)
+    async with app_for(session, store).run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        app = pilot.app
+        app.chat.query_one(HistoryInput).value = "kv cache"
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: "four" in app.chat.query_one(CitedMarkdown).source)
+        view = app.chat.query_one(AnswerView)
+        assert not view.finished and app.chat.busy
+        assert "writing" in str(view.query_one(".answer-footer", Static).content)
+        await wait_for(pilot, lambda: view.finished)
+
+
+@pilot_test
+async def test_esc_cancels_and_keeps_what_streamed(store):
+    words = " ".join(f"word{i}" for i in range(200))
+    session, _, _ = real_session([words + " [1]."], delay=0.02)
+    async with app_for(session, store).run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        chat = pilot.app.chat
+        chat.query_one(HistoryInput).value = "kv cache"
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: "word5" in chat.query_one(CitedMarkdown).source)
+        await pilot.press("escape")  # the input has focus: Esc still cancels
+        view = chat.query_one(AnswerView)
+        await wait_for(pilot, lambda: view.finished and not chat.busy)
+        assert view.answer.status == "cancelled"
+        assert view.answer.text.startswith("word0 word1") and "word199" not in view.answer.text
+        assert "cancelled" in str(view.query_one(".answer-footer", Static).content)
+        assert view.has_class("-cancelled")
+        saved = store.load(store.list_chats()[0].chat_id).turns[0].answer
+        assert saved.status == "cancelled" and saved.text == view.answer.text
+
+
+@pilot_test
+async def test_opening_a_citation_shows_the_whole_chunk_with_path_heading_and_lines(store):
+    session, _, _ = real_session(["The kv cache of SmolLM2 takes about 90 MB [2]."])
+    async with app_for(session, store).run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        view = await ask(pilot, "how big is the kv cache")
+        number = next(c.n for c in view.answer.citations if c.chunk_id == CHUNKS[1].chunk_id)
+        await pilot.press("tab")  # leave the input: digits now open sources
+        assert not isinstance(pilot.app.focused, HistoryInput)
+        await pilot.press(str(number))
+        screen = pilot.app.screen
+        assert isinstance(screen, CitationScreen)
+        header = str(screen.query_one("#citation-header", Static).content)
+        assert "docs/kv-cache.md" in header and "lines 8-14" in header and "KV cache > Size" in header
+        assert f"chunk {CHUNKS[1].chunk_id}" in header
+        assert str(screen.query_one("#citation-text", Static).content) == CHUNKS[1].text
+        await pilot.press("escape")
+        assert not isinstance(pilot.app.screen, CitationScreen)
+
+
+@pilot_test
+async def test_clicking_a_source_in_the_panel_opens_it(store):
+    session, _, _ = real_session([REPLY])
+    async with app_for(session, store).run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await ask(pilot, "what does the kv cache store")
+        listing = pilot.app.chat.query_one(SourcesPanel).query_one(OptionList)
+        labels = [str(listing.get_option_at_index(i).prompt) for i in range(listing.option_count)]
+        assert labels[0].startswith("[1]") and any(label.startswith("[7] ?") for label in labels)
+        await pilot.click(listing, offset=(2, 0))
+        await pilot.pause()
+        screen = pilot.app.screen
+        assert isinstance(screen, CitationScreen) and screen.infos[screen.index].n == 1
+
+
+@pilot_test
+async def test_the_made_up_citation_view_says_it_is_made_up(store):
+    session, _, _ = real_session([REPLY])
+    async with app_for(session, store).run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await ask(pilot, "what does the kv cache store")
+        await pilot.press("tab", "7")
+        screen = pilot.app.screen
+        assert isinstance(screen, CitationScreen)
+        assert "made up" in str(screen.query_one("#citation-text", Static).content)
+
+
+@pilot_test
+async def test_slash_search_shows_hits_without_asking_the_model(store):
+    session, model, retriever = real_session()
+    async with app_for(session, store).run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        pilot.app.chat.query_one(HistoryInput).value = "/search kv cache"
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: pilot.app.chat.query(SearchResultsView))
+        results = pilot.app.chat.query_one(SearchResultsView)
+        assert [h.chunk_id for h in results.hits][:2] == [CHUNKS[0].chunk_id, CHUNKS[1].chunk_id]
+        assert "docs/kv-cache.md lines 1-6" in str(results.content)
+        assert model.calls == [] and retriever.calls[-1][0] == "kv cache"
+        assert store.list_chats() == []  # a search alone is not a chat
+
+
+@pilot_test
+async def test_slash_export_writes_markdown_with_footnotes(store, tmp_path):
+    session, _, _ = real_session([REPLY])
+    async with app_for(session, store).run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await ask(pilot, "what does the kv cache store")
+        target = tmp_path / "export" / "kv.md"
+        pilot.app.chat.query_one(HistoryInput).value = f"/export {target}"
+        await pilot.press("enter")
+        await pilot.pause()
+        text = target.read_text()
+        assert "# what does the kv cache store" in text
+        assert "KV cache stores keys [^1]." in text and "9000 GB [7?]." in text
+        assert "[^1]: docs/kv-cache.md lines 1-6, KV cache" in text
+
+
+@pilot_test
+async def test_ctrl_e_exports_to_the_exports_folder(store):
+    session, _, _ = real_session([REPLY])
+    async with app_for(session, store).run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await ask(pilot, "what does the kv cache store")
+        await pilot.press("ctrl+e")  # even with the input focused, where Ctrl+E would mean "end of line"
+        await pilot.pause()
+        exported = list((store.root.parent / "exports").glob("*.md"))
+        assert len(exported) == 1 and "[^1]:" in exported[0].read_text()
+
+
+@pilot_test
+async def test_slash_clear_and_ctrl_n_start_a_new_chat(store):
+    session, _, _ = real_session([REPLY, REPLY])
+    async with app_for(session, store).run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await ask(pilot, "what does the kv cache store")
+        pilot.app.chat.query_one(HistoryInput).value = "/clear"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert session.history == [] and not pilot.app.chat.query(AnswerView)
+        await ask(pilot, "what does the kv cache store")
+        await pilot.press("ctrl+n")
+        await pilot.pause()
+        assert session.history == [] and not pilot.app.chat.query(AnswerView)
+        assert len(store.list_chats()) == 2  # both chats stay saved
+
+
+@pilot_test
+async def test_an_unknown_slash_command_says_which_exist(store):
+    session, model, _ = real_session()
+    async with app_for(session, store).run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        pilot.app.chat.query_one(HistoryInput).value = "/frobnicate"
+        await pilot.press("enter")
+        await pilot.pause()
+        messages = [n.message for n in pilot.app._notifications]
+        assert any("unknown command /frobnicate" in m and "/search" in m for m in messages)
+        assert model.calls == []
+
+
+@pilot_test
+async def test_a_saved_chat_resumes_after_restarting_the_app(store):
+    session, _, _ = real_session(["The kv cache stores keys and values [1]."])
+    async with app_for(session, store).run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await ask(pilot, "what does the kv cache store")
+    # A new app, a new session: the chat comes back from disk.
+    session2, model2, _ = real_session(["It is about 90 MB [1]."])
+    async with app_for(session2, store).run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("ctrl+o")
+        assert isinstance(pilot.app.screen, ChatListScreen)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: pilot.app.chat.query(AnswerView))
+        view = pilot.app.chat.query_one(AnswerView)
+        assert view.answer.text == "The kv cache stores keys and values [1]."
+        assert "cite--" in " ".join(s for styles in marker_styles(view).values() for s in styles)
+        assert [t.question for t in session2.history] == ["what does the kv cache store"]
+        await ask(pilot, "and how big is it")
+        # The follow-up saw the restored history and went into the same chat file.
+        assert any("what does the kv cache store" in m["content"] for m in model2.calls[0])
+        assert [t.question for t in store.load(store.list_chats()[0].chat_id).turns] == [
+            "what does the kv cache store",
+            "and how big is it",
+        ]
+        assert len(store.list_chats()) == 1
+
+
+@pilot_test
+async def test_up_and_down_recall_earlier_inputs(store):
+    session, _, _ = real_session([REPLY, REPLY])
+    async with app_for(session, store).run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await ask(pilot, "first question")
+        await ask(pilot, "second question")
+        box = pilot.app.chat.query_one(HistoryInput)
+        box.value = "draft"
+        await pilot.press("up")
+        assert box.value == "second question"
+        await pilot.press("up", "up")
+        assert box.value == "first question"
+        await pilot.press("down", "down")
+        assert box.value == "draft"
+
+
+@pilot_test
+async def test_help_opens_with_f1_and_with_question_mark_on_an_empty_input(store):
+    session, _, _ = real_session()
+    async with app_for(session, store).run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("f1")
+        assert isinstance(pilot.app.screen, HelpScreen)
+        assert "Ctrl+T" in str(pilot.app.screen.query_one("#help-text", Static).content)
+        await pilot.press("escape")
+        await pilot.press("question_mark")
+        assert isinstance(pilot.app.screen, HelpScreen)
+        await pilot.press("escape")
+        box = pilot.app.chat.query_one(HistoryInput)
+        box.value = "why"
+        box.cursor_position = 3
+        await pilot.press("question_mark")  # inside a question, ? is just a character
+        assert box.value == "why?" and not isinstance(pilot.app.screen, HelpScreen)
+
+
+@pilot_test
+async def test_token_meter_shows_the_real_counts_and_omissions(store):
+    session, _, _ = real_session([REPLY])
+    async with app_for(session, store).run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        view = await ask(pilot, "what does the kv cache store")
+        built = view.context
+        assert built is not None and pilot.app.chat.query_one(TokenBar).context == built
+        await pilot.press("ctrl+t")
+        screen = pilot.app.screen
+        assert isinstance(screen, TokenScreen)
+        legend = str(screen.query_one("#token-legend", Static).content)
+        for name, count in built.layers.items():
+            if count:
+                assert f"{name:<10}{count:>6,} tokens" in legend
+        assert f"{built.prompt_tokens:>6,} tokens, counted whole" in legend
+        assert "omissions" in screen_text(pilot.app).lower()
+
+
+@pilot_test
+async def test_loading_shows_index_progress_and_a_question_waits_for_it(store):
+    session, model, _ = real_session([REPLY])
+    release = threading.Event()
+
+    def factory(progress=None):
+        progress(IndexProgress("embed", done=3, total=12))
+        release.wait(10)
+        return session
+
+    async with make_app(factory, store).run_test(size=SIZE) as pilot:
+        chat = pilot.app.chat
+        bar = chat.query_one(ProgressBar)
+        await wait_for(pilot, lambda: bar.total == 12)
+        assert bar.progress == 3
+        assert "Embedding the chunks: 3/12" in str(chat.query_one("#loading-label", Static).content)
+        chat.query_one(HistoryInput).value = "what does the kv cache store"
+        await pilot.press("enter")  # asked while loading: kept, then asked when ready
+        assert model.calls == []
+        release.set()
+        await wait_for(pilot, lambda: chat.query(AnswerView) and chat.query_one(AnswerView).finished)
+        assert not chat.query_one("#loading").display
+        assert len(model.calls) == 1
+
+
+@pilot_test
+async def test_a_model_that_fails_to_load_is_reported_in_the_app(store):
+    def factory(progress=None):
+        raise ModelError("model file not found: /nope.gguf: pass --model PATH to a GGUF file")
+
+    async with make_app(factory, store).run_test(size=SIZE) as pilot:
+        label = pilot.app.chat.query_one("#loading-label", Static)
+        await wait_for(pilot, lambda: "Could not start" in str(label.content))
+        assert "pass --model PATH" in str(label.content)
+
+
+@pilot_test
+async def test_the_command_palette_offers_the_main_actions(store):
+    session, _, _ = real_session()
+    app = app_for(session, store)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        for title in ("New chat", "Open a saved chat", "Export chat", "Token meter", "Search the docs", "Help"):
+            assert title in titles
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "CommandPalette"
+
+
+@pilot_test
+async def test_the_layout_fits_80_by_24(store):
+    session, _, _ = real_session([REPLY])
+    async with app_for(session, store).run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        view = await ask(pilot, "what does the kv cache store")
+        chat = pilot.app.chat
+        assert not chat.query_one(SourcesPanel).display  # too narrow: Ctrl+S shows it
+        box = chat.query_one(HistoryInput)
+        assert box.region.bottom <= 23 and box.region.width >= 70
+        assert view.region.width >= 70
+        await pilot.press("ctrl+s")
+        assert chat.query_one(SourcesPanel).display
