@@ -21,7 +21,7 @@ from agent.events import (
     TurnStarted,
 )
 from agent.grammars import citation_grammar, tool_call_grammar
-from agent.prompts import NOT_COVERED, abstains, neutralize, tool_rules
+from agent.prompts import NOT_COVERED, abstains, neutralize, system_rules, tool_rules
 from agent.settings import AgentSettings
 from agent.toolcalls import parse_tool_calls
 from agent.tools import Tool, ToolRegistry, ToolResult
@@ -58,7 +58,7 @@ class Agent:
         self.judge = judge  # (answer, shown, lookup) -> (verdicts by n, claims)
         self.fallback = fallback  # (question, shown, lookup) -> (quoted text, numbers) | None
         self.tool_json_grammar = tool_json_grammar
-        self.window = ContextWindow(model.tokenizer, settings.budgets)
+        self.window = ContextWindow(model.tokenizer, settings.budgets, system_rules(settings.few_shot))
         self.policy = settings.resolve_policy(getattr(model, "n_params", None))
 
     # -- the turn -------------------------------------------------------------------------------------------
