@@ -10,6 +10,7 @@ from textual.content import Content
 from textual.widgets import OptionList, ProgressBar, Static
 
 from agent.chats import ChatStore
+from agent.events import AnswerFinished, ErrorEvent, TextDelta
 from agent.tui import make_app
 from agent.tui.chat_list_screen import ChatListScreen
 from agent.tui.citation_screen import CitationScreen
@@ -20,7 +21,9 @@ from agent.tui.message_list import AnswerView
 from agent.tui.search_view import SearchResultsView
 from agent.tui.sources_panel import SourcesPanel
 from agent.tui.token_meter import TokenBar, TokenScreen
+from agent.tui.turns import error_line, run_turn
 from models.errors import ModelError
+from models.protocols import CancelToken
 from rag.index import IndexProgress
 from tui_support import CHUNKS, pilot_test, real_session
 
@@ -414,3 +417,57 @@ async def test_the_layout_fits_80_by_24(store):
         assert view.region.width >= 70
         await pilot.press("ctrl+s")
         assert chat.query_one(SourcesPanel).display
+
+
+class BrokenSession:
+    """Streams two words, then fails the way a crashed backend would."""
+
+    def ask(self, question, cancel=None):
+        yield TextDelta("half ")
+        yield TextDelta("an answer")
+        raise RuntimeError("llama_decode returned -1")
+
+
+class SilentCancelSession:
+    """Stops at a cancel without reporting an answer."""
+
+    def ask(self, question, cancel=None):
+        yield TextDelta("partial")
+        cancel.cancel()
+
+
+def test_a_session_that_raises_ends_the_turn_with_an_error_answer():
+    events = []
+    answer = run_turn(BrokenSession(), "q", CancelToken(), events.append)
+    assert answer.status == "error" and answer.text == "half an answer"
+    assert isinstance(events[-2], ErrorEvent) and events[-2].message == "RuntimeError: llama_decode returned -1"
+    assert events[-1] == AnswerFinished(answer)
+
+
+def test_a_cancel_the_session_did_not_report_still_ends_in_a_cancelled_answer():
+    events = []
+    answer = run_turn(SilentCancelSession(), "q", CancelToken(), events.append)
+    assert answer.status == "cancelled" and answer.text == "partial"
+
+
+def test_user_errors_keep_their_own_words():
+    assert error_line(ModelError("model file not found: x.gguf: pass --model PATH")) == (
+        "model file not found: x.gguf: pass --model PATH"
+    )
+    assert error_line(KeyError("k")) == "KeyError: 'k'"
+
+
+@pilot_test
+async def test_a_crashing_turn_shows_the_error_and_the_app_goes_on(store):
+    session, _, _ = real_session([REPLY])
+    broken = BrokenSession()
+    async with app_for(session, store).run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        original = session.ask
+        session.ask = broken.ask
+        view = await ask(pilot, "what does the kv cache store")
+        assert view.answer.status == "error" and view.has_class("-error")
+        assert "llama_decode returned -1" in str(view.query_one(".answer-footer", Static).content)
+        session.ask = original
+        second = await ask(pilot, "what does the kv cache store")
+        assert second.answer.status == "answered"

@@ -1,4 +1,4 @@
-"""The chat screen: messages, sources, token meter and input; it talks only to the session and its events."""
+"""The chat screen: messages, sources, token meter and input. It talks only to the session and its events."""
 
 from __future__ import annotations
 
@@ -8,21 +8,22 @@ from typing import Any, Callable
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.content import Content
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
 from agent.chats import ChatLog, ChatStore
 from agent.errors import AgentError, UsageError
-from agent.events import Answer, AnswerFinished, ContextBuilt, ErrorEvent, SearchFinished, TextDelta
-from agent.tui.message_list import AnswerView, MessageList, QuestionView
+from agent.events import AnswerFinished, ContextBuilt, SearchFinished
+from agent.tui import verdicts
 from agent.tui.chat_list_screen import ChatListScreen
 from agent.tui.citation_screen import CitationInfo, CitationScreen, citation_infos
+from agent.tui.conversation import Conversation
 from agent.tui.help_screen import HelpScreen, legend
-from agent.tui import verdicts
 from agent.tui.history_input import HistoryInput
 from agent.tui.loading import LoadingPanel, describe_progress
+from agent.tui.message_list import AnswerView, MessageList, QuestionView
 from agent.tui.messages import (
     LoadProgress,
     OpenChunk,
@@ -38,20 +39,11 @@ from agent.tui.slash import Slash, parse_slash
 from agent.tui.sources_panel import SourcesPanel
 from agent.tui.status_line import StatusLine
 from agent.tui.token_meter import TokenBar, TokenScreen
-from models.errors import ModelError
+from agent.tui.turns import error_line, run_turn
 from models.protocols import CancelToken
-from rag.errors import RagError
 
 SessionFactory = Callable[..., Any]  # (progress=callback) -> agent.session.ChatSession
-USER_ERRORS = (AgentError, ModelError, RagError)
 WIDE = 100  # the sources panel shows by default from this width
-
-
-def error_line(exc: BaseException) -> str:
-    """One line for the user: our own errors already say what to do; others are named."""
-    lines = str(exc).strip().splitlines()
-    text = lines[0] if lines else ""
-    return text if isinstance(exc, USER_ERRORS) and text else f"{type(exc).__name__}: {text}"
 
 
 class ChatScreen(Screen):
@@ -60,7 +52,7 @@ class ChatScreen(Screen):
         Binding("escape", "cancel", "Cancel", show=False),
         Binding("ctrl+n", "new_chat", "New"),
         Binding("ctrl+o", "chat_list", "Chats"),
-        Binding("ctrl+e", "export", "Export", priority=True),
+        Binding("ctrl+e", "export", "Export", priority=True),  # the input would take it as "end of line"
         Binding("ctrl+t", "token_meter", "Tokens"),
         Binding("ctrl+s", "toggle_sources", "Sources"),
         Binding("f1", "help", "Help"),
@@ -71,16 +63,24 @@ class ChatScreen(Screen):
     def __init__(self, session_factory: SessionFactory, store: ChatStore) -> None:
         super().__init__()
         self.session_factory = session_factory
-        self.store = store
-        self.session: Any = None
-        self.chat_log: ChatLog | None = None
-        self.cancel: CancelToken | None = None
-        self.current_turn: int | None = None
+        self.conversation = Conversation(store)
+        self.current_turn: int | None = None  # the answer the sources panel, 1-9 and Ctrl+T refer to
         self.last_context: ContextBuilt | None = None
-        self.pending: list[str] = []
+        self.pending: list[str] = []  # asked while loading
         self.sources_shown: bool | None = None  # None: by width
-        self._next_turn = 0
         self._search_hits: dict[str, Any] = {}
+
+    @property
+    def session(self) -> Any:
+        return self.conversation.session
+
+    @property
+    def busy(self) -> bool:
+        return self.conversation.busy
+
+    @property
+    def message_list(self) -> MessageList:
+        return self.query_one(MessageList)
 
     # -- layout -----------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -106,16 +106,8 @@ class ChatScreen(Screen):
             ]
         )
 
-    @property
-    def busy(self) -> bool:
-        return self.cancel is not None
-
-    @property
-    def message_list(self) -> MessageList:
-        return self.query_one(MessageList)
-
     def on_mount(self) -> None:
-        self.query_one("#question").focus()
+        self.query_one(HistoryInput).focus()
         self._load_session()
 
     def on_resize(self) -> None:
@@ -126,15 +118,14 @@ class ChatScreen(Screen):
         self.query_one(SourcesPanel).display = shown
 
     def on_unmount(self) -> None:
-        if self.cancel is not None:
-            self.cancel.cancel()
+        self.conversation.close()
 
     # -- loading ----------------------------------------------------------------------------------------
     @work(thread=True, exit_on_error=False, group="load")
     def _load_session(self) -> None:
         try:
             session = self.session_factory(progress=lambda p: self.post_message(describe_progress(p)))
-        except Exception as exc:  # shown in the UI: the app stays up to say what went wrong
+        except Exception as exc:  # shown in the app: it stays up to say what went wrong
             self.post_message(SessionFailed(error_line(exc)))
             return
         self.post_message(SessionReady(session))
@@ -143,16 +134,13 @@ class ChatScreen(Screen):
         self.query_one(LoadingPanel).show(message)
 
     async def on_session_ready(self, message: SessionReady) -> None:
-        self.session = message.session
+        session = self.conversation.session = message.session
         self.query_one(LoadingPanel).display = False
-        self.query_one(StatusLine).set(
-            model=self.session.model_name, index_size=self.session.index_size, docs=self.session.docs_dir
-        )
+        self.query_one(StatusLine).set(model=session.model_name, index_size=session.index_size, docs=session.docs_dir)
         for welcome in self.query(".welcome").results(Static):
             welcome.update(self._welcome())
-        pending, self.pending = self.pending, []
-        for question in pending[:1]:  # one at a time; later ones would wait on the first anyway
-            await self.ask(question)
+        if self.pending:
+            await self.ask(self.pending.pop(0))
 
     def on_session_failed(self, message: SessionFailed) -> None:
         panel = self.query_one(LoadingPanel)
@@ -166,9 +154,9 @@ class ChatScreen(Screen):
         text = event.value.strip()
         if not text:
             return
-        question_input = self.query_one(HistoryInput)
-        question_input.remember(text)
-        question_input.value = ""
+        box = self.query_one(HistoryInput)
+        box.remember(text)
+        box.value = ""
         try:
             slash = parse_slash(text)
         except UsageError as exc:
@@ -187,14 +175,10 @@ class ChatScreen(Screen):
             self.pending.append(question)
             self.notify("Still loading: the question is asked as soon as the model is ready.")
             return
-        turn_id = self._next_turn
-        self._next_turn += 1
-        view = await self._add_turn(turn_id, question)
-        if self.chat_log is None:
-            self.chat_log = self.store.create(docs_dir=str(self.session.docs_dir or ""), model=self.session.model_name)
-        self.cancel = CancelToken()
+        turn_id, log, cancel = self.conversation.begin()
+        await self._add_turn(turn_id, question)
         self.query_one(SourcesPanel).show(turn_id, {}, None)
-        self._run_turn(self.session, self.chat_log, question, turn_id, self.cancel)
+        self._run_turn(self.session, log, question, turn_id, cancel)
 
     async def _add_turn(self, turn_id: int, question: str) -> AnswerView:
         await self.query(".welcome").remove()
@@ -207,47 +191,31 @@ class ChatScreen(Screen):
     @work(thread=True, exit_on_error=False, group="ask")
     def _run_turn(self, session: Any, log: ChatLog, question: str, turn_id: int, cancel: CancelToken) -> None:
         """Consume the session's events off the UI thread: save each one, then hand it to the UI."""
-        streamed: list[str] = []
-        finished = False
         save_failed = False
 
-        def send(event: Any) -> None:
+        def emit(event: Any) -> None:
             nonlocal save_failed
             try:
                 log.record(event)
-            except OSError as exc:
+            except OSError as exc:  # keep answering; say once that the chat is not being saved
                 if not save_failed:
                     save_failed = True
                     self.app.call_from_thread(self.notify, f"Could not save the chat: {exc}", severity="error")
             self.post_message(TurnEvent(turn_id, event))
 
-        try:
-            for event in session.ask(question, cancel=cancel):
-                if isinstance(event, TextDelta):
-                    streamed.append(event.text)
-                finished = finished or isinstance(event, AnswerFinished)
-                send(event)
-        except Exception as exc:  # the turn ends with an error answer; the app goes on
-            send(ErrorEvent(error_line(exc), fatal=True))
-        if not finished:
-            text = "".join(streamed)
-            status = "cancelled" if cancel.cancelled else "error"
-            send(AnswerFinished(Answer(question=question, text=text, status=status, model_text=text)))
+        run_turn(session, question, cancel, emit)
         self.post_message(TurnEnded(turn_id))
 
     def _view(self, turn_id: int | None) -> AnswerView | None:
-        if turn_id is None:
-            return None
-        found = self.query(f"#turn-{turn_id}")
+        found = self.query(f"#turn-{turn_id}") if turn_id is not None else None
         return found.first(AnswerView) if found else None
 
     async def on_turn_event(self, message: TurnEvent) -> None:
         view = self._view(message.turn_id)
-        if view is None:
-            return
-        await view.apply(message.event)
-        self._after_event(view, message.event)
-        self.call_after_refresh(self.message_list.follow)
+        if view is not None:
+            await view.apply(message.event)
+            self._after_event(view, message.event)
+            self.call_after_refresh(self.message_list.follow)
 
     def _after_event(self, view: AnswerView, event: Any) -> None:
         if isinstance(event, ContextBuilt):
@@ -262,13 +230,12 @@ class ChatScreen(Screen):
                 self.query_one(StatusLine).set(tokens_per_second=event.answer.tokens_per_second)
 
     async def on_turn_ended(self, message: TurnEnded) -> None:
-        self.cancel = None
+        self.conversation.end()
         if self.pending:
             await self.ask(self.pending.pop(0))
 
     def action_cancel(self) -> None:
-        if self.cancel is not None and not self.cancel.cancelled:
-            self.cancel.cancel()
+        if self.conversation.stop():
             self.notify("Cancelling: what streamed so far is kept.")
 
     # -- slash commands ---------------------------------------------------------------------------------
@@ -294,26 +261,17 @@ class ChatScreen(Screen):
 
     async def on_search_results(self, message: SearchResults) -> None:
         await self.query(".welcome").remove()
-        for hit in message.hits:
-            self._search_hits[hit.chunk_id] = hit
+        self._search_hits.update((hit.chunk_id, hit) for hit in message.hits)
         await self.message_list.mount(SearchResultsView(message.query, message.hits, message.error, classes="search"))
         self.call_after_refresh(self.message_list.follow, True)
 
-    # -- sources and citations --------------------------------------------------------------------------
-    def _chunk(self, chunk_id: str | None):
-        if not chunk_id or self.session is None:
-            return None
-        try:
-            return self.session.chunk(chunk_id)
-        except Exception:  # a lookup failure shows the excerpt the model saw instead
-            return None
-
+    # -- sources, citations, meters ---------------------------------------------------------------------
     def action_open_citation(self, n: int, turn_id: int | None = None) -> None:
         view = self._view(self.current_turn if turn_id is None else turn_id)
         if view is None:
             self.notify("No answer yet: ask a question first.", severity="warning")
             return
-        infos = citation_infos(view.excerpts(), view.answer, self._chunk)
+        infos = citation_infos(view.excerpts(), view.answer, self.conversation.chunk)
         index = next((i for i, info in enumerate(infos) if info.n == n), None)
         if index is None:
             self.notify(f"This answer has no source [{n}].", severity="warning")
@@ -324,8 +282,8 @@ class ChatScreen(Screen):
         self.action_open_citation(message.n, message.turn_id)
 
     def action_open_chunk(self, chunk_id: str) -> None:
-        hit = self._search_hits.get(chunk_id)
-        self.app.push_screen(CitationScreen([CitationInfo(None, hit=hit, chunk=self._chunk(chunk_id))]))
+        info = CitationInfo(None, hit=self._search_hits.get(chunk_id), chunk=self.conversation.chunk(chunk_id))
+        self.app.push_screen(CitationScreen([info]))
 
     def on_open_chunk(self, message: OpenChunk) -> None:
         self.action_open_chunk(message.chunk_id)
@@ -349,12 +307,11 @@ class ChatScreen(Screen):
 
     # -- chats ------------------------------------------------------------------------------------------
     def action_export(self, dest: str | None = None) -> Path | None:
-        if self.chat_log is None:
-            self.notify("Nothing to export yet: ask a question first.", severity="warning")
-            return None
-        target = Path(dest).expanduser() if dest else None
         try:
-            path = self.store.export(self.chat_log.chat_id, target, lookup=self._chunk)
+            path = self.conversation.export(Path(dest).expanduser() if dest else None)
+        except UsageError as exc:
+            self.notify(f"{str(exc)[0].upper()}{str(exc)[1:]}.", severity="warning")
+            return None
         except (OSError, AgentError) as exc:
             self.notify(f"Could not export: {exc}", severity="error")
             return None
@@ -362,9 +319,6 @@ class ChatScreen(Screen):
         return path
 
     async def _clear(self) -> None:
-        if self.chat_log is not None:
-            self.chat_log.close()
-            self.chat_log = None
         await self.message_list.remove_children()
         self.current_turn = None
         self.last_context = None
@@ -375,36 +329,29 @@ class ChatScreen(Screen):
         if self.busy:
             self.notify("Still answering: Esc cancels it first.", severity="warning")
             return
-        if self.session is not None:
-            self.session.new_chat()
+        self.conversation.new_chat()
         await self._clear()
         await self.message_list.mount(Static(self._welcome(), classes="welcome"))
 
     def action_chat_list(self) -> None:
-        current = self.chat_log.chat_id if self.chat_log else None
-        self.app.push_screen(ChatListScreen(self.store.list_chats(), current), self._resume)
+        chats = self.conversation.store.list_chats()
+        self.app.push_screen(ChatListScreen(chats, self.conversation.chat_id), self._resume)
 
     async def _resume(self, chat_id: str | None) -> None:
-        if chat_id is None or (self.chat_log is not None and chat_id == self.chat_log.chat_id):
+        if chat_id is None or chat_id == self.conversation.chat_id:
             return
         if self.busy or self.session is None:
             self.notify("Wait for the answer (or the loading) to finish first.", severity="warning")
             return
         try:
-            chat = self.store.load(chat_id)
+            title, turns = self.conversation.resume(chat_id)
         except (OSError, AgentError) as exc:
             self.notify(f"Could not open the chat: {exc}", severity="error")
             return
-        from agent.session import Turn
-
-        self.session.restore([Turn(t.question, t.answer) for t in chat.turns])
         await self._clear()
-        self.chat_log = self.store.reopen(chat_id)
-        for saved in chat.turns:
-            turn_id = self._next_turn
-            self._next_turn += 1
+        for turn_id, saved in turns:
             view = await self._add_turn(turn_id, saved.question)
             for event in saved.complete_events:
                 await view.apply(event, replay=True)
                 self._after_event(view, event)
-        self.notify(f"Resumed “{chat.info.title}”.")
+        self.notify(f"Resumed “{title}”.")

@@ -1,0 +1,93 @@
+"""The conversation behind the chat screen: the session, the saved chat, turn numbers, the cancel token.
+
+No Textual here: the screen shows what this holds and asks it to change.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from agent.chats import ChatLog, ChatStore, SavedTurn
+from agent.errors import UsageError
+from models.protocols import CancelToken
+from rag.types import Chunk
+
+
+class Conversation:
+    def __init__(self, store: ChatStore) -> None:
+        self.store = store
+        self.session: Any = None  # agent.session.ChatSession, once loaded
+        self.log: ChatLog | None = None  # opened by the first question
+        self.cancel: CancelToken | None = None  # set while a turn runs
+        self._next_turn = 0
+
+    @property
+    def busy(self) -> bool:
+        return self.cancel is not None
+
+    @property
+    def chat_id(self) -> str | None:
+        return self.log.chat_id if self.log is not None else None
+
+    def begin(self) -> tuple[int, ChatLog, CancelToken]:
+        """Number a new turn, open the chat file on the first question, arm a cancel token."""
+        if self.log is None:
+            docs = self.session.docs_dir
+            self.log = self.store.create(docs_dir=str(docs) if docs else None, model=self.session.model_name)
+        self.cancel = CancelToken()
+        return self._number(), self.log, self.cancel
+
+    def end(self) -> None:
+        self.cancel = None
+
+    def stop(self) -> bool:
+        """Cancel the running turn; False when there is none (or it is already cancelled)."""
+        if self.cancel is None or self.cancel.cancelled:
+            return False
+        self.cancel.cancel()
+        return True
+
+    def chunk(self, chunk_id: str | None) -> Chunk | None:
+        """The stored chunk, or None (a lookup failure shows the excerpt the model saw instead)."""
+        if not chunk_id or self.session is None:
+            return None
+        try:
+            return self.session.chunk(chunk_id)
+        except Exception:
+            return None
+
+    def export(self, dest: Path | None = None) -> Path:
+        if self.log is None:
+            raise UsageError("nothing to export yet: ask a question first")
+        return self.store.export(self.log.chat_id, dest, lookup=self.chunk)
+
+    def new_chat(self) -> None:
+        if self.session is not None:
+            self.session.new_chat()
+        self._close_log()
+
+    def resume(self, chat_id: str) -> tuple[str, list[tuple[int, SavedTurn]]]:
+        """Load a saved chat into the session; later questions append to its file. Returns its title and turns."""
+        from agent.session import Turn
+
+        chat = self.store.load(chat_id)
+        self.session.restore([Turn(t.question, t.answer) for t in chat.turns])
+        self._close_log()
+        self.log = self.store.reopen(chat_id)
+        return chat.info.title, [(self._number(), turn) for turn in chat.turns]
+
+    def close(self) -> None:
+        """On quit: stop the turn; a running turn's worker still owns the log until it ends."""
+        self.stop()
+        if not self.busy:
+            self._close_log()
+
+    def _number(self) -> int:
+        self._next_turn += 1
+        return self._next_turn - 1
+
+    def _close_log(self) -> None:
+        if self.log is not None:
+            self.log.close()
+            self.log = None
