@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import re
 import threading
 from pathlib import Path
@@ -120,10 +121,19 @@ _LOAD_LOCK = threading.Lock()
 def load_embedder(batch_tokens: int = DEFAULT_BATCH_TOKENS) -> LlamaEmbedder:
     """The MiniLM embedder, converting the packaged model on first use; one instance per process."""
     with _LOAD_LOCK:
+        if not _LOADED:
+            atexit.register(_close_loaded)
         if batch_tokens not in _LOADED:
             cached = ensure_minilm_gguf()
             _LOADED[batch_tokens] = LlamaEmbedder(cached.path, minilm_model_id(cached), batch_tokens=batch_tokens)
         return _LOADED[batch_tokens]
+
+
+def _close_loaded() -> None:
+    # Freed here, while llama_cpp is still intact: Llama.__del__ at interpreter teardown prints a TypeError.
+    for embedder in list(_LOADED.values()):
+        embedder.close()
+    _LOADED.clear()
 
 
 def minilm_model_id(cached: CachedGGUF) -> str:

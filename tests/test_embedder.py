@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from models.bert_gguf import ensure_minilm_gguf, minilm_zip
-from models.embedder import MAX_TOKENS, LlamaEmbedder, load_embedder, minilm_model_id
+from models.bert_gguf import minilm_zip
+from models.embedder import MAX_TOKENS, LlamaEmbedder, load_embedder
 from models.fakes import HashEmbedder
 from models.protocols import Embedder
 from bert_reference import ReferenceBert
@@ -36,11 +36,8 @@ VARIED = [
 
 
 @pytest.fixture(scope="module")
-def embedder(tmp_path_factory) -> LlamaEmbedder:
-    cached = ensure_minilm_gguf(folder=tmp_path_factory.mktemp("embedder-cache"))
-    emb = LlamaEmbedder(cached.path, minilm_model_id(cached))
-    yield emb
-    emb.close()
+def embedder(real_embedder) -> LlamaEmbedder:
+    return real_embedder
 
 
 @pytest.fixture(scope="module")
