@@ -16,8 +16,9 @@ _QUOTE = re.compile(r"^\s*>\s?")
 _QUOTE_PREFIX = re.compile(r"(?m)^\s*>\s?")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 # End of a sentence: terminal punctuation, closing quotes/brackets, then any markers that follow it.
-_END = re.compile(r"[.!?]+[\"')\]]*((?:\s*" + _MARKER_BODY.replace("(", "(?:", 1) + ")*)")
+_END = re.compile(r"[.!?]+[\"')\]*_]*((?:\s*" + _MARKER_BODY.replace("(", "(?:", 1) + ")*)")
 _MARKER_BEFORE = re.compile(_MARKER_BODY + r"\s*$")
+_CODEISH_START = re.compile(r"[a-z][\w]*[-_.][\w]")
 _ABBREVIATIONS = frozenset("e.g i.e etc vs cf approx fig no eq sec ch incl resp al".split())
 
 # A sentence about the answer itself, not about the subject ("Here is what the docs say:", "I hope this helps.").
@@ -127,16 +128,16 @@ def strip_markers(text: str) -> str:
     return re.sub(r"\s+", " ", joined).strip()
 
 
-def split_claims(answer: str) -> list[Claim]:
-    """Every sentence and list item of `answer`, factual or not, in order."""
+def split_claims(answer: str, keep_markers: bool = False) -> list[Claim]:
+    """Every sentence and list item of `answer`, factual or not, in order.
+
+    `keep_markers` is for document text, where a `[1]` is content (docs about citations), not a citation.
+    """
     masked = mask_code(answer)
     claims: list[Claim] = []
     for start, end, kind in _segments(answer):
-        if kind == "heading":
-            claims.append(_claim(answer, masked, start, end, kind))
-            continue
-        for s, e in _sentences(masked, start, end):
-            claims.append(_claim(answer, masked, s, e, kind))
+        spans = [(start, end)] if kind == "heading" else _sentences(masked, start, end)
+        claims.extend(_claim(answer, masked, s, e, kind, keep_markers) for s, e in spans)
     return [c for c in claims if c.text or c.citations]
 
 
@@ -145,14 +146,14 @@ def factual_claims(answer: str) -> list[Claim]:
     return [c for c in split_claims(answer) if c.factual]
 
 
-def _claim(answer: str, masked: str, start: int, end: int, kind: str) -> Claim:
+def _claim(answer: str, masked: str, start: int, end: int, kind: str, keep_markers: bool = False) -> Claim:
     raw = _QUOTE_PREFIX.sub("", answer[start:end])
     numbers: list[int] = []
     for m in _MARKER.finditer(masked[start:end]):
         for part in m.group(1).split(","):
-            if int(part) not in numbers:
+            if int(part) not in numbers and not keep_markers:
                 numbers.append(int(part))
-    text = strip_markers(raw)
+    text = " ".join(raw.split()) if keep_markers else strip_markers(raw)
     if kind == "heading":
         text = _HEADING.sub("", text).strip().strip("#").strip()
     factual = bool(numbers) or (kind != "heading" and is_factual(text))
@@ -258,7 +259,8 @@ def _sentences(masked: str, start: int, end: int) -> list[tuple[int, int]]:
 
 def _starts_sentence(text: str) -> bool:
     ch = text[0]
-    return ch.isupper() or ch.isdigit() or ch in "\"'`*([_>"
+    # "llama-cpp-python does ..." starts a sentence too: a code-ish first word may be lowercase.
+    return ch.isupper() or ch.isdigit() or ch in "\"'`*([_>" or bool(_CODEISH_START.match(text))
 
 
 def _is_abbreviation(masked: str, dot: int) -> bool:

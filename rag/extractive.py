@@ -9,7 +9,7 @@ import numpy as np
 
 from models.protocols import Embedder
 from rag.citations import problem
-from rag.claims import split_claims
+from rag.claims import find_markers, split_claims
 from rag.support import terms
 from rag.verify import CitationLike, Lookup
 
@@ -58,8 +58,9 @@ def best_quotes(
         if problem(citation, get) is not None:
             continue  # never quote text the index no longer holds as shown
         chunk = get(citation.chunk_id)
-        for claim in split_claims(chunk.text):
-            if claim.factual and claim.kind != "heading" and not claim.citations:
+        for claim in split_claims(chunk.text, keep_markers=True):
+            # A doc sentence with a literal `[1]` in it would read as a citation once quoted.
+            if claim.factual and claim.kind != "heading" and not find_markers(claim.text):
                 candidates.append((citation.n, claim.text))
     if not candidates or max_sentences <= 0:
         return []

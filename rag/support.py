@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections import Counter
+import threading
+from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
@@ -24,8 +25,15 @@ _STOPWORDS = frozenset(
     also just not no nor never via per up out over under again once s t don doesn isn aren wasn won can cannot
     use used uses using""".split()
 )
-_NEGATORS = frozenset("not no never cannot none nothing neither nor nobody nowhere without".split())
-_NOT_NEGATION = re.compile(r"\b(?:not only|whether or not|if not|no matter)\b", re.IGNORECASE)
+_NEGATORS = frozenset("not no never cannot none nothing neither nor nobody nowhere without unable".split())
+_NEGATING_PHRASES = re.compile(r"\b(?:rather than|instead of)\b")  # "X rather than Y" says "not Y"
+_NOT_NEGATION = re.compile(r"\b(?:whether or not|no matter)\b")
+_POLAR_TOKEN = re.compile(r"[a-z][a-z0-9_]*|\d+(?:[.,]\d+)*")
+NEAR_COPY = 0.9  # claim and sentence share this much of their words both ways: any change in negations counts
+# A negation covers the rest of its clause, so "A, not B" negates B and still supports "A".
+_CLAUSE = re.compile(
+    r"[,;:()\u2014\u2013]|\s-\s|\b(?:but|and|or|so|because|while|which|whereas|although|though|since|then)\b"
+)
 _NUMBER_WORDS = {
     "zero": "0", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
     "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12", "twenty": "20", "hundred": "100",
@@ -41,12 +49,14 @@ _MAX_CANDIDATE_CHARS = 500
 
 @dataclass(frozen=True)
 class Terms:
-    """What a sentence commits to: stemmed content words, numbers, identifiers, and how often it negates."""
+    """What a sentence commits to: stemmed content words, numbers, identifiers, and which words it negates."""
 
     words: frozenset[str]
     numbers: tuple[str, ...]  # sorted, with repeats: "2048 or 2048" differs from "2048 or 512"
     identifiers: frozenset[str]
-    negations: int  # not, never, no, n't, ...
+    negated: frozenset[str]  # content words that occur only under a negation ("not B", "rather than B")
+    affirmed: frozenset[str]  # content words that occur only outside any negation
+    negations: int
 
 
 @dataclass(frozen=True)
@@ -81,7 +91,6 @@ class Evidence:
     cos: np.ndarray | None  # one per sentence; None without an embedder
     coverage: np.ndarray  # one per sentence
     chunk_coverage: float
-    chunk_text: str  # lowercased, heading included: identifiers are looked up in it
 
 
 def stem(word: str) -> str:
@@ -98,12 +107,44 @@ def terms(text: str) -> Terms:
     """The content words, numbers, identifiers and negation of `text`."""
     lower = text.lower()
     words = re.findall(r"[a-z][a-z0-9]*", lower)
-    content = frozenset(stem(w) for w in words if w not in _STOPWORDS and w not in _NUMBER_WORDS and len(w) > 1)
     numbers = [_normalize_number(m.group()) for m in _NUMBER.finditer(text)]
     numbers += [_NUMBER_WORDS[w] for w in words if w in _NUMBER_WORDS]
-    cleaned = _NOT_NEGATION.sub(" ", lower).replace("can't", "can not").replace("won't", "will not")
-    negations = sum(w in _NEGATORS for w in re.findall(r"[a-z]+", cleaned)) + cleaned.count("n't")
-    return Terms(content, tuple(sorted(numbers)), frozenset(identifiers(text)), negations)
+    return Terms(_content(lower), tuple(sorted(numbers)), frozenset(identifiers(text)), *_polarity(lower))
+
+
+def _content(lower: str) -> frozenset[str]:
+    words = re.findall(r"[a-z][a-z0-9]*", lower)
+    return frozenset(stem(w) for w in words if w not in _STOPWORDS and w not in _NUMBER_WORDS and len(w) > 1)
+
+
+def _polarity(lower: str) -> tuple[frozenset[str], frozenset[str], int]:
+    """(words only ever negated, words never negated, number of negations).
+
+    A negation covers the rest of its clause; two in one clause cancel out; one that ends its clause
+    ("decoding cannot") covers the words before it.
+    """
+    text = _NOT_NEGATION.sub(" ", lower).replace("can't", "can not").replace("won't", "will not")
+    text = _NEGATING_PHRASES.sub(" not ", re.sub(r"n't\b", " not", text))
+    negated: set[str] = set()
+    affirmed: set[str] = set()
+    count = 0
+    for clause in _CLAUSE.split(text):
+        marked: list[tuple[str, bool]] = []
+        under, since_negation = False, 0
+        for token in _POLAR_TOKEN.findall(clause):
+            if token in _NEGATORS:
+                under, since_negation, count = not under, 0, count + 1
+            elif token[0].isdigit():
+                marked.append((_normalize_number(token), under))
+                since_negation += 1
+            elif token not in _STOPWORDS and token not in _NUMBER_WORDS and len(token) > 1:
+                marked.append((stem(token), under))
+                since_negation += 1
+        if under and since_negation == 0:
+            marked = [(word, True) for word, _ in marked]
+        for word, is_negated in marked:
+            (negated if is_negated else affirmed).add(word)
+    return frozenset(negated - affirmed), frozenset(affirmed - negated), count
 
 
 def _normalize_number(raw: str) -> str:
@@ -134,7 +175,7 @@ def identifiers(text: str) -> set[str]:
 @lru_cache(maxsize=1024)
 def chunk_sentences(text: str) -> tuple[str, ...]:
     """The sentences, list items, headings and code blocks of a chunk: what a claim can be matched against."""
-    sentences = [c.text for c in split_claims(text) if c.text]
+    sentences = [c.text for c in split_claims(text, keep_markers=True) if c.text]
     for block in _FENCED.findall(text):
         if block.strip():
             sentences.append(block.strip()[:_MAX_CANDIDATE_CHARS])
@@ -146,25 +187,41 @@ def gather(pairs: Sequence[tuple[str, Chunk]], embedder: Embedder | None) -> lis
     sentence_lists = [chunk_sentences(chunk.text) for _, chunk in pairs]
     vectors: dict[str, np.ndarray] = {}
     if embedder is not None and pairs:
-        texts = list(dict.fromkeys([claim for claim, _ in pairs] + [s for ss in sentence_lists for s in ss]))
-        matrix = embedder.embed(texts)
-        vectors = dict(zip(texts, matrix))
+        vectors = _embed_once([claim for claim, _ in pairs] + [s for ss in sentence_lists for s in ss], embedder)
     out = []
     for (claim, chunk), sentences in zip(pairs, sentence_lists):
         claim_terms = terms(claim)
         sentence_terms = tuple(terms(s) for s in sentences)
-        full_text = " ".join((*chunk.heading_path, chunk.text))
-        chunk_terms = terms(full_text)
+        chunk_terms = terms(" ".join((*chunk.heading_path, chunk.text)))
         coverage = np.array([_coverage(claim_terms, t) for t in sentence_terms], dtype=np.float32)
         cos = None
         if vectors:
             cos = np.array([float(vectors[claim] @ vectors[s]) for s in sentences], dtype=np.float32)
         out.append(
-            Evidence(
-                claim_terms, chunk_terms, sentences, sentence_terms, cos, coverage,
-                _coverage(claim_terms, chunk_terms), full_text.lower(),
-            )
+            Evidence(claim_terms, chunk_terms, sentences, sentence_terms, cos, coverage, _coverage(claim_terms, chunk_terms))
         )
+    return out
+
+
+_VECTORS: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+_VECTORS_LOCK = threading.Lock()
+_VECTORS_MAX = 8192  # sentences of recently cited chunks come back turn after turn
+
+
+def _embed_once(texts: list[str], embedder: Embedder) -> dict[str, np.ndarray]:
+    """Vectors of `texts`, embedding the ones not seen recently in a single batch call."""
+    unique = list(dict.fromkeys(texts))
+    with _VECTORS_LOCK:
+        missing = [t for t in unique if (embedder.model_id, t) not in _VECTORS]
+    fresh = dict(zip(missing, embedder.embed(missing))) if missing else {}
+    with _VECTORS_LOCK:
+        for text, row in fresh.items():
+            _VECTORS[(embedder.model_id, text)] = row
+        out = {t: fresh[t] if t in fresh else _VECTORS[(embedder.model_id, t)] for t in unique}
+        for text in unique:
+            _VECTORS.move_to_end((embedder.model_id, text))
+        while len(_VECTORS) > _VECTORS_MAX:
+            _VECTORS.popitem(last=False)
     return out
 
 
@@ -190,7 +247,7 @@ def judge(ev: Evidence, params: Params) -> Support:
     reason = _contradiction(ev.claim, ev.sentence_terms[best])
     if reason:
         return Support(UNSUPPORTED, score, sentence, reason)
-    reason = _missing(ev.claim, ev.sentence_terms[best], ev.chunk, ev.chunk_text)
+    reason = _missing(ev.claim, ev.sentence_terms[best], sentence.lower())
     if reason and verdict == SUPPORTED:
         verdict = WEAK
     return Support(verdict, score, sentence, reason)
@@ -202,19 +259,22 @@ def _contradiction(claim: Terms, sentence: Terms) -> str:
     theirs = Counter(sentence.numbers) - Counter(claim.numbers)
     if ours and theirs:
         return f"the cited text says {_join(theirs)} where the claim says {_join(ours)}"
-    if claim.negations > sentence.negations:
-        return "the claim negates what the cited text states"
-    if claim.negations < sentence.negations:
-        return "the cited text negates the claim"
+    if claim.negated & sentence.affirmed:
+        return f"the claim negates what the cited text states ({_join(claim.negated & sentence.affirmed)})"
+    if claim.affirmed & sentence.negated:
+        return f"the cited text negates the claim ({_join(claim.affirmed & sentence.negated)})"
+    near_copy = min(_coverage(claim, sentence), _coverage(sentence, claim)) >= NEAR_COPY
+    if near_copy and claim.negations % 2 != sentence.negations % 2:
+        return "the claim and the cited text differ in a negation"
     return ""
 
 
-def _missing(claim: Terms, sentence: Terms, chunk: Terms, chunk_text: str) -> str:
-    """Numbers the evidence sentence does not state, or identifiers the chunk never mentions."""
+def _missing(claim: Terms, sentence: Terms, sentence_text: str) -> str:
+    """Numbers or identifiers of the claim that the evidence sentence does not state: no `supported` without them."""
     numbers = Counter(claim.numbers) - Counter(sentence.numbers)
-    idents = {i for i in claim.identifiers if i not in chunk.identifiers and i not in chunk_text}
+    idents = {i for i in claim.identifiers if i not in sentence.identifiers and i not in sentence_text}
     missing = sorted(numbers) + sorted(idents)
-    return f"the cited text does not state {_join(missing)}" if missing else ""
+    return f"the best-matching sentence does not state {_join(missing)}" if missing else ""
 
 
 def _join(items) -> str:

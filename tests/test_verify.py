@@ -213,8 +213,9 @@ def test_without_an_embedder_the_result_says_it_is_lexical_only():
 
 
 class CountingEmbedder(HashEmbedder):
-    def __init__(self):
+    def __init__(self, model_id):
         super().__init__()
+        self.model_id = model_id  # its own key in the vector cache
         self.calls = 0
 
     def embed(self, texts):
@@ -222,11 +223,13 @@ class CountingEmbedder(HashEmbedder):
         return super().embed(texts)
 
 
-def test_all_claims_and_sentences_are_embedded_in_one_batch():
-    embedder = CountingEmbedder()
+def test_all_claims_and_sentences_are_embedded_in_one_batch_and_reused():
+    embedder = CountingEmbedder("counting-once")
     answer = "The KV cache stores keys [1]. BM25 ranks chunks [2]. The k1 parameter is 1.5 [2][1]. Unrelated [3]."
-    verify_answer(answer, SHOWN, INDEX.get, embedder)
+    first = verify_answer(answer, SHOWN, INDEX.get, embedder)
     assert embedder.calls == 1
+    again = verify_answer(answer, SHOWN, INDEX.get, embedder)
+    assert embedder.calls == 1 and again == first
 
 
 def test_a_retriever_with_a_chunk_method_works_as_the_lookup():

@@ -1,0 +1,214 @@
+"""`python -m rag.calibrate build|fit|report`: the verifier's labelled set, its fitted thresholds, their held-back scores.
+
+build   chunk docs_corpus with the real tokenizer and write tests/data/claims_calibration.jsonl (seeded)
+fit     fit score weights and thresholds on the train split; prints the constants for rag/verify.py
+report  accuracy, precision and recall of `supported` on the held-back split, with the shipped constants
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+from collections import Counter
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from models.protocols import Embedder
+from rag.calibration_set import CALIBRATION_FILE, Item, build_items, load_items, load_paraphrases, write_items
+from rag.support import SUPPORTED, UNSUPPORTED, WEAK, Evidence, Params, gather, judge
+
+PRECISION_FLOOR = 0.97  # on train, a margin above the 0.95 the held-back split must reach
+UNRELATED_QUANTILE = 0.99  # `weak` sits above this share of the unsupported train claims no cap caught
+WEIGHT_STEP = 0.1
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """How `supported` verdicts match the labels: weak and unsupported both count as "not supported"."""
+
+    n: int
+    tp: int
+    fp: int
+    fn: int
+    tn: int
+    by_kind: dict[str, Counter]  # kind -> Counter of verdicts
+
+    @property
+    def accuracy(self) -> float:
+        return (self.tp + self.tn) / self.n if self.n else 0.0
+
+    @property
+    def precision(self) -> float:
+        return self.tp / (self.tp + self.fp) if self.tp + self.fp else 1.0
+
+    @property
+    def recall(self) -> float:
+        return self.tp / (self.tp + self.fn) if self.tp + self.fn else 0.0
+
+
+def evidence_for(items: Sequence[Item], embedder: Embedder | None) -> list[Evidence]:
+    """The same evidence verify_answer builds, for every item, in one batch."""
+    return gather([(item.claim, item.chunk) for item in items], embedder)
+
+
+def evaluate(items: Sequence[Item], evidence: Sequence[Evidence], params: Params) -> Metrics:
+    tp = fp = fn = tn = 0
+    by_kind: dict[str, Counter] = {}
+    for item, ev in zip(items, evidence):
+        verdict = judge(ev, params).verdict
+        by_kind.setdefault(item.kind, Counter())[verdict] += 1
+        predicted, actual = verdict == SUPPORTED, item.label == SUPPORTED
+        tp += predicted and actual
+        fp += predicted and not actual
+        fn += actual and not predicted
+        tn += not predicted and not actual
+    return Metrics(len(items), tp, fp, fn, tn, by_kind)
+
+
+def fit(items: Sequence[Item], evidence: Sequence[Evidence], dense: bool) -> Params:
+    """Weights and `supported` threshold with the best train accuracy at precision >= PRECISION_FLOOR; then `weak`.
+
+    Ties go to more weight on the best-matching sentence: it is the evidence the user is shown, and a chunk-wide
+    bag of words would also back claims that splice words from different sentences, which this set does not test.
+    """
+    labels = np.array([item.label == SUPPORTED for item in items])
+    best: tuple | None = None
+    for w_cos, w_sentence in _weight_grid(dense):
+        weights = Params(w_cos, w_sentence, round(1.0 - w_cos - w_sentence, 3), supported=0.0, weak=0.0)
+        scores, capped = _scores(evidence, weights)
+        threshold, accuracy = _best_threshold(scores, capped, labels)
+        key = (accuracy, round(w_cos + w_sentence, 3), threshold)
+        if threshold is not None and (best is None or key > best[0]):
+            best = (key, replace(weights, supported=threshold), scores, capped)
+    if best is None:
+        raise RuntimeError("no weights reach the precision floor on the train split")
+    _, params, scores, capped = best
+    return replace(params, weak=_weak_threshold(scores, capped, labels, params.supported))
+
+
+def _weight_grid(dense: bool):
+    steps = np.round(np.arange(0.0, 1.0 + 1e-9, WEIGHT_STEP), 3)
+    for w_cos, w_sentence in itertools.product(steps if dense else [0.0], steps):
+        if w_cos + w_sentence <= 1.0 + 1e-9 and w_cos + w_sentence > 0:
+            yield float(w_cos), float(w_sentence)
+
+
+def _scores(evidence: Sequence[Evidence], weights: Params) -> tuple[np.ndarray, np.ndarray]:
+    """Each item's score, and whether a contradiction or a missing number/identifier keeps it from `supported`."""
+    judged = [judge(ev, weights) for ev in evidence]  # thresholds 0: any verdict below supported is a cap
+    return np.array([j.score for j in judged]), np.array([j.verdict != SUPPORTED for j in judged])
+
+
+def _best_threshold(scores: np.ndarray, capped: np.ndarray, labels: np.ndarray) -> tuple[float | None, float]:
+    free = ~capped
+    candidates = np.unique(np.round(scores[free], 4))
+    best: tuple[float | None, float] = (None, -1.0)
+    for lo, hi in zip(candidates, np.append(candidates[1:], 1.0001)):
+        threshold = round(float((lo + hi) / 2), 3) if hi <= 1.0 else round(float(lo), 3)
+        predicted = free & (scores >= threshold)
+        tp = int((predicted & labels).sum())
+        fp = int((predicted & ~labels).sum())
+        if tp + fp == 0 or tp / (tp + fp) < PRECISION_FLOOR:
+            continue
+        accuracy = float((predicted == labels).mean())
+        if accuracy > best[1]:
+            best = (threshold, accuracy)
+    return best
+
+
+def _weak_threshold(scores: np.ndarray, capped: np.ndarray, labels: np.ndarray, supported: float) -> float:
+    """A score higher than almost every unsupported claim reaches: between it and `supported`, claims are `weak`.
+
+    Weak means "looks like the cited text, but not enough to confirm", so it starts where unrelated claims end.
+    """
+    unrelated = scores[~labels & ~capped]
+    if not len(unrelated):
+        return supported
+    return round(float(min(np.quantile(unrelated, UNRELATED_QUANTILE), supported)), 3)
+
+
+def split(items: Sequence[Item], name: str) -> list[Item]:
+    return [item for item in items if item.split == name]
+
+
+def format_metrics(title: str, m: Metrics) -> str:
+    lines = [
+        f"{title}: n={m.n}  accuracy={m.accuracy:.3f}  precision(supported)={m.precision:.3f}  "
+        f"recall(supported)={m.recall:.3f}  (tp={m.tp} fp={m.fp} fn={m.fn} tn={m.tn})",
+        f"  {'kind':<18}{'n':>5}{SUPPORTED:>11}{WEAK:>7}{UNSUPPORTED:>13}",
+    ]
+    for kind, tally in sorted(m.by_kind.items()):
+        total = sum(tally.values())
+        lines.append(f"  {kind:<18}{total:>5}{tally[SUPPORTED]:>11}{tally[WEAK]:>7}{tally[UNSUPPORTED]:>13}")
+    return "\n".join(lines)
+
+
+def format_params(name: str, p: Params) -> str:
+    return (
+        f"{name} = Params(w_cos={p.w_cos}, w_sentence={p.w_sentence}, w_chunk={p.w_chunk}, "
+        f"supported={p.supported}, weak={p.weak})"
+    )
+
+
+def set_sizes(items: Sequence[Item]) -> str:
+    tally = Counter((item.split, item.kind) for item in items)
+    kinds = sorted({item.kind for item in items})
+    rows = [f"  {'kind':<18}{'label':<13}{'train':>6}{'test':>6}"]
+    for kind in kinds:
+        label = next(item.label for item in items if item.kind == kind)
+        rows.append(f"  {kind:<18}{label:<13}{tally['train', kind]:>6}{tally['test', kind]:>6}")
+    return "\n".join(rows)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m rag.calibrate", description=__doc__.split("\n")[0])
+    parser.add_argument("command", choices=("build", "fit", "report"))
+    parser.add_argument("--data", type=Path, default=CALIBRATION_FILE, help="the labelled set (JSON lines)")
+    args = parser.parse_args(argv)
+    if args.command == "build":
+        return _build(args.data)
+    if not args.data.is_file():
+        print(f"no calibration set at {args.data}: run `python -m rag.calibrate build` first", file=sys.stderr)
+        return 2
+    items = load_items(args.data)
+    from models.embedder import load_embedder
+    from rag.verify import DENSE, LEXICAL
+
+    modes = (("DENSE", load_embedder(), DENSE), ("LEXICAL", None, LEXICAL))
+    if args.command == "fit":
+        train = split(items, "train")
+        for name, embedder, _ in modes:
+            print(format_params(name, fit(train, evidence_for(train, embedder), dense=embedder is not None)))
+        return 0
+    print(f"calibration set {args.data.name}: {len(items)} items\n{set_sizes(items)}")
+    for name, embedder, params in modes:
+        for part in ("train", "test"):
+            chosen = split(items, part)
+            print(format_metrics(f"{name} {part}", evaluate(chosen, evidence_for(chosen, embedder), params)))
+    return 0
+
+
+def _build(path: Path) -> int:
+    from models.tokenizer import load_tokenizer
+    from rag.chunking import chunk_document
+    from rag.corpus import default_docs_dir, load_corpus
+
+    tokenizer = load_tokenizer()
+    corpus = load_corpus(default_docs_dir())
+    chunks = [c for doc in corpus.documents for c in chunk_document(doc.doc_id, doc.text, tokenizer)]
+    paraphrases = load_paraphrases()
+    items = build_items(chunks, paraphrases)
+    write_items(items, path)
+    used = sum(item.kind == "paraphrased" for item in items)
+    print(f"wrote {len(items)} items from {len(chunks)} chunks of {len(corpus.documents)} docs to {path}")
+    print(f"hand paraphrases matched: {used} of {len(paraphrases)}")
+    print(set_sizes(items))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
