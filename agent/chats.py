@@ -10,7 +10,6 @@ import dataclasses
 import json
 import os
 import re
-import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from agent.events import (
     TurnStarted,
 )
 from models.paths import data_dir
+from rag.store import atomic_write
 from rag.types import Chunk, Hit
 
 FORMAT_VERSION = 1
@@ -257,7 +257,7 @@ class ChatStore:
         """Write the chat as Markdown with its sources as footnotes; returns the file written."""
         chat = self.load(chat_id)
         dest = Path(dest) if dest is not None else self.root.parent / "exports" / f"{chat_id}.md"
-        write_atomic(dest, chat_markdown(chat, lookup))
+        atomic_write(dest, chat_markdown(chat, lookup).encode())  # never a half-written export
         return dest
 
     def _path(self, chat_id: str) -> Path:
@@ -267,21 +267,6 @@ class ChatStore:
         if not path.exists():
             raise ChatStoreError(f"no saved chat named {chat_id!r}: see the chat list (Ctrl+O)")
         return path
-
-
-def write_atomic(dest: Path, text: str) -> None:
-    """Write `text` to `dest` through a temp file and os.replace: never a half-written file."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, dest)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def excerpts(events: Iterable[Event]) -> dict[int, Hit]:

@@ -23,7 +23,6 @@ from agent.events import (
     AnswerFinished,
     CitationVerdict,
     ClaimVerdict,
-    ContextBuilt,
     ErrorEvent,
     SearchFinished,
     SearchStarted,

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import threading
 import time
+from contextlib import asynccontextmanager
 
 import pytest
 from textual.content import Content
-from textual.widgets import OptionList, ProgressBar, Static
+from textual.widgets import Collapsible, OptionList, ProgressBar, Static
 
 from agent.chats import ChatStore
 from agent.events import AnswerFinished, ErrorEvent, TextDelta
@@ -35,6 +36,15 @@ def app_for(session, store):
     return make_app(lambda progress=None: session, store)
 
 
+@asynccontextmanager
+async def chatting(store, replies=(), size=SIZE, delay: float = 0.0):
+    """The app over the real session with a scripted model, loaded: yields (pilot, session, model, retriever)."""
+    session, model, retriever = real_session(list(replies), delay=delay)
+    async with app_for(session, store).run_test(size=size) as pilot:
+        await ready(pilot)
+        yield pilot, session, model, retriever
+
+
 async def wait_for(pilot, predicate, timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -46,7 +56,7 @@ async def ready(pilot) -> None:
     await wait_for(pilot, lambda: pilot.app.chat.session is not None)
 
 
-async def ask(pilot, question: str) -> AnswerView:
+async def ask(pilot, question: str, timeout: float = 10.0) -> AnswerView:
     """Type the question and wait for its answer to finish."""
     chat = pilot.app.chat
     before = len(chat.query(AnswerView))
@@ -54,7 +64,7 @@ async def ask(pilot, question: str) -> AnswerView:
     await pilot.press("enter")
     await wait_for(pilot, lambda: len(chat.query(AnswerView)) > before)
     view = list(chat.query(AnswerView))[-1]
-    await wait_for(pilot, lambda: view.finished and not chat.busy)
+    await wait_for(pilot, lambda: view.finished and not chat.busy, timeout)
     await pilot.pause()
     return view
 
@@ -70,6 +80,13 @@ def marker_styles(view: AnswerView) -> dict[str, set[str]]:
             if isinstance(span.style, str) and span.style.startswith(".cite--"):
                 found.setdefault(content.plain[span.start : span.end], set()).add(span.style[1:])
     return found
+
+
+async def opened_source(pilot) -> int | None:
+    """The number of the source the citation view shows, or None when it is not open."""
+    await pilot.pause()
+    screen = pilot.app.screen
+    return screen.infos[screen.index].n if isinstance(screen, CitationScreen) else None
 
 
 def screen_text(app) -> str:
@@ -101,9 +118,7 @@ async def test_a_question_streams_into_an_answer_with_verdict_coloured_citations
 
 @pilot_test
 async def test_made_up_numbers_are_not_links_but_real_citations_are(store):
-    session, _, _ = real_session([REPLY])
-    async with app_for(session, store).run_test(size=SIZE) as pilot:
-        await ready(pilot)
+    async with chatting(store, [REPLY]) as (pilot, session, _, _):
         view = await ask(pilot, "what does the kv cache store")
         actions = {}
         for block in view.query_one(CitedMarkdown).query("MarkdownBlock"):
@@ -117,9 +132,7 @@ async def test_made_up_numbers_are_not_links_but_real_citations_are(store):
 
 @pilot_test
 async def test_text_shows_while_the_answer_streams(store):
-    session, _, _ = real_session(["one two three four five six seven eight nine ten [1]."], delay=0.05)
-    async with app_for(session, store).run_test(size=SIZE) as pilot:
-        await ready(pilot)
+    async with chatting(store, ["one two three four five six seven eight nine ten [1]."], delay=0.05) as (pilot, session, _, _):
         app = pilot.app
         app.chat.query_one(HistoryInput).value = "kv cache"
         await pilot.press("enter")
@@ -133,9 +146,7 @@ async def test_text_shows_while_the_answer_streams(store):
 @pilot_test
 async def test_esc_cancels_and_keeps_what_streamed(store):
     words = " ".join(f"word{i}" for i in range(200))
-    session, _, _ = real_session([words + " [1]."], delay=0.02)
-    async with app_for(session, store).run_test(size=SIZE) as pilot:
-        await ready(pilot)
+    async with chatting(store, [words + " [1]."], delay=0.02) as (pilot, session, _, _):
         chat = pilot.app.chat
         chat.query_one(HistoryInput).value = "kv cache"
         await pilot.press("enter")
@@ -153,9 +164,7 @@ async def test_esc_cancels_and_keeps_what_streamed(store):
 
 @pilot_test
 async def test_opening_a_citation_shows_the_whole_chunk_with_path_heading_and_lines(store):
-    session, _, _ = real_session(["The kv cache of SmolLM2 takes about 90 MB [2]."])
-    async with app_for(session, store).run_test(size=SIZE) as pilot:
-        await ready(pilot)
+    async with chatting(store, ["The kv cache of SmolLM2 takes about 90 MB [2]."]) as (pilot, session, _, _):
         view = await ask(pilot, "how big is the kv cache")
         number = next(c.n for c in view.answer.citations if c.chunk_id == CHUNKS[1].chunk_id)
         await pilot.press("tab")  # leave the input: digits now open sources
@@ -173,24 +182,18 @@ async def test_opening_a_citation_shows_the_whole_chunk_with_path_heading_and_li
 
 @pilot_test
 async def test_clicking_a_source_in_the_panel_opens_it(store):
-    session, _, _ = real_session([REPLY])
-    async with app_for(session, store).run_test(size=SIZE) as pilot:
-        await ready(pilot)
+    async with chatting(store, [REPLY]) as (pilot, session, _, _):
         await ask(pilot, "what does the kv cache store")
         listing = pilot.app.chat.query_one(SourcesPanel).query_one(OptionList)
         labels = [str(listing.get_option_at_index(i).prompt) for i in range(listing.option_count)]
         assert labels[0].startswith("[1]") and any(label.startswith("[7] ?") for label in labels)
         await pilot.click(listing, offset=(2, 0))
-        await pilot.pause()
-        screen = pilot.app.screen
-        assert isinstance(screen, CitationScreen) and screen.infos[screen.index].n == 1
+        assert await opened_source(pilot) == 1
 
 
 @pilot_test
 async def test_the_made_up_citation_view_says_it_is_made_up(store):
-    session, _, _ = real_session([REPLY])
-    async with app_for(session, store).run_test(size=SIZE) as pilot:
-        await ready(pilot)
+    async with chatting(store, [REPLY]) as (pilot, session, _, _):
         await ask(pilot, "what does the kv cache store")
         await pilot.press("tab", "7")
         screen = pilot.app.screen
@@ -200,9 +203,7 @@ async def test_the_made_up_citation_view_says_it_is_made_up(store):
 
 @pilot_test
 async def test_slash_search_shows_hits_without_asking_the_model(store):
-    session, model, retriever = real_session()
-    async with app_for(session, store).run_test(size=SIZE) as pilot:
-        await ready(pilot)
+    async with chatting(store) as (pilot, session, model, retriever):
         pilot.app.chat.query_one(HistoryInput).value = "/search kv cache"
         await pilot.press("enter")
         await wait_for(pilot, lambda: pilot.app.chat.query(SearchResultsView))
@@ -215,9 +216,7 @@ async def test_slash_search_shows_hits_without_asking_the_model(store):
 
 @pilot_test
 async def test_slash_export_writes_markdown_with_footnotes(store, tmp_path):
-    session, _, _ = real_session([REPLY])
-    async with app_for(session, store).run_test(size=SIZE) as pilot:
-        await ready(pilot)
+    async with chatting(store, [REPLY]) as (pilot, session, _, _):
         await ask(pilot, "what does the kv cache store")
         target = tmp_path / "export" / "kv.md"
         pilot.app.chat.query_one(HistoryInput).value = f"/export {target}"
@@ -231,9 +230,7 @@ async def test_slash_export_writes_markdown_with_footnotes(store, tmp_path):
 
 @pilot_test
 async def test_ctrl_e_exports_to_the_exports_folder(store):
-    session, _, _ = real_session([REPLY])
-    async with app_for(session, store).run_test(size=SIZE) as pilot:
-        await ready(pilot)
+    async with chatting(store, [REPLY]) as (pilot, session, _, _):
         await ask(pilot, "what does the kv cache store")
         await pilot.press("ctrl+e")  # even with the input focused, where Ctrl+E would mean "end of line"
         await pilot.pause()
@@ -243,9 +240,7 @@ async def test_ctrl_e_exports_to_the_exports_folder(store):
 
 @pilot_test
 async def test_slash_clear_and_ctrl_n_start_a_new_chat(store):
-    session, _, _ = real_session([REPLY, REPLY])
-    async with app_for(session, store).run_test(size=SIZE) as pilot:
-        await ready(pilot)
+    async with chatting(store, [REPLY, REPLY]) as (pilot, session, _, _):
         await ask(pilot, "what does the kv cache store")
         pilot.app.chat.query_one(HistoryInput).value = "/clear"
         await pilot.press("enter")
@@ -260,9 +255,7 @@ async def test_slash_clear_and_ctrl_n_start_a_new_chat(store):
 
 @pilot_test
 async def test_an_unknown_slash_command_says_which_exist(store):
-    session, model, _ = real_session()
-    async with app_for(session, store).run_test(size=SIZE) as pilot:
-        await ready(pilot)
+    async with chatting(store) as (pilot, session, model, _):
         pilot.app.chat.query_one(HistoryInput).value = "/frobnicate"
         await pilot.press("enter")
         await pilot.pause()
@@ -273,9 +266,7 @@ async def test_an_unknown_slash_command_says_which_exist(store):
 
 @pilot_test
 async def test_a_saved_chat_resumes_after_restarting_the_app(store):
-    session, _, _ = real_session(["The kv cache stores keys and values [1]."])
-    async with app_for(session, store).run_test(size=SIZE) as pilot:
-        await ready(pilot)
+    async with chatting(store, ["The kv cache stores keys and values [1]."]) as (pilot, session, _, _):
         await ask(pilot, "what does the kv cache store")
     # A new app, a new session: the chat comes back from disk.
     session2, model2, _ = real_session(["It is about 90 MB [1]."])
@@ -301,9 +292,7 @@ async def test_a_saved_chat_resumes_after_restarting_the_app(store):
 
 @pilot_test
 async def test_up_and_down_recall_earlier_inputs(store):
-    session, _, _ = real_session([REPLY, REPLY])
-    async with app_for(session, store).run_test(size=SIZE) as pilot:
-        await ready(pilot)
+    async with chatting(store, [REPLY, REPLY]) as (pilot, session, _, _):
         await ask(pilot, "first question")
         await ask(pilot, "second question")
         box = pilot.app.chat.query_one(HistoryInput)
@@ -318,9 +307,7 @@ async def test_up_and_down_recall_earlier_inputs(store):
 
 @pilot_test
 async def test_help_opens_with_f1_and_with_question_mark_on_an_empty_input(store):
-    session, _, _ = real_session()
-    async with app_for(session, store).run_test(size=SIZE) as pilot:
-        await ready(pilot)
+    async with chatting(store) as (pilot, session, _, _):
         await pilot.press("f1")
         assert isinstance(pilot.app.screen, HelpScreen)
         assert "Ctrl+T" in str(pilot.app.screen.query_one("#help-text", Static).content)
@@ -337,9 +324,7 @@ async def test_help_opens_with_f1_and_with_question_mark_on_an_empty_input(store
 
 @pilot_test
 async def test_token_meter_shows_the_real_counts_and_omissions(store):
-    session, _, _ = real_session([REPLY])
-    async with app_for(session, store).run_test(size=SIZE) as pilot:
-        await ready(pilot)
+    async with chatting(store, [REPLY]) as (pilot, session, _, _):
         view = await ask(pilot, "what does the kv cache store")
         built = view.context
         assert built is not None and pilot.app.chat.query_one(TokenBar).context == built
@@ -406,9 +391,7 @@ async def test_the_command_palette_offers_the_main_actions(store):
 
 @pilot_test
 async def test_the_layout_fits_80_by_24(store):
-    session, _, _ = real_session([REPLY])
-    async with app_for(session, store).run_test(size=(80, 24)) as pilot:
-        await ready(pilot)
+    async with chatting(store, [REPLY], size=(80, 24)) as (pilot, session, _, _):
         view = await ask(pilot, "what does the kv cache store")
         chat = pilot.app.chat
         assert not chat.query_one(SourcesPanel).display  # too narrow: Ctrl+S shows it
@@ -471,3 +454,26 @@ async def test_a_crashing_turn_shows_the_error_and_the_app_goes_on(store):
         session.ask = original
         second = await ask(pilot, "what does the kv cache store")
         assert second.answer.status == "answered"
+
+
+@pilot_test
+async def test_clicking_a_marker_in_the_answer_opens_its_source(store):
+    async with chatting(store, ["Keys are stored [1]."]) as (pilot, session, _, _):
+        view = await ask(pilot, "what does the kv cache store")
+        paragraph = view.query_one(CitedMarkdown).query("MarkdownBlock").last()
+        column = paragraph.content.plain.index("[1]")
+        await pilot.click(paragraph, offset=(column + 1, 0))
+        assert await opened_source(pilot) == 1
+
+
+@pilot_test
+async def test_the_tool_trace_shows_each_search_with_its_counts_and_expands(store):
+    async with chatting(store, [REPLY]) as (pilot, session, _, _):
+        view = await ask(pilot, "what does the kv cache store")
+        call = view.query_one(Collapsible)
+        assert call.collapsed
+        assert call.title == "search_docs “what does the kv cache…” → 3 hits, 3 packed, 0 dropped"
+        await pilot.click(call.query_one("CollapsibleTitle"))
+        assert not call.collapsed
+        details = str(call.query_one(".trace-hits", Static).content)
+        assert "1. [1] docs/kv-cache.md lines 1-6 · KV cache" in details
