@@ -21,9 +21,9 @@ from agent.events import (
     TurnStarted,
 )
 from agent.grammars import citation_grammar, tool_call_grammar
-from agent.prompts import NOT_COVERED, abstains, neutralize, system_rules, tool_rules
+from agent.prompts import NOT_COVERED, abstains, neutralize, placeholder_query, system_rules, tool_rules
 from agent.settings import AgentSettings
-from agent.toolcalls import parse_tool_calls
+from agent.toolcalls import ParseFailure, parse_tool_calls
 from agent.tools import Tool, ToolRegistry, ToolResult
 from models.errors import ModelError
 from models.protocols import CancelToken, ChatModel
@@ -161,6 +161,9 @@ class Agent:
                 break  # no room for another tool round; answer with what we have
             text = "".join(self.model.stream(messages, options, cancel))
             calls, failures = parse_tool_calls(text, default_tool=SEARCH_DOCS_NAME)
+            copied = [c for c in calls if isinstance(c.arguments, dict) and placeholder_query(c.arguments.get("query"))]
+            calls = [c for c in calls if c not in copied]
+            failures += [ParseFailure(text, "the query was copied from the example; write search words for the question") for _ in copied]
             answer.trace.append({"tool_step": text, "calls": len(calls), "parse_errors": [f.reason for f in failures]})
             if not calls and not failures:
                 break  # the model answered without searching
@@ -172,6 +175,11 @@ class Agent:
                 break
             feedback = "; ".join([r.text for r in step] + [f"Error: {f.reason}" for f in failures])
             messages += [{"role": "assistant", "content": text}, {"role": "user", "content": f"Tool result: {feedback}"}]
+        if not any(r.ok for r in results) and not cancel.cancelled:
+            # The model never produced a usable search: search the question itself rather than answer blind.
+            answer.trace.append({"fallback_search": True})
+            args = {"query": question.strip()[:MAX_QUERY_CHARS], "k": self.settings.k}
+            results += yield from self._run_calls([(SEARCH_DOCS_NAME, args)], ledger, budget, answer)
         return results
 
     # -- the answer -----------------------------------------------------------------------------------------

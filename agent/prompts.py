@@ -40,6 +40,7 @@ _ABSTAIN = re.compile(
     re.IGNORECASE,
 )
 
+EXAMPLE_QUERY = "how does BM25 rank documents"
 TOOL_RULES = """You are smoldocs. You answer questions about a set of documents, and you can search them.
 To search, reply with one tool call and nothing else, in this form:
 <tool_call>{{"name": "search_docs", "arguments": {{"query": "how does BM25 rank documents"}}}}</tool_call>
@@ -70,6 +71,14 @@ def question_message(question: str) -> dict:
 
 def tool_rules(specs: Sequence[dict]) -> str:
     return TOOL_RULES.format(tools="\n".join(json.dumps(s, separators=(",", ":")) for s in specs))
+
+
+def placeholder_query(query: object) -> bool:
+    """A query the model copied from the instructions (or "..."), not words of its own."""
+    if not isinstance(query, str) or not query:
+        return False  # the schema check reports these
+    words = re.sub(r"[^\w]+", " ", query).strip().lower()
+    return not words or words in ("query", "search words", EXAMPLE_QUERY.lower())
 
 
 def abstains(answer: str) -> bool:

@@ -211,3 +211,18 @@ def test_follow_up_searches_with_previous_question():
     list(session.ask("kv cache"))
     list(session.ask("and sampling temperature?"))
     assert retriever.calls[1][0] == "kv cache\nand sampling temperature?"
+
+
+def test_copied_placeholder_query_is_a_failed_call_then_the_question_is_searched():
+    session, model, retriever = make_session(
+        ['{"name": "search_docs", "arguments": {"query": "..."}}', '{"query": "how does BM25 rank documents"}', "Cached [1]."],
+        policy="model",
+        tool_grammar=False,
+    )
+    answer = final(session.ask("what does the kv cache store"))
+    steps = [t for t in answer.trace if "tool_step" in t]
+    assert [s["calls"] for s in steps] == [0, 0] and all(s["parse_errors"] for s in steps)
+    assert "copied" in model.calls[1][-1]["content"]
+    assert {"fallback_search": True} in answer.trace
+    assert retriever.calls == [("what does the kv cache store", 5, None)]
+    assert answer.citations[0].chunk_id == "docs/kv-cache.md#0"
