@@ -17,7 +17,7 @@ import numpy as np
 
 from models.bert_gguf import ensure_minilm_gguf, minilm_zip
 from models.config import default_threads
-from models.embedder import DEFAULT_BATCH_TOKENS, LlamaEmbedder, minilm_model_id
+from models.embedder import DEFAULT_BATCH_TOKENS, TEXTS_PER_CALL, LlamaEmbedder, minilm_model_id
 
 CORPUS = Path(__file__).resolve().parent.parent / "docs_corpus"
 CHUNK_TOKENS = 200
@@ -63,13 +63,6 @@ def _rate(fn: Callable[[Sequence[str]], object], texts: Sequence[str], repeats: 
     return len(texts) / best
 
 
-def _in_calls(emb: LlamaEmbedder, per_call: int) -> Callable[[Sequence[str]], np.ndarray]:
-    def run(texts: Sequence[str]) -> np.ndarray:
-        return np.vstack([emb.embed(texts[i : i + per_call]) for i in range(0, len(texts), per_call)])
-
-    return run
-
-
 def _bare_loop(path: Path) -> Callable[[Sequence[str]], list]:
     """What one writes without this module: a plain Llama with default threads, one embed() call per text."""
     import llama_cpp
@@ -78,13 +71,14 @@ def _bare_loop(path: Path) -> Callable[[Sequence[str]], list]:
     return lambda texts: [llm.embed(t, normalize=True) for t in texts]
 
 
-def _configs(quick: bool, n_texts: int, small: tuple[int, ...]) -> list[tuple[int, int, int]]:
-    """(batch_tokens, threads, texts per embed call) to time: per-call sizes at the default, then alternatives."""
+def _configs(quick: bool, n_texts: int) -> list[tuple[int, int, int]]:
+    """(batch_tokens, threads, texts per llama call) to time: the default, then one change at a time."""
     threads = default_threads()
-    configs = [(DEFAULT_BATCH_TOKENS, threads, n) for n in small + (n_texts,)]
+    per_calls = (1, TEXTS_PER_CALL) if quick else (1, 8, TEXTS_PER_CALL, 256)
+    configs = [(DEFAULT_BATCH_TOKENS, threads, n) for n in per_calls if n <= max(n_texts, TEXTS_PER_CALL)]
     if not quick:
-        configs += [(bt, threads, n_texts) for bt in (1024, 2048)]
-        configs += [(DEFAULT_BATCH_TOKENS, t, n_texts) for t in {1, threads} - {threads}]
+        configs += [(bt, threads, TEXTS_PER_CALL) for bt in (1024, 2048)]
+        configs += [(DEFAULT_BATCH_TOKENS, t, TEXTS_PER_CALL) for t in {1, threads} - {threads}]
     return configs
 
 
@@ -108,25 +102,26 @@ def run(quick: bool = False) -> list[dict]:
         rows.append(dict(what="file size MB (baseline: f32 safetensors)", ours=size_mb, baseline=source_mb,
                          ratio=size_mb / source_mb, target="~0.5 (f16)"))
 
-        embedders: dict[tuple[int, int], LlamaEmbedder] = {}
+        embedders: dict[tuple[int, int, int], LlamaEmbedder] = {}
 
-        def embedder(bt: int, threads: int) -> LlamaEmbedder:
-            if (bt, threads) not in embedders:
-                embedders[bt, threads] = LlamaEmbedder(built.path, minilm_model_id(built), batch_tokens=bt,
-                                                       n_threads=threads)
-            return embedders[bt, threads]
+        def embedder(bt: int, threads: int, per_call: int = TEXTS_PER_CALL) -> LlamaEmbedder:
+            if (bt, threads, per_call) not in embedders:
+                embedders[bt, threads, per_call] = LlamaEmbedder(
+                    built.path, minilm_model_id(built), batch_tokens=bt, n_threads=threads, texts_per_call=per_call
+                )
+            return embedders[bt, threads, per_call]
 
         counter = embedder(DEFAULT_BATCH_TOKENS, default_threads())
         chunks = make_chunks(counter, n_chunks)
         queries = (QUERIES * (n_queries // len(QUERIES) + 1))[:n_queries]
         bare = _bare_loop(built.path)
-        for texts, small in ((chunks, (1, 8)), (queries, (1, 32))):
-            label = f"{np.mean([counter.count(t) for t in texts]):.0f}-token {'chunks' if texts is chunks else 'queries'}"
+        for texts, kind in ((chunks, "chunks"), (queries, "queries")):
+            label = f"{np.mean([counter.count(t) for t in texts]):.0f}-token {kind}"
             baseline = _rate(bare, texts, repeats)
-            for bt, threads, per_call in _configs(quick, len(texts), small):
-                rate = _rate(_in_calls(embedder(bt, threads), per_call), texts, repeats)
+            for bt, threads, per_call in _configs(quick, len(texts)):
+                rate = _rate(embedder(bt, threads, per_call).embed, texts, repeats)
                 rows.append(dict(
-                    what=f"embeddings/s, {label}, {per_call}/call, n_batch={bt}, threads={threads}",
+                    what=f"embeddings/s, {label}, {per_call} texts/llama call, n_batch={bt}, threads={threads}",
                     ours=rate, baseline=baseline, ratio=rate / baseline, target=">= 1x bare loop",
                 ))
         for e in embedders.values():

@@ -15,7 +15,10 @@ from models.config import ModelConfig
 from models.errors import GenerationError, ModelLoadFailed
 
 MAX_TOKENS = 512  # MiniLM's position table; [CLS] and [SEP] included
-DEFAULT_BATCH_TOKENS = 512  # tokens per llama.cpp decode; chosen by benchmarks/embedding.py
+# Both chosen by benchmarks/embedding.py: larger decodes were slower (attention spans every sequence in the
+# batch), and 32 texts per llama call reach the throughput of 256 while bounding how long the lock is held.
+DEFAULT_BATCH_TOKENS = 512  # tokens per llama.cpp decode
+TEXTS_PER_CALL = 32
 _WORD = re.compile(r"\S+")
 
 
@@ -28,6 +31,7 @@ class LlamaEmbedder:
         model_id: str,
         batch_tokens: int = DEFAULT_BATCH_TOKENS,
         n_threads: int = 0,
+        texts_per_call: int = TEXTS_PER_CALL,
     ) -> None:
         import llama_cpp
 
@@ -46,6 +50,7 @@ class LlamaEmbedder:
         self.model_id = model_id
         self.dim = int(self._llm.n_embd())
         self.max_tokens = MAX_TOKENS
+        self._texts_per_call = max(1, texts_per_call)
         # embed() clears the context's memory and reuses one batch buffer: one caller at a time.
         self._lock = threading.Lock()
 
@@ -68,12 +73,16 @@ class LlamaEmbedder:
             raise TypeError("embed() takes a sequence of texts, not one string")
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        with self._lock:
-            fitted = [self._fit(t) for t in texts]
-            try:
-                rows = self._llm.embed(fitted, normalize=False, truncate=False)
-            except (ValueError, RuntimeError) as exc:
-                raise GenerationError(f"llama.cpp failed to embed {len(texts)} texts: {exc}") from None
+        rows: list[list[float]] = []
+        step = self._texts_per_call
+        for start in range(0, len(texts), step):
+            # The lock is taken per group, so a query waits for one group, not for a whole indexing run.
+            with self._lock:
+                fitted = [self._fit(t) for t in texts[start : start + step]]
+                try:
+                    rows.extend(self._llm.embed(fitted, normalize=False, truncate=False))
+                except (ValueError, RuntimeError) as exc:
+                    raise GenerationError(f"llama.cpp failed to embed {len(fitted)} texts: {exc}") from None
         out = np.asarray(rows, dtype=np.float32).reshape(len(texts), self.dim)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.maximum(norms, np.float32(1e-12))
