@@ -1,17 +1,189 @@
-"""`smoldocs eval`."""
+"""`smoldocs eval`: the question set through the agent, metrics without a judge model, a report and a gate."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+import time
+from dataclasses import replace
+from pathlib import Path
 
-HELP = "eval (not built yet)"
+from agent.eval.gate import Thresholds
+from agent.settings import POLICIES, AgentSettings
+
+HELP = "ask the question set, measure retrieval, citations, answers and cost; non-zero exit when an invariant breaks"
+MODES = ("bm25", "dense", "hybrid")
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text}")
+    return value
+
+
+def _share(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {text}")
+    return value
+
+
+def _non_negative(text: str) -> float:
+    value = float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text}")
+    return value
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    pass
+    from agent.commands.common import add_index_options
+
+    add_index_options(p)
+    p.add_argument("--questions", metavar="FILE", default=None,
+                   help="JSONL, one {id, q, doc, evidence, alt_docs?} a line; doc null = unanswerable "
+                        "(default: questions.jsonl of --docs)")
+    p.add_argument("--limit", metavar="N", type=_positive_int, default=None,
+                   help="a fixed sample of N questions spread evenly over the file, with at least 2 unanswerable")
+    p.add_argument("--tools", choices=POLICIES, default="auto", help="who decides the searches (default: auto)")
+    p.add_argument("--constrained", action="store_true", help="decode answers with a grammar that only admits shown [n]")
+    p.add_argument("--no-fallback", dest="fallback", action="store_false",
+                   help="do not add quoted sentences when no claim of the answer is supported")
+    p.add_argument("--k", metavar="N", type=_positive_int, default=None, help="hits per search (default: 5)")
+    p.add_argument("--seed", metavar="N", type=int, default=None, help="sampling seed (default: the model's, 0)")
+    p.add_argument("--temperature", type=_non_negative, default=None, help="answer sampling temperature")
+    p.add_argument("--repeat-penalty", type=_non_negative, default=None, help="answer repeat penalty")
+    p.add_argument("--max-tokens", metavar="N", type=_positive_int, default=None, help="answer length limit in tokens")
+    p.add_argument("--json", action="store_true", help="print the whole report as JSON instead of the table")
+    p.add_argument("--out", metavar="DIR", default=None, help="write report.json and report.md (one row per question)")
+    p.add_argument("--min-recall5", type=_share, default=None, help="fail below this hybrid chunk Recall@5")
+    p.add_argument("--min-citation-precision", type=_share, default=None, help="fail below this citation precision")
+    p.add_argument("--max-made-up-rate", type=_share, default=None, help="fail above this share of made-up numbers")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="show progress on stderr (default: a live bar on a terminal; --progress elsewhere prints "
+                        "a line per question)")
+
+
+def settings_from_args(args: argparse.Namespace) -> AgentSettings:
+    """AgentSettings with the command-line overrides applied to the defaults."""
+    settings = AgentSettings(policy=args.tools, constrained=args.constrained, fallback=args.fallback)
+    if args.k is not None:
+        settings = replace(settings, k=args.k)
+    changes = {
+        name: value
+        for name, value in (("seed", args.seed), ("temperature", args.temperature),
+                            ("repeat_penalty", args.repeat_penalty), ("max_tokens", args.max_tokens))
+        if value is not None
+    }
+    return replace(settings, generation=replace(settings.generation, **changes))
 
 
 def run(args: argparse.Namespace) -> int:
-    print("smoldocs eval: not built yet", file=sys.stderr)
-    return 2
+    from agent.commands.common import load_embedder_from_args, open_index_from_args
+    from agent.errors import UsageError
+    from agent.eval.report import build_report, format_terminal, write_report
+    from agent.eval.runner import default_question_file, load_question_file, run_questions, stratified
+    from agent.session import ChatSession
+    from models.chat import load_chat_model
+    from rag.retrieval_eval import evaluate
+
+    # Cheap checks first: a typo in a path should not cost a model load.
+    path = Path(args.questions) if args.questions else default_question_file(Path(args.docs) if args.docs else None)
+    questions = stratified(load_question_file(path), args.limit)
+    if args.out:
+        out = Path(args.out)
+        if out.exists() and not out.is_dir():
+            raise UsageError(f"--out {out} is a file: give a folder for report.json and report.md")
+    settings = settings_from_args(args)
+    thresholds = Thresholds(args.min_recall5, args.min_citation_precision, args.max_made_up_rate)
+
+    model = load_chat_model(args.model)
+    embedder = load_embedder_from_args(args)
+    index = open_index_from_args(args, tokenizer=model.tokenizer, embedder=embedder, quiet=args.progress is False)
+    session = ChatSession(model, index, embedder=embedder, settings=settings, docs_dir=index.docs_dir)
+    retrieval = evaluate(index, questions, MODES)
+    bar = QuestionProgress(sys.stderr, args.progress)
+    records, interrupted = [], False
+    try:
+        for record in run_questions(session, questions, progress=bar):
+            records.append(record)
+    except KeyboardInterrupt:
+        interrupted = True  # report what ran so far; the gate fails below
+    finally:
+        bar.close()
+    report = build_report(records, retrieval, _settings_info(args, session, path, len(index)), thresholds)
+    if interrupted:
+        report["gate"]["ok"] = False
+        report["gate"]["invariants"].append(f"interrupted after {len(records)} of {len(questions)} questions")
+    if args.json:
+        print(json.dumps(report, ensure_ascii=False, indent=1))
+    else:
+        print(format_terminal(report))
+    if args.out:
+        json_path, md_path = write_report(args.out, report)
+        print(f"smoldocs: wrote {json_path} and {md_path}", file=sys.stderr)
+    if interrupted:
+        return 130
+    if not report["gate"]["ok"]:
+        for reason in report["gate"]["invariants"] + report["gate"]["missed"]:
+            print(f"smoldocs eval: {reason}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _settings_info(args: argparse.Namespace, session, questions_path: Path, chunks: int) -> dict:
+    s = session.settings
+    return {
+        "model": session.model_name,
+        "n_ctx": session.n_ctx,
+        "docs": str(session.docs_dir),
+        "questions": str(questions_path),
+        "limit": args.limit,
+        "chunks": chunks,
+        "tools": s.policy,
+        "policy": session.policy,
+        "constrained": s.constrained,
+        "fallback": s.fallback,
+        "k": s.k,
+        "temperature": s.generation.temperature,
+        "repeat_penalty": s.generation.repeat_penalty,
+        "max_tokens": s.generation.max_tokens,
+        "seed": s.generation.seed,
+    }
+
+
+class QuestionProgress:
+    """Progress over the questions: a live bar on a terminal, or with --progress elsewhere a line per question."""
+
+    WIDTH = 24
+
+    def __init__(self, stream, wanted: bool | None) -> None:
+        self.stream = stream
+        tty = hasattr(stream, "isatty") and stream.isatty()
+        self.live = wanted is not False and tty
+        self.lines = wanted is True and not tty
+        self.started = time.monotonic()
+        self._drawn = False
+
+    def __call__(self, done: int, total: int, record) -> None:
+        per_question = (time.monotonic() - self.started) / done
+        if self.lines:
+            from agent.eval.metrics import problems
+
+            note = "; ".join(problems(record)) or "ok"
+            print(f"{done}/{total} {record.id} {record.status} {record.latency:.1f} s  {note}", file=self.stream, flush=True)
+        elif self.live:
+            filled = self.WIDTH * done // total
+            bar = "#" * filled + "." * (self.WIDTH - filled)
+            left = per_question * (total - done)
+            line = f"asking [{bar}] {done}/{total} questions  {per_question:.1f} s each  {left / 60:.0f} min left  {record.id}"
+            self.stream.write("\r\033[K" + line)
+            self.stream.flush()
+            self._drawn = True
+
+    def close(self) -> None:
+        if self._drawn:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+            self._drawn = False

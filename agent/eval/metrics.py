@@ -1,0 +1,161 @@
+"""Metrics over per-question records, computed without a judge model: citations, answers, cost."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from typing import Sequence
+
+from agent.eval.records import Record
+from rag.metrics import mean
+
+_WORD = re.compile(r"[a-z0-9]+")
+_SPACE = re.compile(r"\s+")
+
+
+def ratio(part: int, whole: int) -> float | None:
+    """part / whole, or None when there is nothing to divide (a rate of nothing is not 0 or 1)."""
+    return part / whole if whole else None
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The q-th percentile (0..100) by linear interpolation between the closest ranks."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q / 100
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def evidence_overlap(answer: str, evidence: str | None) -> float | None:
+    """Share of the evidence string's distinct words that the answer contains."""
+    wanted = set(_WORD.findall((evidence or "").lower()))
+    if not wanted:
+        return None
+    return len(wanted & set(_WORD.findall(answer.lower()))) / len(wanted)
+
+
+def contains_evidence(text: str, evidence: str | None) -> bool:
+    """Whether `text` holds the evidence string, ignoring case and runs of whitespace."""
+    if not evidence:
+        return False
+    return _norm(evidence) in _norm(text)
+
+
+def _norm(text: str) -> str:
+    return _SPACE.sub(" ", text).strip().lower()
+
+
+def citation_metrics(records: Sequence[Record]) -> dict:
+    """Resolution of every cited number, made-up rate, precision and recall against the gold chunks."""
+    numbers = [(r, n) for r in records for n in r.markers]
+    found = [(r, r.cited(n)) for r, n in numbers]
+    resolved = sum(1 for _, c in found if c is not None and c.resolved)
+    flagged = sum(1 for _, c in found if c is not None and c.flagged)
+    made_up = sum(1 for _, c in found if c is not None and c.verdict == "made_up")
+    everything = [c for r in records for c in r.citations]
+    judged = [c for r in records if r.answerable for c in r.citations if c.resolved]
+    answerable = [r for r in records if r.answerable]
+    return {
+        "cited": len(numbers),
+        "resolved": resolved,
+        "flagged": flagged,
+        "unchecked": sum(1 for _, c in found if c is None),
+        "flagged_or_resolved": ratio(resolved + flagged, len(numbers)),
+        "made_up": made_up,
+        "made_up_rate": ratio(made_up, len(numbers)),
+        "answers_with_made_up": sum(1 for r in records if any(c.verdict == "made_up" for c in r.citations)),
+        "falsely_passed": sum(1 for c in everything if c.falsely_passed),
+        "precision": ratio(sum(c.gold for c in judged), len(judged)),
+        "precision_n": len(judged),
+        "recall": ratio(sum(cites_gold(r) for r in answerable), len(answerable)),
+        "doc_recall": ratio(sum(cites_gold_doc(r) for r in answerable), len(answerable)),
+        "recall_n": len(answerable),
+        "verdicts": dict(Counter(c.verdict for c in everything).most_common()),
+    }
+
+
+def cites_gold(record: Record) -> bool:
+    return any(c.resolved and c.gold for c in record.citations)
+
+
+def cites_gold_doc(record: Record) -> bool:
+    return any(c.resolved and c.doc_id in record.gold_docs for c in record.citations)
+
+
+def answer_metrics(records: Sequence[Record]) -> dict:
+    """Answered vs abstained, abstention on unanswerable questions, and how much of the evidence answers carry."""
+    answerable = [r for r in records if r.answerable]
+    unanswerable = [r for r in records if not r.answerable]
+    answered = [r for r in answerable if r.status == "answered"]
+    overlaps = [o for r in answered if (o := evidence_overlap(r.answer, r.evidence)) is not None]
+    return {
+        "status": dict(Counter(r.status for r in records).most_common()),
+        "quoted": sum(r.quoted for r in records),
+        "abstention_accuracy": ratio(sum(r.abstained for r in unanswerable), len(unanswerable)),
+        "unanswerable": len(unanswerable),
+        "false_abstention": ratio(sum(r.abstained for r in answerable), len(answerable)),
+        "answerable": len(answerable),
+        "evidence_overlap": mean(overlaps) if overlaps else None,
+        "evidence_contained": ratio(sum(contains_evidence(r.answer, r.evidence) for r in answered), len(answered)),
+        "evidence_n": len(answered),
+        "gold_retrieved": ratio(sum(bool(set(r.retrieved) & set(r.gold_chunks)) for r in answerable), len(answerable)),
+    }
+
+
+def overflows(record: Record) -> bool:
+    """The prompt plus the answer did not fit the context window."""
+    return record.n_ctx > 0 and record.prompt_tokens + record.completion_tokens > record.n_ctx
+
+
+def cost_metrics(records: Sequence[Record]) -> dict:
+    """Latency, time to first token, speed, prompt sizes and tool-call success."""
+    latency = [r.latency for r in records]
+    ttft = [r.time_to_first_token for r in records if r.time_to_first_token > 0]
+    speed = [r.tokens_per_second for r in records if r.tokens_per_second > 0]
+    prompts = [r.prompt_tokens for r in records if r.prompt_tokens > 0]
+    steps = [s for r in records for s in r.tool_steps]
+    return {
+        "latency_p50": percentile(latency, 50),
+        "latency_p95": percentile(latency, 95),
+        "ttft_p50": percentile(ttft, 50),
+        "ttft_p95": percentile(ttft, 95),
+        "tokens_per_second_p50": percentile(speed, 50),
+        "prompt_tokens_mean": mean(prompts) if prompts else None,
+        "prompt_tokens_max": max(prompts, default=0),
+        "n_ctx": max((r.n_ctx for r in records), default=0),
+        "overflows": sum(overflows(r) for r in records),
+        "tool_steps": len(steps),
+        "tool_steps_ok": sum(s.succeeded for s in steps),
+        "tool_call_success": ratio(sum(s.succeeded for s in steps), len(steps)),
+        "agent_searches": sum(r.agent_searches for r in records),
+    }
+
+
+def problems(record: Record) -> list[str]:
+    """What went wrong with one question, one short phrase each, worst first."""
+    out = []
+    if record.crashed:
+        out.append(f"crashed: {record.error or record.status}")
+    if overflows(record):
+        out.append(f"context overflow ({record.prompt_tokens}+{record.completion_tokens} > {record.n_ctx})")
+    for n in record.markers:
+        c = record.cited(n)
+        if c is None:
+            out.append(f"[{n}] not checked")
+        elif c.falsely_passed:
+            out.append(f"[{n}] passed as {c.verdict} but does not resolve")
+        elif c.flagged:
+            out.append(f"[{n}] {c.verdict}")
+    if record.answerable:
+        if record.abstained:
+            out.append("false abstention")
+        elif record.status == "answered" and not cites_gold(record):
+            out.append("no gold chunk cited")
+        if not set(record.retrieved) & set(record.gold_chunks):
+            out.append("gold chunk not retrieved")
+    elif record.status == "answered":
+        out.append("answered an unanswerable question")
+    return out

@@ -1,0 +1,95 @@
+"""What the eval keeps of one question's run: the answer, each citation as the eval re-checked it, costs."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+FLAGGED = ("made_up", "unresolved")  # verdicts that tell the reader a citation is bad
+
+
+@dataclass(frozen=True)
+class CitedChunk:
+    """One `[n]` of an answer: the checker's verdict and what the eval found on its own."""
+
+    n: int
+    verdict: str
+    chunk_id: str | None = None
+    doc_id: str | None = None
+    in_index: bool = False  # the chunk id is in the index
+    shown: bool = False  # a search packed excerpt n, so the model could have seen it
+    gold: bool = False  # a gold chunk, or a chunk whose text holds the evidence string
+
+    @property
+    def flagged(self) -> bool:
+        return self.verdict in FLAGGED
+
+    @property
+    def resolved(self) -> bool:
+        """Points at a shown excerpt of a stored chunk, and the checker did not flag it."""
+        return not self.flagged and self.in_index and self.shown
+
+    @property
+    def falsely_passed(self) -> bool:
+        """The checker let it through, yet the eval cannot resolve it: a made-up number shown as fine."""
+        return not self.flagged and not (self.in_index and self.shown)
+
+
+@dataclass(frozen=True)
+class ToolStep:
+    """One tool round of the `model` policy: the calls it parsed and how many had valid arguments."""
+
+    calls: int
+    valid: int
+    parse_errors: int = 0
+
+    @property
+    def succeeded(self) -> bool:
+        return self.valid >= 1
+
+
+@dataclass(frozen=True)
+class Record:
+    """One question, run once. `error` is set when the turn crashed or generation failed."""
+
+    id: str
+    question: str
+    doc: str | None
+    evidence: str | None = None
+    gold_docs: tuple[str, ...] = ()
+    gold_chunks: tuple[str, ...] = ()
+    status: str = "answered"  # answered | insufficient_evidence | cancelled | error
+    answer: str = ""
+    model_text: str = ""
+    quoted: bool = False
+    markers: tuple[int, ...] = ()  # every [n] in the answer text, parsed by the eval
+    citations: tuple[CitedChunk, ...] = ()
+    packed: tuple[int, ...] = ()  # excerpt numbers the searches packed
+    retrieved: tuple[str, ...] = ()  # chunk ids the agent's searches returned
+    policy: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    n_ctx: int = 0
+    latency: float = 0.0  # wall time of the whole turn
+    time_to_first_token: float = 0.0
+    tokens_per_second: float = 0.0
+    tool_steps: tuple[ToolStep, ...] = ()  # model policy only
+    agent_searches: int = 0  # searches the agent ran itself (search-first): not the model's calls
+    error: str | None = None
+
+    @property
+    def answerable(self) -> bool:
+        return self.doc is not None
+
+    @property
+    def abstained(self) -> bool:
+        return self.status == "insufficient_evidence"
+
+    @property
+    def crashed(self) -> bool:
+        return self.error is not None or self.status == "error"
+
+    def cited(self, n: int) -> CitedChunk | None:
+        return next((c for c in self.citations if c.n == n), None)
+
+    def to_json(self) -> dict:
+        return asdict(self)

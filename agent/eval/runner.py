@@ -1,0 +1,176 @@
+"""Runs questions through a ChatSession, one fresh chat each, and keeps a Record per question."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+from agent.errors import UsageError
+from agent.eval.metrics import contains_evidence
+from agent.eval.records import CitedChunk, Record, ToolStep
+from agent.events import Answer, AnswerFinished, ErrorEvent
+from rag.citations import parse_citations
+from rag.metrics import Question, gold_chunk_ids, question_files
+
+# Registry errors that mean the call's arguments never reached the tool (agent.tools.ToolRegistry.call).
+_ARGUMENT_ERRORS = ("invalid arguments for", "unknown tool", "arguments are not valid JSON")
+
+
+def load_question_file(path: str | Path) -> list[Question]:
+    """Questions from a JSONL file; a bad line is a one-line error naming the file and line."""
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise UsageError(f"cannot read questions file {path}: {exc.strerror or exc}") from None
+    out = []
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            if not isinstance(row, dict) or not row.get("q"):
+                raise ValueError('expected an object with "id", "q", "doc" and "evidence"')
+            out.append(Question.from_json(row))
+        except (ValueError, KeyError) as exc:
+            detail = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise UsageError(f"{path}:{lineno}: not a question ({detail}); see docs_corpus/questions.jsonl") from None
+    if not out:
+        raise UsageError(f"{path} holds no questions")
+    return out
+
+
+def default_question_file(docs_dir: Path | None) -> Path:
+    """questions.jsonl of the docs folder; a folder without one needs --questions."""
+    files = question_files(docs_dir)
+    if len(files) != 1:
+        where = docs_dir or "the bundled docs"
+        raise UsageError(f"no questions.jsonl in {where}: pass --questions FILE (JSONL with id, q, doc, evidence)")
+    return files[0]
+
+
+def stratified(questions: Sequence[Question], limit: int | None) -> list[Question]:
+    """A deterministic sample of `limit` questions, spread evenly over the file, unanswerable ones included.
+
+    Unanswerable questions get their share of the sample, but at least 2 (when there are and limit >= 4);
+    each group is then sampled at evenly spaced positions, and the result keeps the file's order.
+    """
+    if limit is None or limit >= len(questions):
+        return list(questions)
+    if limit <= 0:
+        return []
+    unanswerable = [q for q in questions if not q.answerable]
+    answerable = [q for q in questions if q.answerable]
+    share = round(limit * len(unanswerable) / len(questions))
+    n_un = min(len(unanswerable), limit // 2, max(2, share))
+    picked = {q.id for q in _spread(unanswerable, n_un)} | {q.id for q in _spread(answerable, limit - n_un)}
+    return [q for q in questions if q.id in picked]
+
+
+def _spread(items: Sequence[Question], n: int) -> list[Question]:
+    if n <= 0 or not items:
+        return []
+    n = min(n, len(items))
+    return [items[i * len(items) // n] for i in range(n)]
+
+
+def run_questions(
+    session, questions: Sequence[Question], progress: Callable[[int, int, Record], None] | None = None
+) -> Iterator[Record]:
+    """Ask each question in a new chat; a crash becomes a record with `error` set, and the run goes on."""
+    for done, question in enumerate(questions, start=1):
+        record = run_question(session, question)
+        if progress is not None:
+            progress(done, len(questions), record)
+        yield record
+
+
+def run_question(session, question: Question) -> Record:
+    """One question through the session, re-checked against the index the session searches."""
+    session.new_chat()
+    started = time.perf_counter()
+    answer: Answer | None = None
+    error: str | None = None
+    try:
+        for event in session.ask(question.q):
+            if isinstance(event, AnswerFinished):
+                answer = event.answer
+            elif isinstance(event, ErrorEvent) and event.fatal:
+                error = event.message
+    except Exception as exc:  # the eval reports a crash as a failed question instead of stopping the run
+        error = f"{type(exc).__name__}: {exc}"
+    latency = time.perf_counter() - started
+    if answer is None:
+        answer = Answer(question=question.q, text="", status="error")
+        error = error or "the turn ended without an answer"
+    return to_record(question, answer, session.retriever, latency, error, policy=session.policy)
+
+
+def to_record(question: Question, answer: Answer, index, latency: float, error: str | None, policy: str = "") -> Record:
+    """The eval's view of an answer: every citation looked up in the index and graded against the gold."""
+    chunks = getattr(index, "chunks", ())
+    gold = tuple(gold_chunk_ids(question, chunks)) if question.answerable else ()
+    packed = {n for entry in answer.trace for n in entry.get("packed", ())}
+    retrieved = tuple(dict.fromkeys(h for entry in answer.trace for h in entry.get("hits", ())))
+    citations = []
+    for c in answer.citations:
+        chunk = index.chunk(c.chunk_id) if c.chunk_id else None
+        is_gold = question.answerable and chunk is not None and (
+            c.chunk_id in gold or contains_evidence(chunk.text, question.evidence)
+        )
+        citations.append(
+            CitedChunk(c.n, c.verdict, c.chunk_id, c.doc_id, in_index=chunk is not None, shown=c.n in packed, gold=is_gold)
+        )
+    steps, agent_searches = tool_steps(answer.trace)
+    return Record(
+        id=question.id,
+        question=question.q,
+        doc=question.doc,
+        evidence=question.evidence,
+        gold_docs=question.gold_docs,
+        gold_chunks=gold,
+        status=answer.status,
+        answer=answer.text,
+        model_text=answer.model_text,
+        quoted=answer.quoted,
+        markers=shown_markers(answer),
+        citations=tuple(citations),
+        packed=tuple(sorted(packed)),
+        retrieved=retrieved,
+        policy=policy,
+        prompt_tokens=answer.prompt_tokens,
+        completion_tokens=answer.completion_tokens,
+        n_ctx=answer.n_ctx,
+        latency=latency,
+        time_to_first_token=answer.time_to_first_token,
+        tokens_per_second=answer.tokens_per_second,
+        tool_steps=tuple(steps),
+        agent_searches=agent_searches,
+        error=error,
+    )
+
+
+def shown_markers(answer: Answer) -> tuple[int, ...]:
+    """Every [n] the answer shows. The model's words and the quoted fallback are parsed apart, so that an
+    unclosed code fence or backtick in the model's words cannot hide the quotes' citations from the count."""
+    parts = [answer.text]
+    if answer.quoted and answer.text.startswith(answer.model_text):
+        parts = [answer.model_text, answer.text[len(answer.model_text):]]
+    return tuple(dict.fromkeys(n for part in parts for n in parse_citations(part)))
+
+
+def tool_steps(trace: Sequence[dict]) -> tuple[list[ToolStep], int]:
+    """The model's tool rounds (each with its calls' validity), and the searches the agent ran by itself."""
+    steps: list[dict] = []
+    agent_searches = 0
+    for entry in trace:
+        if "tool_step" in entry:
+            steps.append({"calls": entry.get("calls", 0), "valid": 0, "parse_errors": len(entry.get("parse_errors", ()))})
+        elif "tool" in entry:
+            if not steps:
+                agent_searches += 1
+            elif entry.get("ok") or not str(entry.get("error") or "").startswith(_ARGUMENT_ERRORS):
+                steps[-1]["valid"] += 1
+    return [ToolStep(**s) for s in steps], agent_searches
