@@ -101,6 +101,7 @@ class Omission:
     chunk_id: str
     uri: str
     reason: str  # one of REASONS
+    tokens: int | None = None  # over_budget: the count the context would have had with this hit
 
 
 @dataclass(frozen=True)
@@ -172,7 +173,7 @@ class Packer:
             count = self._count(candidate)
             if count > max_tokens:
                 # A later, shorter chunk may still fit: keep going.
-                omissions.append(Omission(rank, hit.chunk_id, hit.uri, "over_budget"))
+                omissions.append(Omission(rank, hit.chunk_id, hit.uri, "over_budget", count))
                 continue
             citations.append(self.ledger.cite(hit))
             kept_blocks = candidate_blocks

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -16,6 +17,8 @@ from rag.types import Hit, Retriever
 SEARCH_DOCS_NAME = "search_docs"
 NO_RESULTS = "no results"
 DEFAULT_K = 5
+MIN_K, MAX_K = 1, 20
+MAX_QUERY_CHARS = 1000
 DEFAULT_MAX_TOKENS = 1024
 SEARCH_DOCS_DESCRIPTION = (
     "Search the documentation. Returns numbered excerpts `[n] <uri>`; cite them as [n] in the answer."
@@ -26,13 +29,13 @@ SEARCH_DOCS_SCHEMA: dict[str, Any] = {
         "query": {
             "type": "string",
             "minLength": 1,
-            "maxLength": 1000,
+            "maxLength": MAX_QUERY_CHARS,
             "description": "What to look for, in a few words.",
         },
         "k": {
             "type": "integer",
-            "minimum": 1,
-            "maximum": 20,
+            "minimum": MIN_K,
+            "maximum": MAX_K,
             "default": DEFAULT_K,
             "description": "How many excerpts to retrieve.",
         },
@@ -139,6 +142,9 @@ class SearchDocsTool:
         k = int(arguments.get("k", DEFAULT_K))
         # An empty list is read as "no filter": a filter that matches nothing is never what the model means.
         doc_ids = list(arguments.get("doc_ids") or ()) or None
+        unknown = _unknown_doc_ids(self.retriever, doc_ids)
+        if unknown:
+            return SearchResult(text=f"Error: {unknown}", error=unknown)
         hits = list(self.retriever.search(query, k=k, doc_ids=doc_ids))
         if not hits:
             return SearchResult(text=NO_RESULTS, hits=hits)
@@ -147,6 +153,20 @@ class SearchDocsTool:
             text = f"{NO_RESULTS}: {len(hits)} excerpts matched but none fits in {self.max_tokens} tokens"
             return SearchResult(text=text, hits=hits, packed=packed)
         return SearchResult(text=packed.text, hits=hits, packed=packed, citations=citations)
+
+
+def _unknown_doc_ids(retriever: Retriever, doc_ids: list[str] | None) -> str | None:
+    """Name doc ids the index does not hold: a misspelled filter must not look like a search that found nothing."""
+    known = getattr(retriever, "doc_ids", None)
+    if not doc_ids or known is None:
+        return None  # a retriever that cannot list its documents is trusted with the filter
+    known = set(known() if callable(known) else known)
+    missing = [d for d in doc_ids if d not in known]
+    if not missing:
+        return None
+    close = sorted({m for d in missing for m in difflib.get_close_matches(d, known, n=3)})
+    hint = f"; did you mean {', '.join(close)}?" if close else "; leave doc_ids out to search every document"
+    return f"unknown doc id {', '.join(repr(d) for d in missing)}{hint}"
 
 
 def search_docs_tool(

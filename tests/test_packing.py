@@ -64,6 +64,7 @@ def test_worked_example_exactly():
     assert packed.dropped == 1
     assert [o.reason for o in packed.omissions] == ["over_budget"]
     assert packed.omissions[0].chunk_id == "docs/b.md#0"
+    assert packed.omissions[0].tokens == 16  # what the context would have counted with it
     assert [(c.n, c.chunk_id) for c in citations] == [(1, "docs/a.md#0"), (2, "docs/c.md#0")]
     assert [h.chunk_id for h in packed.used] == ["docs/a.md#0", "docs/c.md#0"]
 
@@ -295,13 +296,6 @@ def test_every_over_budget_hit_truly_did_not_fit(hits, budget):
         blocks = [block(c.n, h) for c, h in zip(before, packed.used)]
         candidate = "\n".join([*blocks, block(len(before) + 1, hits[omission.rank - 1])])
         assert counter.count(candidate) > budget
-
-
-@pytest.fixture(scope="module")
-def real_tokenizer():
-    from models.tokenizer import load_tokenizer
-
-    return load_tokenizer()
 
 
 def corpus_paragraphs(limit: int = 40) -> list[Hit]:

@@ -49,6 +49,10 @@ class MemoryRetriever:
     def chunk(self, chunk_id):
         return self.chunks.get(chunk_id)
 
+    @property
+    def doc_ids(self):
+        return sorted({c.doc_id for c in self.chunks.values()})
+
 
 def chunk(chunk_id: str, text: str) -> Chunk:
     doc_id = chunk_id.split("#")[0]
@@ -130,6 +134,29 @@ def test_k_and_doc_ids_reach_the_retriever(tool, retriever):
     assert [m.group(2) for m in BLOCK_HEAD.finditer(result.text)] == ["docs/bm25.md"]
 
 
+def test_an_unknown_doc_id_is_an_error_naming_it(tool, retriever):
+    result = tool({"query": "cache", "doc_ids": ["docs/bm25.md", "docs/bm-25.md"]})
+    assert result.text.startswith("Error: ") and "'docs/bm-25.md'" in result.error
+    assert "did you mean docs/bm25.md" in result.error
+    assert retriever.calls == []
+
+
+def test_a_retriever_that_cannot_list_documents_gets_the_filter_as_given():
+    class Unlisted(MemoryRetriever):
+        doc_ids = None
+
+    retriever = Unlisted(CHUNKS)
+    result = search_docs_tool(retriever, Ledger(), WordTokenizer())({"query": "cache", "doc_ids": ["docs/x.md"]})
+    assert result.text == NO_RESULTS
+    assert retriever.calls == [("cache", 5, ["docs/x.md"])]
+
+
+def test_an_empty_doc_ids_list_means_every_document(tool, retriever):
+    result = tool({"query": "cache", "doc_ids": []})
+    assert retriever.calls == [("cache", 5, None)]
+    assert len({h.doc_id for h in result.hits}) > 1
+
+
 def test_k_defaults_to_five_and_limits_the_hits(retriever):
     tool = search_docs_tool(retriever, Ledger(), WordTokenizer())
     tool({"query": "the cache"})
@@ -194,21 +221,8 @@ def test_json_string_arguments_work(tool, retriever):
 
 
 @pytest.fixture(scope="module")
-def real(tmp_path_factory):
-    from models.tokenizer import load_tokenizer
-    from rag.index import open_index
-
-    tokenizer = load_tokenizer()
-    try:
-        from models.embedder import load_embedder
-
-        embedder = load_embedder()
-    except ImportError:
-        from models.fakes import HashEmbedder
-
-        embedder = HashEmbedder()
-    index = open_index(DOCS, tokenizer, embedder, index_dir=tmp_path_factory.mktemp("index"))
-    return tokenizer, index
+def real(real_tokenizer, real_index):
+    return real_tokenizer, real_index
 
 
 QUESTIONS = [
@@ -257,3 +271,33 @@ def test_real_doc_ids_filter_limits_the_excerpts(real):
     first = index.search(QUESTIONS[1], k=1)[0]
     result = search_docs_tool(index, Ledger(), tokenizer)({"query": QUESTIONS[1], "doc_ids": [first.doc_id]})
     assert result.hits and all(h.doc_id == first.doc_id for h in result.hits)
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["pack", "   "], "QUERY is empty"),
+        (["pack", "kv cache", "-k", "0"], "-k 0 is out of range"),
+        (["pack", "kv cache", "-k", "21"], "-k 21 is out of range"),
+        (["pack", "kv cache", "--budget", "-1"], "--budget -1 is negative"),
+    ],
+)
+def test_pack_command_refuses_bad_options_in_one_line(capsys, argv, message):
+    from agent.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err
+
+
+@pytest.mark.real
+def test_pack_command_reports_what_fits_with_the_real_tokenizer(real, capsys):
+    from agent.cli import main
+
+    tokenizer, _ = real
+    assert main(["pack", "What does the KV cache store?", "--budget", "200", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["budget"] == 200 and report["tokenizer"] == tokenizer.name
+    assert 0 < report["tokens"] <= 200 and report["tokens"] == tokenizer.count(report["text"])
+    assert report["hits_in"] == report["hits_out"] + sum(report["dropped"].values())
+    assert [c["n"] for c in report["citations"]] == list(range(1, report["hits_out"] + 1))

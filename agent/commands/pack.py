@@ -1,17 +1,83 @@
-"""`smoldocs pack`."""
+"""`smoldocs pack`: search, then pack the hits as search_docs would, and show what was kept and why."""
 
 from __future__ import annotations
 
 import argparse
-import sys
+import json
+from typing import Any
 
-HELP = "pack (not built yet)"
+from agent.commands.common import add_index_options, load_tokenizer_from_args, open_index_from_args
+from agent.errors import UsageError
+from rag.packing import ORDERS, Ledger, PackedContext, Packer
+from rag.search_tool import DEFAULT_K, DEFAULT_MAX_TOKENS, MAX_K, MAX_QUERY_CHARS, MIN_K
+
+HELP = "pack search hits into numbered excerpts under a token budget (a smoke test of what the model sees)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    pass
+    p.add_argument("query", metavar="QUERY", help="what to search for (quote it)")
+    p.add_argument("--budget", type=int, default=DEFAULT_MAX_TOKENS, metavar="N",
+                   help=f"token budget for the packed excerpts (default {DEFAULT_MAX_TOKENS})")
+    p.add_argument("-k", type=int, default=DEFAULT_K, metavar="N", help=f"hits to retrieve, {MIN_K}-{MAX_K} (default {DEFAULT_K})")
+    p.add_argument("--order", choices=ORDERS, default="rank", help="block order: rank, or best at both ends")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of a report")
+    add_index_options(p)
 
 
 def run(args: argparse.Namespace) -> int:
-    print("smoldocs pack: not built yet", file=sys.stderr)
-    return 2
+    _check(args)
+    tokenizer = load_tokenizer_from_args(args)
+    index = open_index_from_args(args, tokenizer=tokenizer)
+    hits = index.search(args.query, k=args.k)
+    packed, citations = Packer(tokenizer, Ledger()).assemble(args.query, hits, args.budget, order=args.order)
+    report = _report(packed, citations, len(hits), tokenizer.name)
+    print(json.dumps(report, indent=2) if args.json else _render(report))
+    return 0
+
+
+def _check(args: argparse.Namespace) -> None:
+    """The same limits search_docs puts on the model, checked before anything slow is loaded."""
+    if not args.query.strip():
+        raise UsageError('QUERY is empty: give some words to search for, e.g. smoldocs pack "kv cache"')
+    if len(args.query) > MAX_QUERY_CHARS:
+        raise UsageError(f"QUERY is {len(args.query)} characters long: give at most {MAX_QUERY_CHARS}")
+    if not MIN_K <= args.k <= MAX_K:
+        raise UsageError(f"-k {args.k} is out of range: give -k from {MIN_K} to {MAX_K}")
+    if args.budget < 0:
+        raise UsageError(f"--budget {args.budget} is negative: give 0 or more tokens")
+
+
+def _report(packed: PackedContext, citations, hits_in: int, tokenizer: str) -> dict[str, Any]:
+    return {
+        "query": packed.query,
+        "budget": packed.max_tokens,
+        "tokenizer": tokenizer,
+        "order": packed.order,
+        "hits_in": hits_in,
+        "hits_out": len(packed.used),
+        "tokens": packed.tokens,
+        "dropped": packed.dropped_by_reason(),
+        "omissions": [
+            {"rank": o.rank, "chunk_id": o.chunk_id, "uri": o.uri, "reason": o.reason, "tokens": o.tokens}
+            for o in packed.omissions
+        ],
+        "citations": [{"n": c.n, "chunk_id": c.chunk_id, "doc_id": c.doc_id, "uri": c.uri} for c in citations],
+        "text": packed.text,
+    }
+
+
+def _render(report: dict[str, Any]) -> str:
+    dropped = ", ".join(f"{reason} {n}" for reason, n in report["dropped"].items())
+    lines = [
+        f"query:     {report['query']}",
+        f"budget:    {report['budget']} tokens ({report['tokenizer']} tokenizer, order {report['order']})",
+        f"hits:      {report['hits_in']} in, {report['hits_out']} out",
+        f"tokens:    {report['tokens']} used of {report['budget']}",
+        f"dropped:   {dropped}",
+    ]
+    for o in report["omissions"]:
+        why = f"over_budget: {o['tokens']} tokens with it" if o["reason"] == "over_budget" else o["reason"]
+        lines.append(f"  - rank {o['rank']}: {o['chunk_id']} ({why})")
+    lines += [f"  [{c['n']}] {c['chunk_id']}" for c in report["citations"]]
+    lines += ["", report["text"] if report["text"] else "(nothing fits the budget)"]
+    return "\n".join(lines)
