@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
 import collections
 import ctypes
 import threading
+import weakref
 from pathlib import Path
 
 from models.config import ModelConfig
@@ -14,6 +16,18 @@ from models.locate import check_gguf
 _LOAD_LOCK = threading.Lock()  # llama.cpp backend init is not re-entrant
 _RECENT_LOG: collections.deque[str] = collections.deque(maxlen=20)
 _log_callback = None  # kept referenced: llama.cpp calls it from C
+_OPEN: "weakref.WeakSet" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    # Free models while llama_cpp's module globals still exist; Llama.__del__ at interpreter teardown
+    # otherwise prints "Exception ignored in Llama.__del__" on every exit.
+    for llm in list(_OPEN):
+        try:
+            llm.close()
+        except Exception:
+            pass
 
 
 def _quiet_llama_logs() -> None:
@@ -45,6 +59,7 @@ def open_llama(config: ModelConfig, *, vocab_only: bool = False, embedding: bool
     try:
         with _LOAD_LOCK:
             llm = Llama(**kwargs)
+        _OPEN.add(llm)
     except (ValueError, RuntimeError, OSError) as exc:
         detail = "; ".join(line for line in _RECENT_LOG if line)[-300:] or str(exc)
         raise ModelLoadFailed(
