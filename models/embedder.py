@@ -106,7 +106,9 @@ class LlamaEmbedder:
         spans = [m.span() for m in _WORD.finditer(text)]
         # Whole words: WordPiece splits at whitespace, so the count grows with every word added.
         words = _last_true(lambda k: k == 0 or self._fits(text[: spans[k - 1][1]]), len(spans))
-        start, end = spans[words]  # the first word that does not fit whole (there is one: the text did not fit)
+        if words == len(spans):  # only trailing whitespace was over: cannot happen for WordPiece, but be safe
+            return text[: spans[-1][1]] if spans else ""
+        start, end = spans[words]  # the first word that does not fit whole
         chars = _last_true(lambda j: self._fits(text[: start + j]), end - start)
         return text[: start + chars].rstrip()
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from models.bert_gguf import minilm_zip
 from models.embedder import MAX_TOKENS, LlamaEmbedder, load_embedder
@@ -133,6 +135,17 @@ def test_one_giant_word_is_cut_inside_the_word(embedder):
     assert 0 < len(cut) < len(blob)
     assert MAX_TOKENS - 2 <= embedder.count(cut) <= MAX_TOKENS
     assert embedder.embed([blob]).shape == (1, 384)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.text(min_size=1, max_size=40), st.integers(min_value=1, max_value=400))
+def test_truncation_always_yields_a_prefix_within_512_tokens(embedder, piece, repeats):
+    text = piece * repeats
+    cut = embedder.truncate(text)
+    assert text.startswith(cut)
+    assert embedder.count(cut) <= MAX_TOKENS
+    if embedder.count(text) <= MAX_TOKENS:
+        assert cut == text
 
 
 def test_short_texts_are_not_touched_by_truncation(embedder):
