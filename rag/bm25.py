@@ -35,7 +35,7 @@ class BM25Index:
                 rows.setdefault(term, []).append(row)
                 tfs.setdefault(term, []).append(tf)
         for term, term_rows in rows.items():
-            idx = np.asarray(term_rows, dtype=np.int64)
+            idx = np.asarray(term_rows, dtype=np.int32)
             tf = np.asarray(tfs[term], dtype=np.float64)
             weight = ref.idf[term] * (tf * (k1 + 1) / (tf + norm[idx]))
             self._postings[term] = (idx, weight)
@@ -55,3 +55,8 @@ class BM25Index:
             if posting is not None:
                 out[posting[0]] += posting[1]
         return out
+
+    @property
+    def nbytes(self) -> int:
+        """Memory held by the postings arrays (the term strings and dict not counted)."""
+        return sum(rows.nbytes + weights.nbytes for rows, weights in self._postings.values())

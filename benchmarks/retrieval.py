@@ -1,0 +1,175 @@
+"""Retrieval benchmark: index build, unchanged re-index, query latency at docs_corpus / 10k / 100k chunks, memory.
+
+Run: .venv/bin/python -m benchmarks.retrieval [--quick]
+
+Latency is one whole `HybridIndex.search` (MiniLM query embedding + BM25 + dense + fusion) per distinct question
+of docs_corpus/questions.jsonl. The baseline for queries is the straightforward build: rank_bm25's
+BM25Okapi.get_scores over every chunk, the same dense product and fusion. Synthetic corpora reuse docs_corpus:
+chunk texts are words drawn from its word frequencies at its chunk lengths, and embeddings are its chunk
+embeddings plus noise (so cosines, and the dense floor, behave as on real text); embedding 100k real chunks
+would take hours on this CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from rank_bm25 import BM25Okapi
+
+from benchmarks.measure import load_average, percentile
+from benchmarks.table import render, row
+from rag.chunking import indexed_text
+from rag.fusion import fuse, top_rows
+from rag.hybrid import CANDIDATE_DEPTH, HybridIndex
+from rag.index import open_index
+from rag.metrics import load_questions
+from rag.terms import terms
+from rag.types import Chunk
+
+SECTION = "retrieval"
+
+
+def rss_mb() -> float:
+    """Resident memory of this process now, in MB (Linux /proc; nan elsewhere)."""
+    try:
+        with open("/proc/self/status", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
+def synthetic_chunks(base: list[Chunk], n: int, seed: int = 0) -> list[Chunk]:
+    """n chunks whose words follow docs_corpus's word frequencies and whose lengths follow its chunk lengths."""
+    rng = np.random.default_rng(seed)
+    words = [w for c in base for w in re.findall(r"\S+", c.text)]
+    lengths = np.array([len(re.findall(r"\S+", c.text)) for c in base])
+    pool = np.array(words, dtype=object)
+    out = []
+    for i in range(n):
+        src = base[i % len(base)]
+        text = " ".join(pool[rng.integers(0, len(pool), size=int(lengths[i % len(base)]))])
+        doc_id = f"synthetic/{i // 20:05d}.md"
+        out.append(Chunk(f"{doc_id}#{i % 20}", doc_id, doc_id, text, src.heading_path, 1, 1))
+    return out
+
+
+def synthetic_embeddings(base: np.ndarray, n: int, noise: float = 0.6, seed: int = 0) -> np.ndarray:
+    """Row i is base row i mod len(base) plus Gaussian noise, renormalized."""
+    rng = np.random.default_rng(seed)
+    rows = base[np.arange(n) % len(base)] + rng.normal(0, noise / np.sqrt(base.shape[1]), (n, base.shape[1]))
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    return rows.astype(np.float32)
+
+
+class NaiveSearch:
+    """The straightforward hybrid: BM25Okapi.get_scores over every chunk, then the same dense and fusion."""
+
+    def __init__(self, index: HybridIndex) -> None:
+        self.index = index
+        settings = index.term_settings
+        self.bm25 = BM25Okapi([terms(indexed_text(c, settings.headings), settings) for c in index.chunks])
+
+    def search(self, query: str, k: int = 5) -> list[tuple[int, float]]:
+        lexical = top_rows(np.asarray(self.bm25.get_scores(terms(query, self.index.term_settings))), CANDIDATE_DEPTH)
+        semantic = self.index.rank_dense(query, CANDIDATE_DEPTH)
+        return fuse(self.index.fusion, lexical, semantic, self.index.bm25_weight)[:k]
+
+
+def latencies_ms(search, queries: list[str]) -> list[float]:
+    out = []
+    for q in queries:
+        start = time.perf_counter()
+        search(q)
+        out.append((time.perf_counter() - start) * 1000)
+    return out
+
+
+def query_rows(label: str, index: HybridIndex, queries: list[str], target_p50: str, baseline_n: int) -> list[dict]:
+    """p50/p95 of whole searches, the embedding share, and the naive baseline on a subset of the queries."""
+    index.search(queries[0])  # warm up: first-call allocations are not what a user waits for
+    ours = latencies_ms(lambda q: index.search(q, k=5), queries)
+    embed = latencies_ms(lambda q: index.embedder.embed([q]), queries)
+    naive_index = NaiveSearch(index)
+    naive = latencies_ms(naive_index.search, queries[:baseline_n])
+    return [
+        row(f"query p50 ms, {label} (baseline: rank_bm25 get_scores)", percentile(ours, 50),
+            percentile(naive, 50), target_p50, section=SECTION),
+        row(f"query p95 ms, {label}", percentile(ours, 95), percentile(naive, 95), section=SECTION),
+        row(f"  of which MiniLM query embedding p50 ms, {label}", percentile(embed, 50), section=SECTION),
+    ]
+
+
+def run(quick: bool = False) -> list[dict]:
+    """Rows with keys what / ours / baseline / ratio / target (ratio = ours / baseline)."""
+    from models.embedder import load_embedder
+    from models.tokenizer import load_tokenizer
+
+    tokenizer, embedder = load_tokenizer(), load_embedder()
+    questions = [q.q for q in load_questions()]
+    n_queries = 40 if quick else len(questions)
+    queries = questions[:n_queries]
+    rows: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="smoldocs-bench-") as tmp:
+        index_dir = Path(tmp) / "index"
+        start = time.perf_counter()
+        index = open_index(None, tokenizer, embedder, index_dir=index_dir)
+        build_s = time.perf_counter() - start
+        update = index.update
+        rows.append(row(f"index build, docs_corpus, {update.files} files -> {len(index)} chunks (s)", build_s,
+                        section=SECTION))
+        rows.append(row("  build rate, chunks/s (chunk + embed + save)", len(index) / build_s, section=SECTION))
+        rows.append(row("  embedding rate, chunks/s", update.chunks_embedded / update.embed_seconds, section=SECTION))
+        reopen = []
+        for _ in range(3):
+            start = time.perf_counter()
+            again = open_index(None, tokenizer, embedder, index_dir=index_dir)
+            reopen.append(time.perf_counter() - start)
+            assert not again.update.modified
+        rows.append(row("re-index, nothing changed (s) (baseline: full build)", float(np.median(reopen)), build_s,
+                        "ours <= 1", section=SECTION))
+        rows += query_rows(f"docs_corpus {len(index)} chunks", index, queries, "", len(queries))
+
+    sizes = (10_000,) if quick else (10_000, 100_000)
+    targets = {10_000: "ours <= 15", 100_000: "ours <= 100"}
+    for n in sizes:
+        rss_before = rss_mb()
+        start = time.perf_counter()
+        big = HybridIndex(synthetic_chunks(index.chunks, n), synthetic_embeddings(index.dense.matrix, n), embedder)
+        load_s = time.perf_counter() - start
+        rows += query_rows(f"{n // 1000}k chunks", big, queries, targets[n], 10 if n > 10_000 else 40)
+        rows.append(row(f"  build BM25 + dense in memory, {n // 1000}k chunks (s)", load_s, section=SECTION))
+        held = (big.dense.matrix.nbytes + big.bm25.nbytes) / 2**20
+        rows.append(row(f"  memory MB, {n // 1000}k chunks: embeddings + postings (baseline: RSS growth)", held,
+                        rss_mb() - rss_before, section=SECTION))
+        del big
+    rows.append(row("process peak RSS MB", _peak_rss_mb(), section=SECTION))
+    return rows
+
+
+def _peak_rss_mb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer queries, no 100k corpus")
+    args = parser.parse_args()
+    rows = run(quick=args.quick)
+    load = ", ".join(f"{x:.1f}" for x in load_average())
+    print(render(rows))
+    print(f"{os.cpu_count()} cores, load average {load}")
+
+
+if __name__ == "__main__":
+    main()
