@@ -11,6 +11,7 @@ import io
 import json
 import os
 import tempfile
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ from rag.types import Chunk
 FORMAT = "smoldocs-index"
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
+STALE_SECONDS = 600  # an unreferenced file this old was left by a killed run, not a concurrent save
 
 
 @dataclass
@@ -100,12 +102,39 @@ def save(index_dir: Path, settings: dict, files: dict[str, dict], chunks: list[C
         "n_chunks": len(chunks),
         "files": files,
     }
+    previous = _referenced(index_dir / MANIFEST)
     atomic_write(index_dir / MANIFEST, json.dumps(manifest, indent=1, ensure_ascii=False).encode())
-    for old in index_dir.iterdir():
-        stale_generation = old.name.startswith(("chunks-", "embeddings-")) and old.name not in (chunks_name, emb_name)
-        stale_temp = old.name.startswith(".") and old.name.endswith(".tmp")  # left by a killed run
-        if stale_generation or stale_temp:
-            old.unlink(missing_ok=True)
+    _clean(index_dir, keep={chunks_name, emb_name}, previous=previous)
+
+
+def _referenced(manifest_path: Path) -> set[str]:
+    """The generation files a manifest points to; empty if it is missing or unreadable."""
+    try:
+        manifest = json.loads(manifest_path.read_bytes())
+        return {str(manifest["chunks_file"]), str(manifest["embeddings_file"])}
+    except (OSError, ValueError, KeyError, TypeError):
+        return set()
+
+
+def _clean(index_dir: Path, keep: set[str], previous: set[str]) -> None:
+    """Delete the generation just replaced, and leftovers of killed runs once they are clearly abandoned.
+
+    Young unreferenced files may belong to another process saving right now, so they are left alone.
+    """
+    now = time.time()
+    for path in index_dir.iterdir():
+        name = path.name
+        if name in keep or name == MANIFEST:
+            continue
+        ours = name.startswith(("chunks-", "embeddings-")) or (name.startswith(".") and name.endswith(".tmp"))
+        if not ours:
+            continue
+        try:
+            abandoned = now - path.stat().st_mtime > STALE_SECONDS
+        except OSError:
+            continue
+        if name in previous or abandoned:
+            path.unlink(missing_ok=True)
 
 
 def load(index_dir: Path) -> StoredIndex | None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import time
 from pathlib import Path
 
 import numpy as np
@@ -101,10 +103,30 @@ def test_a_crash_while_saving_leaves_the_old_index_usable(docs, tmp_path, monkey
     stored = store.load(tmp_path / "idx")  # the old generation, intact
     assert [c.chunk_id for c in stored.chunks] == [c.chunk_id for c in before.chunks]
     assert stored.chunks == before.chunks
+    orphans = [p for p in (tmp_path / "idx").iterdir() if p.name != store.MANIFEST and p.name not in
+               (stored.manifest["chunks_file"], stored.manifest["embeddings_file"])]
+    assert len(orphans) == 3  # the killed run's two generation files and its half-written manifest
+    for path in orphans:  # as if the crash was a while ago; younger files may be a concurrent save
+        os.utime(path, (time.time() - store.STALE_SECONDS - 1,) * 2)
     index, _ = open_(docs, tmp_path / "idx")
     assert index.update.changed == ("guide.md",) and not index.update.rebuilt
-    leftovers = sorted(p.name for p in (tmp_path / "idx").iterdir())
-    assert len(leftovers) == 3 and store.MANIFEST in leftovers  # old generation and temp files cleaned
+    leftovers = {p.name for p in (tmp_path / "idx").iterdir()}
+    assert leftovers == {store.MANIFEST, *_generation(tmp_path / "idx")}  # old generation and crash debris gone
+
+
+def _generation(index_dir: Path) -> tuple[str, str]:
+    manifest = json.loads((index_dir / store.MANIFEST).read_text())
+    return manifest["chunks_file"], manifest["embeddings_file"]
+
+
+def test_a_young_unreferenced_generation_is_left_for_its_writer(docs, tmp_path):
+    open_(docs, tmp_path / "idx")
+    other = tmp_path / "idx" / "chunks-concurrent.jsonl"
+    other.write_text("")  # another process is between writing its files and committing its manifest
+    (docs / "readme.txt").write_text("Changed.\n")
+    open_(docs, tmp_path / "idx")
+    assert other.exists()
+    assert {p.name for p in (tmp_path / "idx").iterdir()} == {store.MANIFEST, other.name, *_generation(tmp_path / "idx")}
 
 
 @pytest.mark.parametrize(
