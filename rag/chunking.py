@@ -18,7 +18,7 @@ from rag.blocks import Unit, parse_units, syntax_for
 from rag.errors import BudgetError
 from rag.types import Chunk
 
-CHUNKER_VERSION = 1
+CHUNKER_VERSION = 2
 DEFAULT_MAX_TOKENS = 200
 MIN_MAX_TOKENS = 16
 MAX_CHARS_PER_TOKEN = 64
@@ -152,6 +152,9 @@ class _Cutter:
         best = None
         for u in candidates:
             if not self.fits(pos, u.end):
+                if best is not None and self.text[:best].rstrip().endswith(":"):
+                    # "... as follows:" belongs with what follows: take as many of its items as fit.
+                    best = self._fill(pos, u, best)
                 break
             best = u.end
         if best is not None:
@@ -171,6 +174,16 @@ class _Cutter:
             if best is not None:
                 return best
         return self._char_cut(pos, target)
+
+    def _fill(self, pos: int, u: Unit, best: int) -> int:
+        """Extend a chunk ending in a colon into the next paragraph or list, up to its last item that fits."""
+        if u.kind != "para":
+            return best
+        for c in self._finer_cuts(u)[0]:
+            if not self.fits(pos, c):
+                break
+            best = c
+        return best
 
     def _finer_cuts(self, u: Unit) -> list[list[int]]:
         """Cut positions strictly inside `u`, one sorted list per kind, coarsest first (cached per unit)."""
