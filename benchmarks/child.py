@@ -1,0 +1,97 @@
+"""A child process timed from outside: first output on a terminal, exit, and its own peak RSS (wait4)."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+# What one writes without smoldocs: load the GGUF, evaluate a prompt, stream a fixed number of tokens.
+BARE_SCRIPT = """
+import sys
+from pathlib import Path
+from llama_cpp import Llama
+
+path, n_prompt, n_completion, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+llm = Llama(model_path=path, n_ctx=2048, n_threads=threads, n_threads_batch=threads, verbose=False)
+text = "\\n\\n".join(p.read_text(encoding="utf-8") for p in sorted(Path(sys.argv[5]).rglob("*.md")))
+ids = llm.tokenize(text.encode("utf-8"), add_bos=False)[:n_prompt]
+stream = llm.create_completion(ids, max_tokens=n_completion, temperature=0.2, top_k=40, top_p=0.9, min_p=0.05,
+                               repeat_penalty=1.2, logit_bias={llm.token_eos(): -1e9}, seed=0, stream=True)
+for chunk in stream:
+    sys.stdout.write(chunk["choices"][0]["text"])
+    sys.stdout.flush()
+"""
+
+
+@dataclass(frozen=True)
+class ChildRun:
+    first_output: float | None  # seconds from start to the first visible byte on stdout
+    seconds: float  # from start to exit
+    peak_rss_mb: float
+    returncode: int
+    output: str
+    errors: str
+
+
+def run_child(argv: list[str], timeout: float = 900, env: dict | None = None) -> ChildRun:
+    """Run `argv` with stdout on a pseudo-terminal (so programs stream as they do for a user)."""
+    master, slave = pty.openpty()
+    with tempfile.TemporaryFile() as errors:
+        start = time.perf_counter()
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=slave, stderr=errors, cwd=REPO,
+                                env={**os.environ, **(env or {})})
+        os.close(slave)
+        chunks: list[bytes] = []
+        first = None
+        try:
+            while True:
+                left = timeout - (time.perf_counter() - start)
+                ready, _, _ = select.select([master], [], [], max(0.0, left))
+                if not ready:
+                    proc.kill()
+                    break
+                try:
+                    data = os.read(master, 65536)
+                except OSError:  # EIO: the child closed the terminal
+                    break
+                if not data:
+                    break
+                if first is None and data.strip():
+                    first = time.perf_counter() - start
+                chunks.append(data)
+        finally:
+            os.close(master)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
+        errors.seek(0)
+        err = errors.read().decode("utf-8", errors="replace")
+    text = b"".join(chunks).decode("utf-8", errors="replace").replace("\r\n", "\n")
+    return ChildRun(first, seconds, usage.ru_maxrss / 1024, proc.returncode, text, err)
+
+
+def bare_llama(n_prompt: int, n_completion: int, timeout: float = 900) -> ChildRun:
+    """A fresh process that only loads the chat GGUF, evaluates n_prompt tokens and streams n_completion tokens."""
+    from models.config import default_threads
+    from models.locate import resolve_model_path
+    from rag.corpus import default_docs_dir
+
+    argv = [sys.executable, "-c", BARE_SCRIPT, str(resolve_model_path(None)), str(n_prompt), str(n_completion),
+            str(default_threads()), str(default_docs_dir())]
+    return run_child(argv, timeout)
+
+
+def smoldocs(*args: str, timeout: float = 900) -> ChildRun:
+    """`smoldocs ARGS...` in a fresh process, from the venv next to this interpreter."""
+    exe = Path(sys.executable).with_name("smoldocs")
+    argv = [str(exe), *args] if exe.exists() else [sys.executable, "-m", "agent", *args]
+    return run_child(argv, timeout)

@@ -1,0 +1,106 @@
+"""Decode speed through our model layer against a bare llama.cpp loop, and how close decode is to memory speed.
+
+Run alone: .venv/bin/python -m benchmarks --only generation
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks import workload
+from benchmarks.measure import interleaved, median
+from benchmarks.table import row
+
+SECTION = "generation"
+
+
+def decode_rate(llm, n_prompt: int, deltas) -> tuple[float, int]:
+    """(tokens/s after the first text delta, decode steps) for one streamed generation.
+
+    Both sides are timed the same way, from outside: the steps are the generated tokens llama.cpp evaluated
+    (its n_tokens minus the prompt), the time runs from the first text delta to the end of the stream.
+    """
+    first = None
+    for text in deltas:
+        if first is None and text:
+            first = time.perf_counter()
+    end = time.perf_counter()
+    steps = llm.n_tokens - n_prompt
+    if first is None or steps <= 0 or end <= first:
+        return float("nan"), steps
+    return steps / (end - first), steps
+
+
+def bare_completion(llm, tokens: list[int], options, stop: list[str], seed: int):
+    """Text deltas from a plain Llama.create_completion stream: what one writes without our layer."""
+    for chunk in llm.create_completion(
+        tokens,
+        max_tokens=options.max_tokens,
+        temperature=options.temperature,
+        top_k=options.top_k,
+        top_p=options.top_p,
+        min_p=options.min_p,
+        repeat_penalty=options.repeat_penalty,
+        stop=stop,
+        seed=seed,
+        stream=True,
+    ):
+        yield chunk["choices"][0]["text"]
+
+
+def copy_bandwidth(megabytes: int, repeats: int) -> float:
+    """GB/s of a numpy array copy, counting bytes read plus bytes written (as STREAM's Copy does)."""
+    src = np.ones(megabytes * 2**20 // 8, dtype=np.float64)
+    dst = np.empty_like(src)
+    np.copyto(dst, src)  # touch every page first
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        np.copyto(dst, src)
+        times.append(time.perf_counter() - start)
+    return 2 * src.nbytes / median(times) / 1e9
+
+
+def run(quick: bool = False) -> list[dict]:
+    model = workload.chat_model()
+    llm = model.llm
+    messages, options = workload.answer_prompt()
+    options = replace(options, max_tokens=64 if quick else options.max_tokens)
+    repeats = 2 if quick else 6
+    tokens = model.tokenizer.chat_tokens(messages)
+    stop = model.tokenizer._renderer.render(messages)[2]  # the template's stop strings, as our layer adds them
+    seed = options.seed if options.seed is not None else model.config.seed
+    steps: dict[str, list[int]] = {"ours": [], "bare": []}
+
+    def ours() -> float:
+        rate, n = decode_rate(llm, len(tokens), model.stream(messages, options))
+        steps["ours"].append(n)
+        return rate
+
+    def bare() -> float:
+        rate, n = decode_rate(llm, len(tokens), bare_completion(llm, tokens, options, stop, seed))
+        steps["bare"].append(n)
+        return rate
+
+    ours(), bare()  # warm-up: buffers allocated, prompt in the KV cache for both
+    steps["ours"].clear(), steps["bare"].clear()
+    a, b = interleaved(ours, bare, repeats)
+    ours_rate, bare_rate = median(a), median(b)
+    same = "same tokens" if steps["ours"] == steps["bare"] else f"ours {steps['ours']} vs bare {steps['bare']} tokens"
+    rows = [
+        row(f"decode tokens/s, {len(tokens)}-token answer prompt, {median(steps['ours']):.0f} tokens ({same})",
+            ours_rate, bare_rate, "ratio >= 0.95", unit="tok/s",
+            note="baseline: bare Llama.create_completion stream, same ids, sampling settings and seed"),
+    ]
+    size = Path(model.config.path).stat().st_size
+    bandwidth = copy_bandwidth(128 if quick else 512, 3 if quick else 7)
+    effective = size * ours_rate / 1e9
+    rows.append(row(f"decode weight traffic GB/s ({size / 1e6:.0f} MB file x tok/s) vs numpy copy GB/s",
+                    effective, bandwidth, "info: 1.0 = memory-bound", unit="GB/s"))
+    for r in rows:
+        r["section"] = SECTION
+    return rows

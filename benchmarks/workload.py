@@ -1,0 +1,85 @@
+"""What the benchmarks run on: the real model, the real docs index, and prompts captured from the real agent."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import replace
+from typing import Iterator, Sequence
+
+from models.protocols import CancelToken, GenerationOptions, GenerationStats, Message
+
+QUESTION = "How does the KV cache speed up generation?"
+FOLLOW_UP = "How much memory does it take for SmolLM2?"
+CANNED_ANSWER = "The KV cache stores the keys and values of earlier tokens, so they are not computed again [1]."
+
+
+@functools.lru_cache(maxsize=1)
+def chat_model():
+    """The packaged SmolLM2 chat model, as the agent loads it."""
+    from models.chat import load_chat_model
+
+    return load_chat_model()
+
+
+@functools.lru_cache(maxsize=1)
+def docs_index():
+    """The hybrid index of docs_corpus/ (built on first use, then read from the cache)."""
+    from models.embedder import load_embedder
+    from rag.index import open_index
+
+    return open_index(None, chat_model().tokenizer, load_embedder())
+
+
+class PromptRecorder:
+    """A ChatModel for the agent that records every prompt; live: the real model answers, else a canned reply."""
+
+    def __init__(self, model, live: bool = False) -> None:
+        self.model = model
+        self.live = live
+        self.name = model.name
+        self.n_ctx = model.n_ctx
+        self.tokenizer = model.tokenizer
+        self.n_params = getattr(model, "n_params", None)
+        self.prompts: list[tuple[list[Message], GenerationOptions]] = []
+
+    @property
+    def last_stats(self) -> GenerationStats:
+        return self.model.last_stats if self.live else GenerationStats()
+
+    def stream(
+        self, messages: Sequence[Message], options: GenerationOptions = GenerationOptions(), cancel: CancelToken | None = None
+    ) -> Iterator[str]:
+        self.prompts.append(([dict(m) for m in messages], options))
+        if self.live:
+            yield from self.model.stream(messages, options, cancel)
+        else:
+            yield CANNED_ANSWER
+
+
+def session(recorder: PromptRecorder, k: int = 5, answer_tokens: int | None = None):
+    """A real ChatSession (search-first, as `auto` picks for SmolLM2) over the docs index, driving `recorder`;
+    `answer_tokens` caps the answers' length (None: the agent's own setting)."""
+    from agent.session import ChatSession
+    from agent.settings import AgentSettings
+    from models.embedder import load_embedder
+
+    settings = AgentSettings(policy="search-first", k=k)
+    if answer_tokens is not None:
+        settings = settings.with_(generation=replace(settings.generation, max_tokens=answer_tokens))
+    return ChatSession(recorder, docs_index(), embedder=load_embedder(), settings=settings)
+
+
+def answer_prompt(question: str = QUESTION, k: int = 5) -> tuple[list[Message], GenerationOptions]:
+    """The messages and options the agent sends for the answer to `question` (one turn, no history)."""
+    recorder = PromptRecorder(chat_model())
+    for _ in session(recorder, k=k).ask(question):
+        pass
+    return recorder.prompts[-1]
+
+
+def finish(events) -> object:
+    """Drain a turn's events; the final Answer."""
+    answer = None
+    for event in events:
+        answer = getattr(event, "answer", answer)
+    return answer

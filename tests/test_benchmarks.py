@@ -1,0 +1,138 @@
+"""The benchmark table machinery: rows, verdicts, rendering, JSON, the runner, child processes. No timing asserts."""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+
+import pytest
+
+from benchmarks import __main__ as runner
+from benchmarks.child import run_child
+from benchmarks.counting import TallyingTokenizer, full_prompt
+from benchmarks.followup import common_prefix
+from benchmarks.measure import interleaved, percentile
+from benchmarks.table import render, row, to_json, verdict
+from models.fakes import WordTokenizer
+
+
+def test_ratio_is_ours_over_baseline_and_absent_without_a_baseline():
+    assert row("x", 3.0, 4.0)["ratio"] == pytest.approx(0.75)
+    assert row("x", 3.0)["ratio"] is None
+    assert row("x", None, 4.0)["ratio"] is None
+    assert row("x", 3.0, 0.0)["ratio"] is None
+
+
+@pytest.mark.parametrize(
+    "ours, baseline, target, expected",
+    [
+        (96, 100, "ratio >= 0.95", "ok"),
+        (94, 100, "ratio >= 0.95", "MISS"),
+        (1.3, 1.0, "ratio <= 1.2", "MISS"),
+        (1.1, 1.0, "ratio <= 1.2", "ok"),
+        (550, 90, "ours <= 600", "ok"),
+        (650, 90, "ours <= 600", "MISS"),
+        (0.8, 1.0, ">= 1x bare loop", "MISS"),  # the embedding module's wording: read against the ratio
+        (1.0, 1.0, "info: share of the answer", ""),
+        (None, 1.0, "ours <= 600", ""),
+        (float("nan"), 1.0, "ratio >= 0.95", ""),
+    ],
+)
+def test_verdict_reads_the_bound_against_ratio_or_ours(ours, baseline, target, expected):
+    assert verdict(row("x", ours, baseline, target)) == expected
+
+
+def test_render_groups_rows_by_section_and_marks_misses():
+    rows = [
+        row("decode tok/s", 90.0, 100.0, "ratio >= 0.95", section="generation"),
+        row("peak RSS MB", 400.0, 120.0, "ours <= 600", section="memory"),
+        row("no baseline", 12.5, section="memory"),
+    ]
+    text = render(rows, "header line")
+    lines = text.splitlines()
+    assert lines[0] == "header line"
+    assert lines.index("[generation]") < lines.index("[memory]")
+    decode = next(line for line in lines if line.startswith("decode tok/s"))
+    assert "MISS" in decode and "0.900" in decode
+    rss = next(line for line in lines if line.startswith("peak RSS MB"))
+    assert " ok " in rss and "3.33" in rss
+    assert text.count("[memory]") == 1
+
+
+def test_json_keeps_every_row_with_its_verdict_and_no_nan():
+    rows = [row("a", 1.0, 2.0, "ratio >= 0.95"), row("b", float("nan"), 1.0)]
+    data = json.loads(to_json(rows, {"cores": 2}, mode="quick"))
+    assert data["machine"] == {"cores": 2} and data["mode"] == "quick"
+    assert [r["what"] for r in data["rows"]] == ["a", "b"]
+    assert data["rows"][0]["verdict"] == "MISS" and data["rows"][0]["ratio"] == 0.5
+    assert data["rows"][1]["ours"] is None and data["rows"][1]["verdict"] is None
+
+
+def test_a_failing_module_becomes_one_failed_row_and_the_run_goes_on(monkeypatch, capsys):
+    good = types.SimpleNamespace(run=lambda quick: [row("fine", 1.0, 1.0, "ratio >= 0.95")])
+    bad = types.SimpleNamespace(run=lambda quick: 1 / 0)
+    monkeypatch.setitem(sys.modules, "benchmarks.fake_good", good)
+    monkeypatch.setitem(sys.modules, "benchmarks.fake_bad", bad)
+    monkeypatch.setattr(runner, "MODULES", {"fake_bad": "breaks", "fake_good": "works"})
+    status = runner.main(["--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert status == 1
+    assert data["rows"][0]["what"].startswith("fake_bad: FAILED (ZeroDivisionError")
+    assert data["rows"][1] == {**data["rows"][1], "what": "fine", "section": "fake_good", "verdict": "ok"}
+    assert data["modules"]["fake_bad"]["error"].startswith("ZeroDivisionError")
+
+
+def test_unknown_module_names_are_refused_with_the_choices():
+    with pytest.raises(SystemExit, match="unknown module nope in --only: choose from generation"):
+        runner.selected("generation,nope", None)
+    assert runner.selected(None, "memory,retrieval") == [n for n in runner.MODULES if n not in ("memory", "retrieval")]
+
+
+def test_interleaved_runs_in_abba_order():
+    calls = []
+    a, b = interleaved(lambda: calls.append("a") or 1.0, lambda: calls.append("b") or 2.0, 4)
+    assert calls == ["a", "b", "b", "a", "a", "b", "b", "a"]
+    assert a == [1.0] * 4 and b == [2.0] * 4
+
+
+def test_percentile_interpolates_between_ranks():
+    assert percentile([1, 2, 3, 4, 5], 50) == 3
+    assert percentile([10, 20], 95) == pytest.approx(19.5)
+
+
+def test_common_prefix_counts_shared_leading_ids():
+    assert common_prefix([1, 2, 3, 4], [1, 2, 9, 4]) == 2
+    assert common_prefix([1, 2], [1, 2, 3]) == 2
+    assert common_prefix([], [1]) == 0
+
+
+def test_full_prompt_fills_the_evidence_to_just_under_the_target():
+    tokenizer = WordTokenizer()
+    messages = [
+        {"role": "system", "content": "rules here"},
+        {"role": "system", "content": "Excerpts: one two three four five"},
+        {"role": "user", "content": "question?"},
+    ]
+    full = full_prompt(tokenizer, messages, target=60)
+    assert tokenizer.count_chat(full) <= 60
+    grown = [dict(m) for m in full]
+    grown[1]["content"] += " six"
+    assert tokenizer.count_chat(grown) > 60
+    assert full[0] == messages[0] and full[2] == messages[2]
+
+
+def test_tallying_tokenizer_counts_whole_text_counts():
+    tally = TallyingTokenizer(WordTokenizer())
+    tally.count("a b c")
+    tally.count_chat([{"role": "user", "content": "hi there"}])
+    assert tally.calls == 2 and tally.tokens == 3 + WordTokenizer().count_chat([{"role": "user", "content": "hi there"}])
+    assert tally.encode("x y") == [0, 1]  # everything else goes to the real tokenizer
+
+
+def test_a_child_is_timed_to_its_first_output_with_its_own_peak_rss():
+    script = "import sys, time; time.sleep(0.2); print('hello', flush=True); x = b'x' * 50_000_000"
+    run = run_child([sys.executable, "-c", script], timeout=60)
+    assert run.returncode == 0 and run.output.strip() == "hello"
+    assert run.first_output is not None and 0.2 <= run.first_output <= run.seconds
+    assert run.peak_rss_mb > 50
