@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import threading
 from collections import Counter, OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Sequence
 
@@ -29,7 +29,7 @@ _NEGATORS = frozenset("not no never cannot none nothing neither nor nobody nowhe
 _NEGATING_PHRASES = re.compile(r"\b(?:rather than|instead of)\b")  # "X rather than Y" says "not Y"
 _NOT_NEGATION = re.compile(r"\b(?:whether or not|no matter)\b")
 _POLAR_TOKEN = re.compile(r"[a-z][a-z0-9_]*|\d+(?:[.,]\d+)*")
-NEAR_COPY = 0.9  # claim and sentence share this much of their words both ways: any change in negations counts
+NEAR_COPY = 1.0  # claim and sentence share this much of their words both ways: any change in negations counts
 # A negation covers the rest of its clause, so "A, not B" negates B and still supports "A".
 _CLAUSE = re.compile(
     r"[,;:()\u2014\u2013]|\s-\s|\b(?:but|and|or|so|because|while|which|whereas|although|though|since|then)\b"
@@ -39,6 +39,20 @@ _NUMBER_WORDS = {
     "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12", "twenty": "20", "hundred": "100",
 }  # fmt: skip
 _NUMBER = re.compile(r"(?<![A-Za-z_\d.])\d+(?:[.,]\d+)*")
+# "one" as a count ("one key vector"), not as a pronoun ("the one that", "one of", "one another").
+_ONE = re.compile(r"(?<!\bthe )(?<!\bthat )(?<!\bthis )(?<!\bwhich )(?<!\bno )(?<!\bany )(?<!\beach )"
+                  r"(?<!\bevery )(?<!\bby )\bone\b(?! of\b)(?! another\b)(?! by one\b)")  # fmt: skip
+ANTONYMS: tuple[tuple[str, str], ...] = (
+    ("before", "after"), ("first", "last"), ("larger", "smaller"), ("more", "less"), ("more", "fewer"),
+    ("higher", "lower"), ("faster", "slower"), ("increase", "decrease"), ("increases", "decreases"),
+    ("above", "below"), ("minimum", "maximum"), ("enable", "disable"), ("enabled", "disabled"),
+    ("include", "exclude"), ("included", "excluded"), ("input", "output"), ("inside", "outside"),
+    ("early", "late"), ("earlier", "later"), ("true", "false"), ("same", "different"), ("prefill", "decode"),
+)  # fmt: skip
+_ANTONYM: dict[str, set[str]] = {}
+for _a, _b in ANTONYMS:
+    _ANTONYM.setdefault(_a, set()).add(_b)
+    _ANTONYM.setdefault(_b, set()).add(_a)
 _THOUSANDS = re.compile(r"^\d{1,3}(?:,\d{3})+$")
 _TOKEN = re.compile(r"\S+")
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
@@ -57,6 +71,7 @@ class Terms:
     negated: frozenset[str]  # content words that occur only under a negation ("not B", "rather than B")
     affirmed: frozenset[str]  # content words that occur only outside any negation
     negations: int
+    polar: frozenset[str]  # words of ANTONYMS as written: "before" for "after" is a contradiction too
 
 
 @dataclass(frozen=True)
@@ -109,7 +124,9 @@ def terms(text: str) -> Terms:
     words = re.findall(r"[a-z][a-z0-9]*", lower)
     numbers = [_normalize_number(m.group()) for m in _NUMBER.finditer(text)]
     numbers += [_NUMBER_WORDS[w] for w in words if w in _NUMBER_WORDS]
-    return Terms(_content(lower), tuple(sorted(numbers)), frozenset(identifiers(text)), *_polarity(lower))
+    numbers += ["1"] * len(_ONE.findall(lower))
+    polar = frozenset(w for w in words if w in _ANTONYM)
+    return Terms(_content(lower), tuple(sorted(numbers)), frozenset(identifiers(text)), *_polarity(lower), polar)
 
 
 def _content(lower: str) -> frozenset[str]:
@@ -182,25 +199,41 @@ def chunk_sentences(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(s for s in sentences if s.strip()))
 
 
-def gather(pairs: Sequence[tuple[str, Chunk]], embedder: Embedder | None) -> list[Evidence]:
-    """Evidence for each (claim text, chunk) pair; all texts are embedded in one batch call."""
-    sentence_lists = [chunk_sentences(chunk.text) for _, chunk in pairs]
-    vectors: dict[str, np.ndarray] = {}
-    if embedder is not None and pairs:
-        vectors = _embed_once([claim for claim, _ in pairs] + [s for ss in sentence_lists for s in ss], embedder)
-    out = []
-    for (claim, chunk), sentences in zip(pairs, sentence_lists):
+def gather(
+    pairs: Sequence[tuple[str, Chunk]], embedder: Embedder | None, params: Params | None = None
+) -> list[Evidence]:
+    """Evidence for each (claim text, chunk) pair; all texts are embedded in one batch call.
+
+    With `params`, a sentence whose score could not reach `weak` even at cosine 1 is not embedded (its cosine
+    counts as 0): verdicts stay exactly the same, and most sentences of a cited chunk are skipped.
+    """
+    lexical = []
+    for claim, chunk in pairs:
         claim_terms = terms(claim)
+        sentences = chunk_sentences(chunk.text)
         sentence_terms = tuple(terms(s) for s in sentences)
-        chunk_terms = terms(" ".join((*chunk.heading_path, chunk.text)))
         coverage = np.array([_coverage(claim_terms, t) for t in sentence_terms], dtype=np.float32)
-        cos = None
-        if vectors:
-            cos = np.array([float(vectors[claim] @ vectors[s]) for s in sentences], dtype=np.float32)
-        out.append(
-            Evidence(claim_terms, chunk_terms, sentences, sentence_terms, cos, coverage, _coverage(claim_terms, chunk_terms))
-        )
+        chunk_terms = terms(" ".join((*chunk.heading_path, chunk.text)))
+        ev = Evidence(claim_terms, chunk_terms, sentences, sentence_terms, None, coverage, _coverage(claim_terms, chunk_terms))
+        keep = np.ones(len(sentences), dtype=bool) if params is None else _could_reach_weak(ev, params)
+        lexical.append((claim, ev, keep))
+    if embedder is None or not pairs:
+        return [ev for _, ev, _ in lexical]
+    wanted = [t for claim, ev, keep in lexical if keep.any() for t in (claim, *np.array(ev.sentences)[keep])]
+    vectors = _embed_once(wanted, embedder)
+    out = []
+    for claim, ev, keep in lexical:
+        cos = np.zeros(len(ev.sentences), dtype=np.float32)
+        for i in np.flatnonzero(keep):
+            cos[i] = float(vectors[claim] @ vectors[ev.sentences[i]])
+        out.append(replace(ev, cos=cos))
     return out
+
+
+def _could_reach_weak(ev: Evidence, params: Params) -> np.ndarray:
+    total = params.w_cos + params.w_sentence + params.w_chunk
+    best_case = params.w_cos + params.w_sentence * ev.coverage + params.w_chunk * ev.chunk_coverage
+    return best_case >= params.weak * total - 1e-6
 
 
 _VECTORS: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
@@ -263,6 +296,10 @@ def _contradiction(claim: Terms, sentence: Terms) -> str:
         return f"the claim negates what the cited text states ({_join(claim.negated & sentence.affirmed)})"
     if claim.affirmed & sentence.negated:
         return f"the cited text negates the claim ({_join(claim.affirmed & sentence.negated)})"
+    for word in sorted(claim.polar - sentence.polar):
+        swapped = sorted(w for w in _ANTONYM[word] & sentence.polar if w not in claim.polar)
+        if swapped:
+            return f"the cited text says {swapped[0]!r} where the claim says {word!r}"
     near_copy = min(_coverage(claim, sentence), _coverage(sentence, claim)) >= NEAR_COPY
     if near_copy and claim.negations % 2 != sentence.negations % 2:
         return "the claim and the cited text differ in a negation"
@@ -272,6 +309,7 @@ def _contradiction(claim: Terms, sentence: Terms) -> str:
 def _missing(claim: Terms, sentence: Terms, sentence_text: str) -> str:
     """Numbers or identifiers of the claim that the evidence sentence does not state: no `supported` without them."""
     numbers = Counter(claim.numbers) - Counter(sentence.numbers)
+    del numbers["1"]  # "one vector" may well be "a vector": only a different number contradicts it
     idents = {i for i in claim.identifiers if i not in sentence.identifiers and i not in sentence_text}
     missing = sorted(numbers) + sorted(idents)
     return f"the best-matching sentence does not state {_join(missing)}" if missing else ""

@@ -244,3 +244,54 @@ def test_shipped_thresholds_are_ordered():
     for params in (DENSE, LEXICAL):
         assert 0.0 <= params.weak <= params.supported <= 1.0
     assert LEXICAL.w_cos == 0.0
+
+
+@pytest.fixture(scope="module")
+def corpus_chunks():
+    """Real docs_corpus chunks, as frozen in the calibration set."""
+    from rag.calibration_set import load_items
+
+    return {i.chunk.chunk_id: i.chunk for i in load_items()}
+
+
+@pytest.mark.real
+def test_real_embedder_judges_paraphrase_changed_number_and_other_topic(corpus_chunks, real_embedder):
+    kv, bm25 = corpus_chunks["docs/kv-cache.md#1"], corpus_chunks["docs/bm25.md#2"]
+    shown = {1: cite(1, kv), 2: cite(2, bm25)}
+    answer = (
+        "Every later token needs the keys and values [1]. "
+        "Keys are stored before the rotary position embedding is applied [1]. "
+        "Each layer keeps 3 key vectors for each position in the context [1]. "
+        "BM25 ranks chunks by how many users clicked them [2]. "
+        "Queries are only needed for the token being processed [2]. "
+        "Keys and values are needed by every later token [7]."
+    )
+    result = verify_answer(answer, shown, {kv.chunk_id: kv, bm25.chunk_id: bm25}.get, real_embedder)
+    assert not result.lexical_only
+    assert [(c.verdict, c.reason.split(" ")[:4]) for c in result.claims] == [
+        ("supported", [""]),  # a paraphrase
+        ("unsupported", ["the", "cited", "text", "says"]),  # "after" became "before"
+        ("unsupported", ["the", "cited", "text", "says"]),  # "one key vector" became "3 key vectors"
+        ("unsupported", ["the", "best-matching", "sentence", "does"]),  # BM25 ranks by term statistics
+        ("unsupported", [""]),  # true, but of chunk [1], and it cites [2]
+        ("made_up", ["[7]", "was", "not", "among"]),
+    ]
+    assert result.claims[0].evidence == "Keys and values are needed by every later token."
+
+
+TIMING = Chunk("docs/t.md#0", "docs/t.md", "docs/t.md",
+               "Keys are stored after the rotary embedding is applied. Each layer keeps one key vector per position.")  # fmt: skip
+
+
+@pytest.mark.parametrize("embedder", EMBEDDERS)
+@pytest.mark.parametrize(
+    "claim, verdict",
+    [
+        ("Keys are stored before the rotary embedding is applied [1].", "unsupported"),
+        ("Each layer keeps 3 key vectors per position [1].", "unsupported"),
+        ("Each layer keeps a key vector per position [1].", "supported"),
+        ("Each layer keeps one key vector per position [1].", "supported"),
+    ],
+)
+def test_antonyms_and_counts_written_as_words_are_checked(embedder, claim, verdict):
+    assert verdicts(claim, {1: cite(1, TIMING)}, {TIMING.chunk_id: TIMING}.get, embedder) == [verdict]
