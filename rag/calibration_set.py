@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Sequence
 
 from rag.claims import split_claims
-from rag.support import identifiers, terms
+from rag.claim_terms import identifiers, terms
 from rag.types import Chunk
 
 SEED = 20261129

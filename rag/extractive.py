@@ -10,7 +10,7 @@ import numpy as np
 from models.protocols import Embedder
 from rag.citations import problem
 from rag.claims import find_markers, split_claims
-from rag.support import terms
+from rag.claim_terms import terms
 from rag.verify import CitationLike, Lookup
 
 QUOTE_LABEL = "Quoted from the docs:"

@@ -80,3 +80,17 @@ def test_a_list_of_citations_works_like_the_ledger_mapping():
     text, used = extractive_answer("What does BM25 rank by?", list(SHOWN.values()), INDEX.get, None)
     assert used[0] == 2
     assert [c.citations for c in split_claims(text) if c.citations][0] == (2,)
+
+
+@pytest.mark.real
+def test_real_quotes_answer_the_question_and_verify_as_supported(real_embedder):
+    from rag.calibration_set import load_items
+
+    chunks = {i.chunk.chunk_id: i.chunk for i in load_items()}
+    picked = [chunks[c] for c in ("docs/kv-cache.md#1", "docs/bm25.md#2", "docs/quantization.md#1")]
+    shown = {n: Citation(n, c.chunk_id, c.doc_id, c.uri) for n, c in enumerate(picked, start=1)}
+    text, used = extractive_answer("What does the KV cache keep for each position?", shown, chunks.get, real_embedder)
+    assert text.startswith(QUOTE_LABEL) and used[0] == 1
+    assert "key" in text.split("\n")[2].lower()
+    result = verify_answer(text, shown, chunks.get, real_embedder)
+    assert result.claims and all(c.verdict == "supported" for c in result.claims)
