@@ -6,17 +6,12 @@ from dataclasses import dataclass
 from typing import Protocol, Sequence, runtime_checkable
 
 
-@dataclass(frozen=True)
-class Chunk:
-    """A heading-aware piece of one document. `chunk_id` is `<doc_id>#<n>`, stable per file."""
+class _Located:
+    """Heading and line range as shown to people, for anything with heading_path and line_start/line_end."""
 
-    chunk_id: str
-    doc_id: str  # path relative to the docs folder, posix separators
-    uri: str  # what excerpts show the model; the doc id
-    text: str
-    heading_path: tuple[str, ...] = ()
-    line_start: int = 1  # 1-based, inclusive
-    line_end: int = 1
+    heading_path: tuple[str, ...]
+    line_start: int
+    line_end: int
 
     @property
     def heading(self) -> str:
@@ -28,7 +23,20 @@ class Chunk:
 
 
 @dataclass(frozen=True)
-class Hit:
+class Chunk(_Located):
+    """A heading-aware piece of one document. `chunk_id` is `<doc_id>#<n>`, stable per file."""
+
+    chunk_id: str
+    doc_id: str  # path relative to the docs folder, posix separators
+    uri: str  # what excerpts show the model; the doc id
+    text: str
+    heading_path: tuple[str, ...] = ()
+    line_start: int = 1  # 1-based, inclusive
+    line_end: int = 1
+
+
+@dataclass(frozen=True)
+class Hit(_Located):
     """A retrieved chunk with its fused score and each retriever's rank (1-based, None if unranked)."""
 
     chunk_id: str
@@ -58,14 +66,6 @@ class Hit:
             bm25_rank=bm25_rank,
             dense_rank=dense_rank,
         )
-
-    @property
-    def heading(self) -> str:
-        return " > ".join(self.heading_path)
-
-    @property
-    def lines(self) -> str:
-        return f"{self.line_start}-{self.line_end}"
 
 
 @runtime_checkable
