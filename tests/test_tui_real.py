@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from textual.widgets import OptionList
 
 from agent.chats import ChatStore
 from agent.session import ChatSession
+from agent.settings import AgentSettings, answer_options
 from agent.tui import make_app
 from agent.tui.sources_panel import SourcesPanel
 from agent.tui.verdicts import VERDICTS
@@ -19,11 +22,13 @@ pytestmark = pytest.mark.real
 
 @pilot_test
 async def test_a_real_question_gets_an_answer_whose_citations_carry_verdicts(real_model, real_embedder, real_index, tmp_path):
-    session = ChatSession(real_model, real_index, embedder=real_embedder, docs_dir=default_docs_dir())
+    # A short answer keeps the test lean; everything else is the default session.
+    settings = AgentSettings().with_(generation=replace(answer_options(), max_tokens=96))
+    session = ChatSession(real_model, real_index, embedder=real_embedder, settings=settings, docs_dir=default_docs_dir())
     app = make_app(lambda progress=None: session, ChatStore(tmp_path / "chats"))
     async with app.run_test(size=(100, 32)) as pilot:
         await ready(pilot)
-        view = await ask(pilot, "What does the KV cache store?", timeout=300)
+        view = await ask(pilot, "What does the KV cache store?", timeout=600)
         answer = view.answer
         assert answer.status in ("answered", "insufficient_evidence"), answer
         assert answer.text.strip()

@@ -60,8 +60,10 @@ class SourcesPanel(Vertical):
         listing.clear_options()
         listing.add_options(options)
         hint = self.query_one(".panel-hint", Static)
-        if not options:
-            hint.update("No excerpts for this answer." if turn_id is not None else "Ask a question: its sources show here.")
+        if turn_id is None:
+            hint.update("Ask a question: its sources show here.")
+        elif not options:
+            hint.update("Searching the docs…" if answer is None else "No excerpts for this answer.")
         elif answer is None:
             hint.update("Verdicts appear when the answer is finished.")
         else:
