@@ -1,4 +1,4 @@
-"""`python -m rag.calibrate build|fit|report`: the verifier's labelled set, its fitted thresholds, their held-back scores.
+"""`python -m rag.calibrate build|fit|report`: the verifier's labelled set, fitted thresholds, held-back scores.
 
 build   chunk docs_corpus with the real tokenizer and write tests/data/claims_calibration.jsonl (seeded)
 fit     fit score weights and thresholds on the train split; prints the constants for rag/verify.py
@@ -139,11 +139,11 @@ def format_metrics(title: str, m: Metrics) -> str:
     lines = [
         f"{title}: n={m.n}  accuracy={m.accuracy:.3f}  precision(supported)={m.precision:.3f}  "
         f"recall(supported)={m.recall:.3f}  (tp={m.tp} fp={m.fp} fn={m.fn} tn={m.tn})",
-        f"  {'kind':<18}{'n':>5}{SUPPORTED:>11}{WEAK:>7}{UNSUPPORTED:>13}",
+        f"  {'kind':<20}{'n':>5}{SUPPORTED:>11}{WEAK:>7}{UNSUPPORTED:>13}",
     ]
     for kind, tally in sorted(m.by_kind.items()):
         total = sum(tally.values())
-        lines.append(f"  {kind:<18}{total:>5}{tally[SUPPORTED]:>11}{tally[WEAK]:>7}{tally[UNSUPPORTED]:>13}")
+        lines.append(f"  {kind:<20}{total:>5}{tally[SUPPORTED]:>11}{tally[WEAK]:>7}{tally[UNSUPPORTED]:>13}")
     return "\n".join(lines)
 
 
@@ -157,10 +157,10 @@ def format_params(name: str, p: Params) -> str:
 def set_sizes(items: Sequence[Item]) -> str:
     tally = Counter((item.split, item.kind) for item in items)
     kinds = sorted({item.kind for item in items})
-    rows = [f"  {'kind':<18}{'label':<13}{'train':>6}{'test':>6}"]
+    rows = [f"  {'kind':<20}{'label':<13}{'train':>6}{'test':>6}"]
     for kind in kinds:
         label = next(item.label for item in items if item.kind == kind)
-        rows.append(f"  {kind:<18}{label:<13}{tally['train', kind]:>6}{tally['test', kind]:>6}")
+        rows.append(f"  {kind:<20}{label:<13}{tally['train', kind]:>6}{tally['test', kind]:>6}")
     return "\n".join(rows)
 
 

@@ -31,11 +31,12 @@ _NUMBER = re.compile(r"(?<![A-Za-z_\d.])\d+(?:[.,]\d+)*")
 _ONE = re.compile(r"(?<!\bthe )(?<!\bthat )(?<!\bthis )(?<!\bwhich )(?<!\bno )(?<!\bany )(?<!\beach )"
                   r"(?<!\bevery )(?<!\bby )\bone\b(?! of\b)(?! another\b)(?! by one\b)")  # fmt: skip
 ANTONYMS: tuple[tuple[str, str], ...] = (
-    ("before", "after"), ("first", "last"), ("larger", "smaller"), ("more", "less"), ("more", "fewer"),
-    ("higher", "lower"), ("faster", "slower"), ("increase", "decrease"), ("increases", "decreases"),
-    ("above", "below"), ("minimum", "maximum"), ("enable", "disable"), ("enabled", "disabled"),
-    ("include", "exclude"), ("included", "excluded"), ("input", "output"), ("inside", "outside"),
-    ("early", "late"), ("earlier", "later"), ("true", "false"), ("same", "different"), ("prefill", "decode"),
+    ("before", "after"), ("always", "never"), ("first", "last"), ("larger", "smaller"), ("more", "less"),
+    ("more", "fewer"), ("higher", "lower"), ("faster", "slower"), ("increase", "decrease"),
+    ("increases", "decreases"), ("above", "below"), ("minimum", "maximum"), ("enable", "disable"),
+    ("enabled", "disabled"), ("include", "exclude"), ("included", "excluded"), ("input", "output"),
+    ("inside", "outside"), ("early", "late"), ("earlier", "later"), ("true", "false"), ("same", "different"),
+    ("prefill", "decode"),
 )  # fmt: skip
 ANTONYM: dict[str, set[str]] = {}
 for _a, _b in ANTONYMS:

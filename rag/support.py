@@ -1,4 +1,4 @@
-"""How well one chunk supports one claim: lexical overlap, MiniLM cosine, and checks on numbers, negations, identifiers."""
+"""How well one chunk supports one claim: word overlap and MiniLM cosine with its best sentence, then specifics."""
 
 from __future__ import annotations
 

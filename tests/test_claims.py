@@ -59,7 +59,10 @@ def test_abbreviations_decimals_and_file_names_do_not_end_a_sentence():
 
 
 def test_bullets_and_numbered_items_are_claims():
-    answer = "Steps:\n- Build the index [1].\n* Run the chat\n  with the default model [2].\n2. Ask a question about the docs."
+    answer = (
+        "Steps:\n- Build the index [1].\n* Run the chat\n  with the default model [2].\n"
+        "2. Ask a question about the docs."
+    )
     claims = split_claims(answer)
     assert [(c.text, c.kind, c.citations) for c in claims] == [
         ("Steps:", "sentence", ()),

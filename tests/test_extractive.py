@@ -25,7 +25,7 @@ BM25 = Chunk(
     "docs/bm25.md",
     "BM25 ranks chunks by term frequency and inverse document frequency.\n\n```python\nbm25 = BM25Okapi(corpus)\n```",
 )
-HIDDEN = Chunk("docs/hidden.md#1", "docs/hidden.md", "docs/hidden.md", "The KV cache size grows with the context length.")
+HIDDEN = Chunk("docs/hidden.md#1", "docs/hidden.md", "docs/hidden.md", "The KV cache size grows with context length.")
 INDEX = {c.chunk_id: c for c in (KV, BM25, HIDDEN)}
 SHOWN = {1: Citation(1, KV.chunk_id, KV.doc_id, KV.uri), 2: Citation(2, BM25.chunk_id, BM25.doc_id, BM25.uri)}
 

@@ -279,8 +279,12 @@ def test_real_embedder_judges_paraphrase_changed_number_and_other_topic(corpus_c
     assert result.claims[0].evidence == "Keys and values are needed by every later token."
 
 
-TIMING = Chunk("docs/t.md#0", "docs/t.md", "docs/t.md",
-               "Keys are stored after the rotary embedding is applied. Each layer keeps one key vector per position.")  # fmt: skip
+TIMING = Chunk(
+    "docs/t.md#0",
+    "docs/t.md",
+    "docs/t.md",
+    "Keys are stored after the rotary embedding is applied. Each layer keeps one key vector per position.",
+)
 
 
 @pytest.mark.parametrize("embedder", EMBEDDERS)
