@@ -14,13 +14,13 @@ from agent.tui import verdicts as v
 KEYS: tuple[tuple[str, str], ...] = (
     ("Enter", "send the question (or run a /command)"),
     ("Up / Down", "recall earlier inputs"),
-    ("Esc", "cancel the answer being written (what streamed is kept)"),
-    ("1-9", "open that source of the latest answer (input not focused)"),
+    ("Esc", "stop the answer; what streamed is kept"),
+    ("1-9", "open source n (outside the input)"),
     ("Tab", "move between the input, the chat and the sources"),
     ("Ctrl+N", "new chat"),
     ("Ctrl+O", "open a saved chat"),
     ("Ctrl+E", "export this chat to Markdown"),
-    ("Ctrl+T", "token meter: the last prompt's budget and omissions"),
+    ("Ctrl+T", "token meter: the last prompt, what was dropped"),
     ("Ctrl+S", "show or hide the sources panel"),
     ("Ctrl+P", "command palette"),
     ("F1 or ?", "this help (? when the input is empty)"),
@@ -28,9 +28,9 @@ KEYS: tuple[tuple[str, str], ...] = (
 )
 
 SLASH: tuple[tuple[str, str], ...] = (
-    ("/search QUERY", "show the hits for QUERY without asking the model"),
-    ("/export [FILE]", "export this chat to Markdown (default: the exports folder)"),
-    ("/clear", "start a new chat (the old one stays in the chat list)"),
+    ("/search QUERY", "the hits for QUERY, without the model"),
+    ("/export [FILE]", "export to Markdown (default: exports folder)"),
+    ("/clear", "start a new chat; the old one stays saved"),
     ("/help", "this help"),
 )
 
@@ -41,19 +41,22 @@ def _rows(rows: tuple[tuple[str, str], ...], width: int) -> list[Content]:
 
 
 def legend() -> Content:
-    """Each verdict's marker as answers show it, with its meaning."""
+    """Each verdict's marker as answers show it, with its meaning, in two short lines."""
     samples = [("[1]", "supported"), ("[2]", "weak"), ("[3]", "unsupported"), ("[4]", "cited"), ("[5?]", "made_up"), ("[6]", "unresolved")]
-    parts: list = ["  "]
-    for marker, verdict in samples:
-        parts += [(marker, f".{v.css_class(verdict)}"), f" {v.LABELS[verdict]}   "]
-    return Content.assemble(*parts)
+    lines = []
+    for row in (samples[:3], samples[3:]):
+        parts: list = []
+        for marker, verdict in row:
+            parts += ["  ", (marker, f".{v.css_class(verdict)}"), f" {v.LABELS[verdict]:<13}"]
+        lines.append(Content.assemble(*parts))
+    return Content("\n").join(lines)
 
 
 def help_text() -> Content:
     lines = [Content.assemble(("Keys", "bold underline")), *_rows(KEYS, 12), Content("")]
     lines += [Content.assemble(("Commands", "bold underline")), *_rows(SLASH, 16), Content("")]
     lines += [Content.assemble(("Citations", "bold underline")), legend()]
-    lines.append(Content("  Made up: no excerpt has that number. Unresolved: the chunk is not in the index. Click a marker to open it."))
+    lines.append(Content("  made up: no excerpt has that number\n  unresolved: the chunk is not in the index\n  Click a marker to open its source."))
     return Content("\n").join(lines)
 
 
