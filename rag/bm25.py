@@ -43,6 +43,34 @@ class BM25Index:
     def __len__(self) -> int:
         return self.size
 
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """The postings as flat arrays (terms, offsets, rows, weights) for np.savez."""
+        terms = list(self._postings)
+        lengths = [len(self._postings[t][0]) for t in terms]
+        offsets = np.zeros(len(terms) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        empty_rows, empty_weights = np.zeros(0, np.int32), np.zeros(0, np.float64)
+        return {
+            "size": np.asarray(self.size, dtype=np.int64),
+            "terms": np.asarray(terms, dtype=str) if terms else np.zeros(0, dtype="<U1"),
+            "offsets": offsets,
+            "rows": np.concatenate([self._postings[t][0] for t in terms]) if terms else empty_rows,
+            "weights": np.concatenate([self._postings[t][1] for t in terms]) if terms else empty_weights,
+        }
+
+    @classmethod
+    def from_arrays(cls, arrays) -> "BM25Index":
+        """The index to_arrays() described, without re-reading any text."""
+        index = cls.__new__(cls)
+        index.size = int(arrays["size"])
+        offsets, rows, weights = arrays["offsets"], arrays["rows"], arrays["weights"]
+        terms = arrays["terms"].tolist()
+        if len(offsets) != len(terms) + 1 or offsets[-1] != len(rows) or len(rows) != len(weights):
+            raise ValueError("BM25 postings arrays do not match each other")
+        index._postings = {t: (rows[offsets[i] : offsets[i + 1]], weights[offsets[i] : offsets[i + 1]])
+                           for i, t in enumerate(terms)}
+        return index
+
     @property
     def vocabulary_size(self) -> int:
         return len(self._postings)

@@ -38,6 +38,7 @@ class HybridIndex:
         docs_dir: Path | None = None,
         index_dir: Path | None = None,
         update=None,
+        bm25: BM25Index | None = None,
     ) -> None:
         if fusion not in FUSIONS:
             raise ValueError(f"unknown fusion {fusion!r}: choose one of {', '.join(FUSIONS)}")
@@ -57,7 +58,11 @@ class HybridIndex:
         self._doc_names = sorted(set(doc_of_row))
         doc_number = {d: i for i, d in enumerate(self._doc_names)}
         self._row_doc = np.asarray([doc_number[d] for d in doc_of_row], dtype=np.int64)
-        self.bm25 = BM25Index([terms(indexed_text(c, term_settings.headings), term_settings) for c in self.chunks])
+        if bm25 is None:
+            bm25 = BM25Index([terms(indexed_text(c, term_settings.headings), term_settings) for c in self.chunks])
+        elif len(bm25) != len(self.chunks):
+            raise ValueError(f"{len(self.chunks)} chunks but BM25 postings for {len(bm25)}")
+        self.bm25 = bm25  # built from these chunks with term_settings (or loaded, when the store says so)
         self.dense = DenseIndex(embeddings)
 
     def __len__(self) -> int:

@@ -17,6 +17,7 @@ from rag.corpus import Corpus, check_docs_dir, default_docs_dir, load_corpus
 from rag.dense import embed_texts
 from rag.errors import IndexCorrupt
 from rag.hybrid import HybridIndex
+from rag.terms import TermSettings
 from rag.types import Chunk
 
 EMBEDDED_TEXT = "heading-path+text/v1"  # what each embedding row was computed from; part of the settings
@@ -148,11 +149,14 @@ def open_index(
         skipped=dict(corpus.skipped),
         embed_seconds=embed_seconds,
     )
+    terms_wanted = search_options.get("term_settings", TermSettings()).to_dict()
+    reusable = stored is not None and not update.modified and stored.bm25_terms == terms_wanted
+    bm25 = stored.bm25 if reusable else None  # else HybridIndex builds it from the chunks
+    index = HybridIndex(chunks, embeddings, embedder, docs_dir=root, index_dir=target, bm25=bm25, **search_options)
     if update.modified:
         emit(IndexProgress("save", 0, 1))
-        store.save(target, wanted, files, chunks, embeddings)
+        store.save(target, wanted, files, chunks, embeddings, index.bm25, terms_wanted)
         emit(IndexProgress("save", 1, 1))
-    index = HybridIndex(chunks, embeddings, embedder, docs_dir=root, index_dir=target, **search_options)
     index.update = replace(update, seconds=time.perf_counter() - started)
     emit(IndexProgress("done", len(chunks), len(chunks), index.update.summary()))
     return index

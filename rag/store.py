@@ -1,6 +1,6 @@
-"""The index on disk: a manifest, a chunks JSONL and an embeddings .npy, written so a crash never breaks it.
+"""The index on disk: a manifest, chunks JSONL, embeddings .npy and BM25 postings .npz; a crash never breaks it.
 
-Chunks and embeddings go to new generation-named files first; replacing manifest.json is the single commit
+Chunks, embeddings and postings go to new generation-named files first; replacing manifest.json is the single commit
 point. A run killed at any moment leaves either the old manifest with its old files, or the new one.
 """
 
@@ -13,17 +13,19 @@ import os
 import tempfile
 import time
 import uuid
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from models.paths import cache_dir
+from rag.bm25 import BM25Index
 from rag.errors import IndexCorrupt
 from rag.types import Chunk
 
 FORMAT = "smoldocs-index"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 MANIFEST = "manifest.json"
 STALE_SECONDS = 600  # an unreferenced file this old was left by a killed run, not a concurrent save
 
@@ -33,6 +35,12 @@ class StoredIndex:
     manifest: dict
     chunks: list[Chunk]
     embeddings: np.ndarray
+    bm25: BM25Index
+
+    @property
+    def bm25_terms(self) -> dict:
+        """The rag.terms.TermSettings the stored BM25 postings were built with."""
+        return self.manifest["bm25_terms"]
 
     @property
     def settings(self) -> dict:
@@ -80,18 +88,29 @@ def chunk_from_json(row: dict) -> Chunk:
     return Chunk(row["id"], row["doc"], row["uri"], row["text"], tuple(row["heading"]), int(start), int(end))
 
 
-def save(index_dir: Path, settings: dict, files: dict[str, dict], chunks: list[Chunk], embeddings: np.ndarray) -> None:
+def save(
+    index_dir: Path,
+    settings: dict,
+    files: dict[str, dict],
+    chunks: list[Chunk],
+    embeddings: np.ndarray,
+    bm25: BM25Index,
+    bm25_terms: dict,
+) -> None:
     """Write a new generation, commit it by replacing the manifest, then delete older generations."""
     if embeddings.shape[0] != len(chunks):
         raise ValueError(f"{len(chunks)} chunks but {embeddings.shape[0]} embedding rows")
     index_dir = Path(index_dir)
     gen = uuid.uuid4().hex[:12]
-    chunks_name, emb_name = f"chunks-{gen}.jsonl", f"embeddings-{gen}.npy"
+    chunks_name, emb_name, bm25_name = f"chunks-{gen}.jsonl", f"embeddings-{gen}.npy", f"bm25-{gen}.npz"
     chunk_bytes = "".join(json.dumps(chunk_to_json(c), ensure_ascii=False) + "\n" for c in chunks).encode()
     atomic_write(index_dir / chunks_name, chunk_bytes)
     buf = io.BytesIO()
     np.save(buf, np.ascontiguousarray(embeddings, dtype=np.float32), allow_pickle=False)
     atomic_write(index_dir / emb_name, buf.getvalue())
+    buf = io.BytesIO()
+    np.savez(buf, **bm25.to_arrays())
+    atomic_write(index_dir / bm25_name, buf.getvalue())
     manifest = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -99,20 +118,22 @@ def save(index_dir: Path, settings: dict, files: dict[str, dict], chunks: list[C
         "chunks_file": chunks_name,
         "chunks_sha256": hashlib.sha256(chunk_bytes).hexdigest(),
         "embeddings_file": emb_name,
+        "bm25_file": bm25_name,
+        "bm25_terms": bm25_terms,
         "n_chunks": len(chunks),
         "files": files,
     }
     previous = _referenced(index_dir / MANIFEST)
     atomic_write(index_dir / MANIFEST, json.dumps(manifest, indent=1, ensure_ascii=False).encode())
-    _clean(index_dir, keep={chunks_name, emb_name}, previous=previous)
+    _clean(index_dir, keep={chunks_name, emb_name, bm25_name}, previous=previous)
 
 
 def _referenced(manifest_path: Path) -> set[str]:
     """The generation files a manifest points to; empty if it is missing or unreadable."""
     try:
         manifest = json.loads(manifest_path.read_bytes())
-        return {str(manifest["chunks_file"]), str(manifest["embeddings_file"])}
-    except (OSError, ValueError, KeyError, TypeError):
+        return {str(manifest[key]) for key in ("chunks_file", "embeddings_file", "bm25_file") if key in manifest}
+    except (OSError, ValueError, TypeError, AttributeError):
         return set()
 
 
@@ -126,7 +147,7 @@ def _clean(index_dir: Path, keep: set[str], previous: set[str]) -> None:
         name = path.name
         if name in keep or name == MANIFEST:
             continue
-        ours = name.startswith(("chunks-", "embeddings-")) or (name.startswith(".") and name.endswith(".tmp"))
+        ours = name.startswith(("chunks-", "embeddings-", "bm25-")) or (name.startswith(".") and name.endswith(".tmp"))
         if not ours:
             continue
         try:
@@ -157,12 +178,16 @@ def load(index_dir: Path) -> StoredIndex | None:
             raise IndexCorrupt("chunks file does not match its checksum")
         chunks = [chunk_from_json(json.loads(line)) for line in chunk_bytes.decode().splitlines() if line]
         embeddings = np.load(index_dir / manifest["embeddings_file"], allow_pickle=False)
+        with np.load(index_dir / manifest["bm25_file"], allow_pickle=False) as npz:
+            bm25 = BM25Index.from_arrays({key: npz[key] for key in npz.files})
+        if not isinstance(manifest["bm25_terms"], dict):
+            raise ValueError("bm25_terms is not an object")
         files = manifest["files"]
         settings = manifest["settings"]
         n = int(manifest["n_chunks"])
     except IndexCorrupt:
         raise
-    except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError, EOFError, zipfile.BadZipFile) as exc:
         raise IndexCorrupt(f"{type(exc).__name__}: {exc}") from None
     if not isinstance(settings, dict) or not isinstance(files, dict) or not all(
         isinstance(e, dict) and isinstance(e.get("chunks"), list) and isinstance(e.get("sha256"), str)
@@ -174,4 +199,6 @@ def load(index_dir: Path) -> StoredIndex | None:
     listed = [cid for entry in files.values() for cid in entry["chunks"]]
     if listed != [c.chunk_id for c in chunks]:
         raise IndexCorrupt("manifest chunk ids do not match the chunks file")
-    return StoredIndex(manifest, chunks, embeddings)
+    if len(bm25) != n:
+        raise IndexCorrupt(f"BM25 postings cover {len(bm25)} chunks, not {n}")
+    return StoredIndex(manifest, chunks, embeddings, bm25)

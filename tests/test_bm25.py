@@ -50,3 +50,17 @@ def test_the_stemmer_joins_plural_and_verb_forms():
     assert stem("queries") == "query"
     assert stem("running") == "run"
     assert stem("class") == "class" and stem("bus") == "bus" and stem("gpu") == "gpu"
+
+
+def test_postings_survive_a_round_trip_through_arrays():
+    import io
+
+    docs = [["kv", "cache", "size"], ["cache", "rope"], [], ["n_ctx", "kv"]]
+    index = BM25Index(docs)
+    buf = io.BytesIO()
+    np.savez(buf, **index.to_arrays())
+    buf.seek(0)
+    again = BM25Index.from_arrays(np.load(buf, allow_pickle=False))
+    for query in (["kv"], ["cache", "rope", "zzz"], ["n_ctx"]):
+        np.testing.assert_array_equal(again.scores(query), index.scores(query))
+    assert BM25Index.from_arrays(BM25Index([]).to_arrays()).scores(["x"]).shape == (0,)

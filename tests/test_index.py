@@ -58,6 +58,24 @@ def test_first_open_builds_and_saves_then_reopens_without_embedding(docs, tmp_pa
     np.testing.assert_array_equal(again.dense.matrix, first.dense.matrix)
 
 
+def test_reopening_loads_the_stored_bm25_postings_unless_term_settings_differ(docs, tmp_path, monkeypatch):
+    from rag import hybrid
+    from rag.terms import TermSettings
+
+    first, _ = open_(docs, tmp_path / "idx")
+
+    def no_rebuild(*args, **kwargs):
+        raise AssertionError("BM25 was rebuilt from the chunks")
+
+    with monkeypatch.context() as m:
+        m.setattr(hybrid, "BM25Index", no_rebuild)
+        again, _ = open_(docs, tmp_path / "idx")
+    np.testing.assert_array_equal(again.bm25.scores(["weight"]), first.bm25.scores(["weight"]))
+    assert first.bm25.scores(["weight"]).max() > 0  # "weights" stemmed
+    plain, _ = open_(docs, tmp_path / "idx", term_settings=TermSettings(stem=False))
+    assert not plain.update.modified and plain.bm25.scores(["weight"]).max() == 0  # built unstemmed, in memory
+
+
 def test_editing_one_file_reembeds_only_its_chunks_and_keeps_other_ids(docs, tmp_path):
     before, _ = open_(docs, tmp_path / "idx")
     (docs / "guide.md").write_text("# Install guide\n\nA new first paragraph.\n\n## Extra\n\nMore words here.\n")
@@ -103,9 +121,8 @@ def test_a_crash_while_saving_leaves_the_old_index_usable(docs, tmp_path, monkey
     stored = store.load(tmp_path / "idx")  # the old generation, intact
     assert [c.chunk_id for c in stored.chunks] == [c.chunk_id for c in before.chunks]
     assert stored.chunks == before.chunks
-    orphans = [p for p in (tmp_path / "idx").iterdir() if p.name != store.MANIFEST and p.name not in
-               (stored.manifest["chunks_file"], stored.manifest["embeddings_file"])]
-    assert len(orphans) == 3  # the killed run's two generation files and its half-written manifest
+    orphans = [p for p in (tmp_path / "idx").iterdir() if p.name not in (store.MANIFEST, *_generation(tmp_path / "idx"))]
+    assert len(orphans) == 4  # the killed run's three generation files and its half-written manifest
     for path in orphans:  # as if the crash was a while ago; younger files may be a concurrent save
         os.utime(path, (time.time() - store.STALE_SECONDS - 1,) * 2)
     index, _ = open_(docs, tmp_path / "idx")
@@ -114,9 +131,9 @@ def test_a_crash_while_saving_leaves_the_old_index_usable(docs, tmp_path, monkey
     assert leftovers == {store.MANIFEST, *_generation(tmp_path / "idx")}  # old generation and crash debris gone
 
 
-def _generation(index_dir: Path) -> tuple[str, str]:
+def _generation(index_dir: Path) -> tuple[str, str, str]:
     manifest = json.loads((index_dir / store.MANIFEST).read_text())
-    return manifest["chunks_file"], manifest["embeddings_file"]
+    return manifest["chunks_file"], manifest["embeddings_file"], manifest["bm25_file"]
 
 
 def test_a_young_unreferenced_generation_is_left_for_its_writer(docs, tmp_path):
@@ -137,8 +154,10 @@ def test_a_young_unreferenced_generation_is_left_for_its_writer(docs, tmp_path):
         lambda d: next(d.glob("chunks-*.jsonl")).write_text('{"id": "x"}\n'),
         lambda d: next(d.glob("embeddings-*.npy")).write_bytes(b"garbage"),
         lambda d: next(d.glob("embeddings-*.npy")).unlink(),
+        lambda d: next(d.glob("bm25-*.npz")).write_bytes(b"PK\x03\x04 truncated"),
     ],
-    ids=["manifest-not-json", "format-version", "chunks-tampered", "embeddings-garbage", "embeddings-missing"],
+    ids=["manifest-not-json", "format-version", "chunks-tampered", "embeddings-garbage", "embeddings-missing",
+         "bm25-garbage"],
 )
 def test_a_damaged_index_is_rebuilt_with_one_notice(docs, tmp_path, damage):
     before, _ = open_(docs, tmp_path / "idx")
