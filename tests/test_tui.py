@@ -11,6 +11,7 @@ from textual.content import Content
 from textual.widgets import Collapsible, OptionList, ProgressBar, Static
 
 from agent.chats import ChatStore
+from agent.errors import UsageError
 from agent.events import AnswerFinished, ErrorEvent, TextDelta
 from agent.tui import make_app
 from agent.tui.chat_list_screen import ChatListScreen
@@ -18,8 +19,10 @@ from agent.tui.citation_screen import CitationScreen
 from agent.tui.cited_markdown import CitedMarkdown
 from agent.tui.help_screen import HelpScreen
 from agent.tui.history_input import HistoryInput
+from agent.tui.loading import describe_progress
 from agent.tui.message_list import AnswerView
 from agent.tui.search_view import SearchResultsView
+from agent.tui.slash import Slash, parse_slash
 from agent.tui.sources_panel import SourcesPanel
 from agent.tui.token_meter import TokenBar, TokenScreen
 from agent.tui.turns import error_line, run_turn
@@ -477,3 +480,23 @@ async def test_the_tool_trace_shows_each_search_with_its_counts_and_expands(stor
         assert not call.collapsed
         details = str(call.query_one(".trace-hits", Static).content)
         assert "1. [1] docs/kv-cache.md lines 1-6 · KV cache" in details
+
+
+def test_slash_commands_parse_and_bad_ones_say_what_to_type():
+    assert parse_slash("/search  kv cache ") == Slash("search", "kv cache")
+    assert parse_slash("/EXPORT out.md") == Slash("export", "out.md")
+    assert parse_slash("what is /search?") is None
+    assert parse_slash("//etc/hosts is a path") is None  # sent as the question "/etc/hosts is a path"
+    with pytest.raises(UsageError, match="e.g. /search kv cache"):
+        parse_slash("/search")
+    with pytest.raises(UsageError, match="/search, /export, /clear, /help"):
+        parse_slash("/quit")
+
+
+def test_index_progress_reads_as_a_label_and_a_fraction():
+    progress = describe_progress(IndexProgress("embed", done=120, total=409))
+    assert (progress.done, progress.total) == (120, 409)
+    assert progress.label.startswith("Embedding the chunks: 120/409 chunks")
+    assert describe_progress(IndexProgress("notice", message="index rebuilt: settings changed")).label == (
+        "index rebuilt: settings changed"
+    )

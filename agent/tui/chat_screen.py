@@ -9,7 +9,6 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
@@ -20,13 +19,12 @@ from agent.tui import verdicts
 from agent.tui.chat_list_screen import ChatListScreen
 from agent.tui.citation_screen import CitationInfo, CitationScreen, citation_infos
 from agent.tui.conversation import Conversation
-from agent.tui.help_screen import HelpScreen, legend
+from agent.tui.help_screen import HelpScreen
 from agent.tui.history_input import HistoryInput
 from agent.tui.loading import LoadingPanel, describe_progress
-from agent.tui.message_list import AnswerView, MessageList, QuestionView
+from agent.tui.message_list import AnswerView, MessageList, QuestionView, welcome_text
 from agent.tui.messages import (
     LoadProgress,
-    OpenChunk,
     OpenCitation,
     SearchResults,
     SessionFailed,
@@ -89,22 +87,14 @@ class ChatScreen(Screen):
             with Vertical(id="chat-column"):
                 yield LoadingPanel(id="loading")
                 with MessageList(id="messages"):
-                    yield Static(self._welcome(), classes="welcome")
+                    yield self._welcome()
                 yield TokenBar(id="token-bar")
                 yield HistoryInput(placeholder="Ask about your docs…  (/help for commands)", id="question")
             yield SourcesPanel(id="sources")
         yield Footer()
 
-    def _welcome(self) -> Content:
-        docs = f" in {self.session.docs_dir}" if self.session is not None and self.session.docs_dir else ""
-        return Content("\n").join(
-            [
-                Content(f"Ask a question about the docs{docs}."),
-                Content("Answers cite their sources as [n], coloured by whether the source supports the claim:"),
-                legend(),
-                Content("F1 keys · /search QUERY shows hits without the model · Ctrl+O saved chats"),
-            ]
-        )
+    def _welcome(self) -> Static:
+        return Static(welcome_text(self.session.docs_dir if self.session is not None else None), classes="welcome")
 
     def on_mount(self) -> None:
         self.query_one(HistoryInput).focus()
@@ -138,7 +128,7 @@ class ChatScreen(Screen):
         self.query_one(LoadingPanel).display = False
         self.query_one(StatusLine).set(model=session.model_name, index_size=session.index_size, docs=session.docs_dir)
         for welcome in self.query(".welcome").results(Static):
-            welcome.update(self._welcome())
+            welcome.update(welcome_text(session.docs_dir))
         if self.pending:
             await self.ask(self.pending.pop(0))
 
@@ -285,9 +275,6 @@ class ChatScreen(Screen):
         info = CitationInfo(None, hit=self._search_hits.get(chunk_id), chunk=self.conversation.chunk(chunk_id))
         self.app.push_screen(CitationScreen([info]))
 
-    def on_open_chunk(self, message: OpenChunk) -> None:
-        self.action_open_chunk(message.chunk_id)
-
     def action_toggle_sources(self) -> None:
         self.sources_shown = not self.query_one(SourcesPanel).display
         self._place_sources()
@@ -331,7 +318,7 @@ class ChatScreen(Screen):
             return
         self.conversation.new_chat()
         await self._clear()
-        await self.message_list.mount(Static(self._welcome(), classes="welcome"))
+        await self.message_list.mount(self._welcome())
 
     def action_chat_list(self) -> None:
         chats = self.conversation.store.list_chats()

@@ -40,22 +40,10 @@ def _rows(rows: tuple[tuple[str, str], ...], width: int) -> list[Content]:
     return [Content.assemble((f"  {key:<{width}}", "bold"), does) for key, does in rows]
 
 
-def legend() -> Content:
-    """Each verdict's marker as answers show it, with its meaning, in two short lines."""
-    samples = [("[1]", "supported"), ("[2]", "weak"), ("[3]", "unsupported"), ("[4]", "cited"), ("[5?]", "made_up"), ("[6]", "unresolved")]
-    lines = []
-    for row in (samples[:3], samples[3:]):
-        parts: list = []
-        for marker, verdict in row:
-            parts += ["  ", (marker, f".{v.css_class(verdict)}"), f" {v.LABELS[verdict]:<13}"]
-        lines.append(Content.assemble(*parts))
-    return Content("\n").join(lines)
-
-
 def help_text() -> Content:
     lines = [Content.assemble(("Keys", "bold underline")), *_rows(KEYS, 12), Content("")]
     lines += [Content.assemble(("Commands", "bold underline")), *_rows(SLASH, 16), Content("")]
-    lines += [Content.assemble(("Citations", "bold underline")), legend()]
+    lines += [Content.assemble(("Citations", "bold underline")), v.legend()]
     lines.append(Content("  made up: no excerpt has that number\n  unresolved: the chunk is not in the index\n  Click a marker to open its source."))
     return Content("\n").join(lines)
 

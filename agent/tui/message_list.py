@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
@@ -29,6 +31,19 @@ STATUS = {
     "cancelled": "■ cancelled — what streamed is kept",
     "error": "✗ error",
 }
+
+
+def welcome_text(docs: Path | None) -> Content:
+    """What an empty chat shows: what to do, and what the citation colours mean."""
+    where = f" in {docs}" if docs else ""
+    return Content("\n").join(
+        [
+            Content(f"Ask a question about the docs{where}."),
+            Content("Answers cite their sources as [n], coloured by whether the source supports the claim:"),
+            v.legend(),
+            Content("F1 keys · /search QUERY shows hits without the model · Ctrl+O saved chats"),
+        ]
+    )
 
 
 class QuestionView(Static):

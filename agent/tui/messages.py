@@ -58,11 +58,3 @@ class OpenCitation(Message):
 
     n: int
     turn_id: int | None = None
-
-
-@dataclass
-class OpenChunk(Message):
-    """Show a stored chunk, e.g. a `/search` hit."""
-
-    chunk_id: str
-    hit: Hit | None = None

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import Iterator
 
+from textual.content import Content
+
 from agent.events import Answer
 
 VERDICTS: tuple[str, ...] = ("supported", "weak", "unsupported", "cited", "made_up", "unresolved", "uncited")
@@ -65,3 +67,15 @@ def summary(answer: Answer) -> str:
     for verdict in verdict_map(answer).values():
         counts[verdict] = counts.get(verdict, 0) + 1
     return " · ".join(f"{counts[v]} {LABELS[v]}" for v in VERDICTS if v in counts)
+
+
+def legend() -> Content:
+    """Each verdict's marker as answers show it, with its meaning, in two short lines."""
+    samples = [("[1]", "supported"), ("[2]", "weak"), ("[3]", "unsupported"), ("[4]", "cited"), ("[5?]", "made_up"), ("[6]", "unresolved")]
+    lines = []
+    for row in (samples[:3], samples[3:]):
+        parts: list = []
+        for marker, verdict in row:
+            parts += ["  ", (marker, f".{css_class(verdict)}"), f" {LABELS[verdict]:<13}"]
+        lines.append(Content.assemble(*parts))
+    return Content("\n").join(lines)
