@@ -500,3 +500,18 @@ def test_index_progress_reads_as_a_label_and_a_fraction():
     assert describe_progress(IndexProgress("notice", message="index rebuilt: settings changed")).label == (
         "index rebuilt: settings changed"
     )
+
+
+@pilot_test
+async def test_clicking_an_earlier_answer_makes_its_sources_current(store):
+    async with chatting(store, ["Keys and values are stored [1].", "BM25 ranks documents [1]."]) as (pilot, session, _, _):
+        first = await ask(pilot, "what does the kv cache store")
+        second = await ask(pilot, "what is bm25")
+        panel = pilot.app.chat.query_one(SourcesPanel)
+        assert panel.turn_id == second.turn_id and second.has_class("-current")
+        await pilot.click(first.query_one(".answer-footer"))
+        assert panel.turn_id == first.turn_id and first.has_class("-current") and not second.has_class("-current")
+        await pilot.press("tab", "1")
+        screen = pilot.app.screen
+        assert isinstance(screen, CitationScreen)
+        assert screen.infos[screen.index].citation.chunk_id == first.answer.citations[0].chunk_id

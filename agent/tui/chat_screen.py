@@ -24,6 +24,7 @@ from agent.tui.history_input import HistoryInput
 from agent.tui.loading import LoadingPanel, describe_progress
 from agent.tui.message_list import AnswerView, MessageList, QuestionView, welcome_text
 from agent.tui.messages import (
+    AnswerSelected,
     LoadProgress,
     OpenCitation,
     SearchResults,
@@ -167,7 +168,6 @@ class ChatScreen(Screen):
             return
         turn_id, log, cancel = self.conversation.begin()
         await self._add_turn(turn_id, question)
-        self.query_one(SourcesPanel).show(turn_id, {}, None)
         self._run_turn(self.session, log, question, turn_id, cancel)
 
     async def _add_turn(self, turn_id: int, question: str) -> AnswerView:
@@ -175,7 +175,7 @@ class ChatScreen(Screen):
         view = AnswerView(turn_id, question, id=f"turn-{turn_id}", classes="answer")
         await self.message_list.mount_all([QuestionView(question, classes="question"), view])
         self.call_after_refresh(self.message_list.follow, True)
-        self.current_turn = turn_id
+        self._select(turn_id)
         return view
 
     @work(thread=True, exit_on_error=False, group="ask")
@@ -267,6 +267,21 @@ class ChatScreen(Screen):
             self.notify(f"This answer has no source [{n}].", severity="warning")
             return
         self.app.push_screen(CitationScreen(infos, index))
+
+    def on_answer_selected(self, message: AnswerSelected) -> None:
+        self._select(message.turn_id)
+
+    def _select(self, turn_id: int | None) -> None:
+        """Make `turn_id` the answer the sources panel, 1-9 and Ctrl+T refer to."""
+        self.current_turn = turn_id
+        for view in self.query(AnswerView).results(AnswerView):
+            view.set_class(view.turn_id == turn_id, "-current")
+        view = self._view(turn_id)
+        if view is not None:
+            self.query_one(SourcesPanel).show(turn_id, view.excerpts(), view.answer)
+            if view.context is not None:
+                self.last_context = view.context
+                self.query_one(TokenBar).show(view.context)
 
     def on_open_citation(self, message: OpenCitation) -> None:
         self.action_open_citation(message.n, message.turn_id)

@@ -22,6 +22,7 @@ from agent.events import (
 )
 from agent.tui import verdicts as v
 from agent.tui.cited_markdown import CitedMarkdown
+from agent.tui.messages import AnswerSelected
 from agent.tui.tool_trace import ToolTrace
 from rag.types import Hit
 
@@ -95,6 +96,9 @@ class AnswerView(Vertical):
     def excerpts(self) -> dict[int, Hit]:
         """Ledger number -> hit, for every excerpt this turn showed the model."""
         return excerpts(self.events)
+
+    def on_click(self) -> None:
+        self.post_message(AnswerSelected(self.turn_id))
 
     def _footer(self, text: str) -> None:
         self.query_one(".answer-footer", Static).update(text)

@@ -58,3 +58,10 @@ class OpenCitation(Message):
 
     n: int
     turn_id: int | None = None
+
+
+@dataclass
+class AnswerSelected(Message):
+    """The user clicked an answer: the sources panel, 1-9 and Ctrl+T now refer to it."""
+
+    turn_id: int
