@@ -357,7 +357,7 @@ async def test_loading_shows_index_progress_and_a_question_waits_for_it(store):
         bar = chat.query_one(ProgressBar)
         await wait_for(pilot, lambda: bar.total == 12)
         assert bar.progress == 3
-        assert "Embedding the chunks: 3/12" in str(chat.query_one("#loading-label", Static).content)
+        assert "Building the index: embedding 3/12 chunks" in str(chat.query_one("#loading-label", Static).content)
         chat.query_one(HistoryInput).value = "what does the kv cache store"
         await pilot.press("enter")  # asked while loading: kept, then asked when ready
         assert model.calls == []
@@ -496,7 +496,7 @@ def test_slash_commands_parse_and_bad_ones_say_what_to_type():
 def test_index_progress_reads_as_a_label_and_a_fraction():
     progress = describe_progress(IndexProgress("embed", done=120, total=409))
     assert (progress.done, progress.total) == (120, 409)
-    assert progress.label.startswith("Embedding the chunks: 120/409 chunks")
+    assert progress.label == "Building the index: embedding 120/409 chunks"
     assert describe_progress(IndexProgress("notice", message="index rebuilt: settings changed")).label == (
         "index rebuilt: settings changed"
     )

@@ -12,9 +12,9 @@ from agent.tui.messages import LoadProgress
 
 
 STAGES = {
-    "scan": ("Scanning the docs", "files"),
-    "chunk": ("Chunking the docs", "files"),
-    "embed": ("Embedding the chunks", "chunks"),
+    "scan": ("Building the index: scanning the docs", "files"),
+    "chunk": ("Building the index: chunking", "files"),
+    "embed": ("Building the index: embedding", "chunks"),
     "save": ("Saving the index", ""),
     "done": ("Index ready", ""),
 }
@@ -31,7 +31,7 @@ def describe_progress(progress: Any) -> LoadProgress:
     label, unit = STAGES[stage]
     done, total = getattr(progress, "done", 0), getattr(progress, "total", 0)
     if total and unit:
-        label = f"{label}: {done}/{total} {unit} (first run for this docs folder)"
+        label = f"{label} {done}/{total} {unit}"
     return LoadProgress(label, done, total or None)
 
 
