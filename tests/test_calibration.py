@@ -93,6 +93,7 @@ def test_lexical_verifier_meets_the_targets_on_the_held_back_split(items, lexica
     m = evaluate(test, evidence, LEXICAL)
     assert m.accuracy >= TARGET_ACCURACY and m.precision >= TARGET_PRECISION
     assert m.by_kind["number_changed"][SUPPORTED] == 0
+    assert m.by_kind["negation_flipped"][SUPPORTED] == 0
 
 
 def test_report_without_a_set_says_to_build_it(tmp_path, capsys):
