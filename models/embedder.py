@@ -15,8 +15,9 @@ from models.config import ModelConfig
 from models.errors import GenerationError, ModelLoadFailed
 
 MAX_TOKENS = 512  # MiniLM's position table; [CLS] and [SEP] included
-# Both chosen by benchmarks/embedding.py: larger decodes were slower (attention spans every sequence in the
-# batch), and 32 texts per llama call reach the throughput of 256 while bounding how long the lock is held.
+# Both chosen by benchmarks/embedding.py: decodes of 1024/2048 tokens were slower (attention spans every
+# sequence in the batch). Texts per llama call do not matter for ~200-token chunks (two fill a decode); for
+# short queries 32 per call is ~2x one per call, and the cap bounds how long a query waits behind indexing.
 DEFAULT_BATCH_TOKENS = 512  # tokens per llama.cpp decode
 TEXTS_PER_CALL = 32
 _WORD = re.compile(r"\S+")
