@@ -5,7 +5,10 @@ from __future__ import annotations
 import os
 import tempfile
 
-import pytest
+# Before numpy loads: multi-threaded OpenBLAS was ~10x slower for the small products tests make on a busy machine.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import pytest  # noqa: E402
 
 # Tests never write into the user's real cache or data dirs.
 _TMP_ROOT = tempfile.mkdtemp(prefix="smoldocs-tests-")
