@@ -11,6 +11,7 @@ from models.protocols import Embedder
 from rag.citations import problem
 from rag.claims import find_markers, split_claims
 from rag.claim_terms import terms
+from rag.support import embed_cached
 from rag.verify import CitationLike, Lookup
 
 QUOTE_LABEL = "Quoted from the docs:"
@@ -84,8 +85,9 @@ def _scores(question: str, sentences: list[str], embedder: Embedder | None) -> n
     )
     if embedder is None:
         return coverage
-    vectors = embedder.embed([question, *sentences])
-    return W_COS * (vectors[1:] @ vectors[0]) + (1 - W_COS) * coverage
+    vectors = embed_cached([question, *sentences], embedder)  # the verifier has usually embedded many already
+    cos = np.array([float(vectors[s] @ vectors[question]) for s in sentences], dtype=np.float32)
+    return W_COS * cos + (1 - W_COS) * coverage
 
 
 def _overlap(a: str, b: str) -> float:

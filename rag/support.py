@@ -88,7 +88,7 @@ def gather(
     if embedder is None or not pairs:
         return [ev for _, ev, _ in lexical]
     wanted = [t for claim, ev, keep in lexical if keep.any() for t in (claim, *np.array(ev.sentences)[keep])]
-    vectors = _embed_once(wanted, embedder)
+    vectors = embed_cached(wanted, embedder)
     out = []
     for claim, ev, keep in lexical:
         cos = np.zeros(len(ev.sentences), dtype=np.float32)
@@ -109,8 +109,8 @@ _VECTORS_LOCK = threading.Lock()
 _VECTORS_MAX = 8192  # sentences of recently cited chunks come back turn after turn
 
 
-def _embed_once(texts: list[str], embedder: Embedder) -> dict[str, np.ndarray]:
-    """Vectors of `texts`, embedding the ones not seen recently in a single batch call."""
+def embed_cached(texts: list[str], embedder: Embedder) -> dict[str, np.ndarray]:
+    """Vectors of `texts`, embedding the ones not seen recently (per embedder model) in a single batch call."""
     unique = list(dict.fromkeys(texts))
     with _VECTORS_LOCK:
         missing = [t for t in unique if (embedder.model_id, t) not in _VECTORS]
