@@ -118,8 +118,8 @@ class CitationScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="citation-dialog", classes="dialog"):
             yield Static(id="citation-header")
-            yield Static(id="citation-claims")
             with VerticalScroll(id="citation-body"):
+                yield Static(id="citation-claims")
                 yield Static(id="citation-text")
             yield Static("Esc close · ←/→ other sources", classes="dialog-hint")
 

@@ -75,7 +75,8 @@ def legend() -> Content:
     lines = []
     for row in (samples[:3], samples[3:]):
         parts: list = []
-        for marker, verdict in row:
-            parts += ["  ", (marker, f".{css_class(verdict)}"), f" {LABELS[verdict]:<13}"]
+        for i, (marker, verdict) in enumerate(row):
+            label = LABELS[verdict] if i == len(row) - 1 else f"{LABELS[verdict]:<12}"
+            parts += ["  ", (marker, f".{css_class(verdict)}"), f" {label}"]
         lines.append(Content.assemble(*parts))
     return Content("\n").join(lines)
