@@ -33,6 +33,7 @@ class SearchFinished:
     result: str = ""  # what the model was given
     error: str | None = None  # a tool error the model sees as a result
     call_id: int = 0
+    excerpts: tuple[tuple[int, str], ...] = ()  # (ledger number, chunk id) of each excerpt kept
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from agent.events import (
     TurnStarted,
 )
 from agent.grammars import citation_grammar, tool_call_grammar
+from agent.repetition import RepetitionGuard
 from agent.prompts import NOT_COVERED, abstains, neutralize, placeholder_query, system_rules, tool_rules
 from agent.settings import AgentSettings
 from agent.toolcalls import ParseFailure, parse_tool_calls
@@ -79,7 +80,7 @@ class Agent:
         ledger = Ledger()
         results: list[ToolResult] = []
         if self.policy == "search-first":
-            query = question if not history else f"{history[-1][0]}\n{question}"
+            query = follow_up_query(question, history)
             args = {"query": query.strip()[:MAX_QUERY_CHARS], "k": self.settings.k}
             results += yield from self._run_calls([(SEARCH_DOCS_NAME, args)], ledger, prepared.evidence_budget, answer)
         else:
@@ -119,7 +120,8 @@ class Agent:
             payload = result.payload
             packed = getattr(payload, "packed", None)
             hits = tuple(getattr(payload, "hits", ()) or ())
-            numbers = tuple(ledger.peek(h) for h in (packed.used if packed else ()))
+            excerpts = tuple((ledger.peek(h), h.chunk_id) for h in (packed.used if packed else ()))
+            numbers = tuple(n for n, _ in excerpts)
             answer.trace.append(
                 {
                     "tool": result.name,
@@ -140,6 +142,7 @@ class Agent:
                 result=result.text,
                 error=result.error,
                 call_id=base + i,
+                excerpts=excerpts,
             )
         return results
 
@@ -204,10 +207,16 @@ class Agent:
         if self.settings.constrained:
             options = replace(options, grammar=citation_grammar(sorted(shown)))
         pieces: list[str] = []
+        guard = RepetitionGuard()
+        stop = CancelToken()  # the user's cancel, or the guard's
         try:
-            for delta in self.model.stream(messages, options, cancel):
+            for delta in self.model.stream(messages, options, _Either(cancel, stop)):
                 pieces.append(delta)
                 yield TextDelta(delta)
+                if guard.feed(delta):
+                    stop.cancel()
+                    answer.trace.append({"stopped": "the answer started repeating itself"})
+                    break
         except (ModelError, ValueError) as exc:
             yield ErrorEvent(f"generation failed: {exc}", fatal=True)
             answer.status = "error"
@@ -243,6 +252,30 @@ class Agent:
         answer.claims = result.claims
         answer.unknown = result.unknown
         answer.unresolved = result.unresolved
+
+
+_ANAPHORA = re.compile(r"\b(it|its|it's|this|that|these|those|they|them|their|there|he|she|one|ones|same|above|more)\b", re.I)
+
+
+def follow_up_query(question: str, history: Sequence[tuple[str, str]]) -> str:
+    """The search query of a search-first turn: a short or pronoun-led follow-up borrows the previous question."""
+    if not history:
+        return question
+    words = question.split()
+    if len(words) <= 4 or _ANAPHORA.search(" ".join(words[:6])):
+        return f"{history[-1][0]}\n{question}"
+    return question
+
+
+class _Either:
+    """Cancelled when either token is."""
+
+    def __init__(self, *tokens: CancelToken) -> None:
+        self.tokens = tokens
+
+    @property
+    def cancelled(self) -> bool:
+        return any(t.cancelled for t in self.tokens)
 
 
 def _grammar_schema() -> dict:

@@ -226,3 +226,29 @@ def test_copied_placeholder_query_is_a_failed_call_then_the_question_is_searched
     assert {"fallback_search": True} in answer.trace
     assert retriever.calls == [("what does the kv cache store", 5, None)]
     assert answer.citations[0].chunk_id == "docs/kv-cache.md#0"
+
+
+def test_search_finished_names_the_chunk_behind_each_number():
+    session, _, _ = make_session(["Cached [1]."])
+    finished = [e for e in session.ask("kv cache keys bm25") if isinstance(e, SearchFinished)][0]
+    assert [n for n, _ in finished.excerpts] == list(finished.packed)
+    assert dict(finished.excerpts)[1] == finished.hits[0].chunk_id
+
+
+def test_follow_up_query_borrows_only_for_short_or_pronoun_questions():
+    from agent.loop import follow_up_query
+
+    history = [("What does the KV cache store?", "Keys and values.")]
+    assert follow_up_query("How big is it?", history) == "What does the KV cache store?\nHow big is it?"
+    assert follow_up_query("and temperature?", history).startswith("What does the KV cache")
+    assert follow_up_query("What does BM25 rank documents by?", history) == "What does BM25 rank documents by?"
+    assert follow_up_query("How big is it?", []) == "How big is it?"
+
+
+def test_a_looping_answer_is_stopped_early():
+    loop = "the prefix of the prefix of the prefix " * 30
+    session, model, _ = make_session(["The kv cache stores keys [1]. " + loop])
+    answer = final(session.ask("kv cache"))
+    assert answer.status == "answered"
+    assert {"stopped": "the answer started repeating itself"} in answer.trace
+    assert len(answer.model_text) < len(loop) / 2
