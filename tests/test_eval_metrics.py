@@ -17,7 +17,7 @@ from agent.eval.metrics import (
     percentile,
     problems,
 )
-from agent.eval.records import CitedChunk, Record
+from agent.eval.records import CitedChunk, Record, ToolStep
 from agent.eval.report import build_report, format_markdown, format_terminal, write_report
 from agent.eval.runner import load_question_file, run_question, shown_markers, stratified, tool_steps
 from agent.events import Answer
@@ -154,7 +154,7 @@ def test_cost_metrics_separate_model_tool_steps_from_agent_searches():
         {"tool_step": "I think", "calls": 0, "parse_errors": []},
     ]
     steps, agent = tool_steps(trace)
-    assert [s.valid for s in steps] == [0, 1, 0] and agent == 0
+    assert [s.valid for s in steps] == [0, 1, 0] and agent == 0 and steps[2].text == "I think"
     assert tool_steps([{"tool": "search_docs", "ok": True, "error": None}]) == ([], 1)
     k = cost_metrics([rec(tool_steps=tuple(steps))])
     assert k["tool_steps"] == 3 and k["tool_call_success"] == pytest.approx(1 / 3)
@@ -232,7 +232,7 @@ def test_records_of_scripted_turns_grade_each_case():
     assert wrong_doc.citations[0].doc_id == "docs/bm25.md" and not wrong_doc.citations[0].gold
     assert made_up.citations[0].verdict == "made_up" and made_up.markers == (7,)
     assert abstained.abstained and abstained.markers == ()
-    assert correct.agent_searches == 1 and correct.packed == (1, 2)
+    assert correct.agent_searches == 1 and correct.packed == (1, 2) and correct.queries == (KV.q,)
     c = citation_metrics([correct, wrong_doc, made_up, abstained])
     assert c["flagged_or_resolved"] == 1.0 and c["falsely_passed"] == 0
     assert c["precision"] == 0.5 and c["recall"] == pytest.approx(1 / 3) and c["made_up_rate"] == pytest.approx(1 / 3)
@@ -260,13 +260,18 @@ def test_every_number_a_scripted_answer_cites_is_resolved_or_flagged(numbers):
 
 
 def test_report_renders_summary_rows_and_writes_both_files(tmp_path):
-    records = [rec(citations=[cite(1)]), rec(id="u1", doc=None, status="insufficient_evidence", answer="No | pipes")]
+    step = ToolStep(calls=1, valid=1, text='<tool_call>{"name": "search_docs"}</tool_call>')
+    records = [
+        rec(citations=[cite(1)], tool_steps=(step,), queries=("kv cache",)),
+        rec(id="u1", doc=None, status="insufficient_evidence", answer="No | pipes"),
+    ]
     report = build_report(records, [], {"policy": "search-first", "k": 5, "chunks": 2}, Thresholds())
     assert report["gate"]["ok"] and report["rows"][0]["cites_gold"] is True and report["rows"][1]["cites_gold"] is None
     table = format_terminal(report)
-    assert "flagged or resolved" in table and "100.0% (1 resolved, 0 flagged)" in table and "Invariants hold." in table
+    assert "flagged or resolved" in table and "100.0% (1 resolved, 0 flagged, 0 unchecked)" in table and "Invariants hold." in table
     md = format_markdown(report)
     assert "| q1 | answered | yes |" in md and "### u1:" in md and "> No | pipes" in md
+    assert "Tool step (1 valid of 1 calls): `<tool_call>" in md and "Searched: `kv cache`" in md
     json_path, md_path = write_report(tmp_path / "out", report)
     assert json.loads(json_path.read_text())["rows"][0]["id"] == "q1" and md_path.read_text().startswith("# smoldocs eval")
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["report.json", "report.md"]

@@ -83,10 +83,9 @@ def run(args: argparse.Namespace) -> int:
     from agent.commands.common import load_embedder_from_args, open_index_from_args
     from agent.errors import UsageError
     from agent.eval.report import build_report, format_terminal, write_report
-    from agent.eval.runner import default_question_file, load_question_file, run_questions, stratified
+    from agent.eval.runner import default_question_file, load_question_file, retrieval_rows, run_questions, stratified
     from agent.session import ChatSession
     from models.chat import load_chat_model
-    from rag.retrieval_eval import evaluate
 
     # Cheap checks first: a typo in a path should not cost a model load.
     path = Path(args.questions) if args.questions else default_question_file(Path(args.docs) if args.docs else None)
@@ -102,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     embedder = load_embedder_from_args(args)
     index = open_index_from_args(args, tokenizer=model.tokenizer, embedder=embedder, quiet=args.progress is False)
     session = ChatSession(model, index, embedder=embedder, settings=settings, docs_dir=index.docs_dir)
-    retrieval = evaluate(index, questions, MODES)
+    retrieval = retrieval_rows(index, questions, MODES)
     bar = QuestionProgress(sys.stderr, args.progress)
     records, interrupted = [], False
     try:

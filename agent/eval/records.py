@@ -41,6 +41,7 @@ class ToolStep:
     calls: int
     valid: int
     parse_errors: int = 0
+    text: str = ""  # what the model wrote, cut short
 
     @property
     def succeeded(self) -> bool:
@@ -65,6 +66,7 @@ class Record:
     citations: tuple[CitedChunk, ...] = ()
     packed: tuple[int, ...] = ()  # excerpt numbers the searches packed
     retrieved: tuple[str, ...] = ()  # chunk ids the agent's searches returned
+    queries: tuple[str, ...] = ()  # what was searched, in order
     policy: str = ""
     prompt_tokens: int = 0
     completion_tokens: int = 0

@@ -60,7 +60,8 @@ def sections(report: dict) -> list[Section]:
     return [
         ("Citations", [
             ("cited numbers", str(c["cited"])),
-            ("flagged or resolved", f"{pct(c['flagged_or_resolved'])} ({c['resolved']} resolved, {c['flagged']} flagged)"),
+            ("flagged or resolved", f"{pct(c['flagged_or_resolved'])} "
+                                    f"({c['resolved']} resolved, {c['flagged']} flagged, {c['unchecked']} unchecked)"),
             ("made-up rate", f"{pct(c['made_up_rate'])} ({c['made_up']}; in {c['answers_with_made_up']} answers)"),
             ("bad citations not flagged", str(c["falsely_passed"])),
             ("precision (gold or holds evidence)", f"{num(c['precision'])} of {c['precision_n']} resolved"),
@@ -163,6 +164,10 @@ def _question_detail(row: dict) -> list[str]:
     out = [f"### {row['id']}: {_cell(row['question'])}", "", f"Gold: {_cell(gold)}  ", f"Status: {row['status']}"]
     if row["error"]:
         out.append(f"  \nError: {_cell(row['error'])}")
+    for step in row["tool_steps"]:
+        out.append(f"  \nTool step ({step['valid']} valid of {step['calls']} calls): `{_cell(step['text'])}`")
+    if row["queries"]:
+        out.append("  \nSearched: " + "; ".join(f"`{_cell(q)}`" for q in row["queries"]))
     out += ["", *[f"> {line}" for line in (row["answer"] or "(empty)").splitlines()], ""]
     for c in row["citations"]:
         mark = "gold" if c["gold"] else "not gold"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import time
 from pathlib import Path
@@ -15,6 +16,7 @@ from rag.citations import parse_citations
 from rag.metrics import Question, gold_chunk_ids, question_files
 
 # Registry errors that mean the call's arguments never reached the tool (agent.tools.ToolRegistry.call).
+STEP_TEXT_CHARS = 300  # enough of a tool step to see what the model tried
 _ARGUMENT_ERRORS = ("invalid arguments for", "unknown tool", "arguments are not valid JSON")
 
 
@@ -74,6 +76,17 @@ def _spread(items: Sequence[Question], n: int) -> list[Question]:
         return []
     n = min(n, len(items))
     return [items[i * len(items) // n] for i in range(n)]
+
+
+def retrieval_rows(index, questions: Sequence[Question], modes: Sequence[str]) -> list:
+    """rag.retrieval_eval's Recall@1/@5 and MRR@10 per mode, each question embedded once in one batch."""
+    from rag.retrieval_eval import MemoEmbedder, evaluate
+
+    memo = MemoEmbedder(index.embedder)
+    memo.embed([q.q for q in questions if q.answerable])  # one call: per-call overhead dominates on a busy CPU
+    probe = copy.copy(index)  # the same chunks and matrices; only the copy's embedder remembers
+    probe.embedder = memo
+    return evaluate(probe, questions, modes)
 
 
 def run_questions(
@@ -139,6 +152,7 @@ def to_record(question: Question, answer: Answer, index, latency: float, error: 
         citations=tuple(citations),
         packed=tuple(sorted(packed)),
         retrieved=retrieved,
+        queries=tuple(_query(e.get("arguments")) for e in answer.trace if "tool" in e),
         policy=policy,
         prompt_tokens=answer.prompt_tokens,
         completion_tokens=answer.completion_tokens,
@@ -150,6 +164,10 @@ def to_record(question: Question, answer: Answer, index, latency: float, error: 
         agent_searches=agent_searches,
         error=error,
     )
+
+
+def _query(arguments) -> str:
+    return str(arguments.get("query", "")) if isinstance(arguments, dict) else repr(arguments)
 
 
 def shown_markers(answer: Answer) -> tuple[int, ...]:
@@ -167,7 +185,10 @@ def tool_steps(trace: Sequence[dict]) -> tuple[list[ToolStep], int]:
     agent_searches = 0
     for entry in trace:
         if "tool_step" in entry:
-            steps.append({"calls": entry.get("calls", 0), "valid": 0, "parse_errors": len(entry.get("parse_errors", ()))})
+            steps.append({
+                "calls": entry.get("calls", 0), "valid": 0, "parse_errors": len(entry.get("parse_errors", ())),
+                "text": str(entry["tool_step"])[:STEP_TEXT_CHARS],
+            })
         elif "tool" in entry:
             if not steps:
                 agent_searches += 1
