@@ -233,10 +233,12 @@ def test_records_of_scripted_turns_grade_each_case():
     assert made_up.citations[0].verdict == "made_up" and made_up.markers == (7,)
     assert abstained.abstained and abstained.markers == ()
     assert correct.agent_searches == 1 and correct.packed == (1, 2) and correct.queries == (KV.q,)
+    assert correct.shown_chunks == (GOLD, "docs/bm25.md#0")
     c = citation_metrics([correct, wrong_doc, made_up, abstained])
     assert c["flagged_or_resolved"] == 1.0 and c["falsely_passed"] == 0
     assert c["precision"] == 0.5 and c["recall"] == pytest.approx(1 / 3) and c["made_up_rate"] == pytest.approx(1 / 3)
-    assert answer_metrics([correct, wrong_doc, made_up, abstained])["abstention_accuracy"] == 1.0
+    a = answer_metrics([correct, wrong_doc, made_up, abstained])
+    assert a["abstention_accuracy"] == 1.0 and a["gold_shown"] == 1.0
 
 
 def test_a_crashing_turn_becomes_a_failed_record_not_a_crashed_run():

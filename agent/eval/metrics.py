@@ -102,6 +102,7 @@ def answer_metrics(records: Sequence[Record]) -> dict:
         "evidence_contained": ratio(sum(contains_evidence(r.answer, r.evidence) for r in answered), len(answered)),
         "evidence_n": len(answered),
         "gold_retrieved": ratio(sum(bool(set(r.retrieved) & set(r.gold_chunks)) for r in answerable), len(answerable)),
+        "gold_shown": ratio(sum(bool(set(r.shown_chunks) & set(r.gold_chunks)) for r in answerable), len(answerable)),
     }
 
 

@@ -67,6 +67,7 @@ class Record:
     packed: tuple[int, ...] = ()  # excerpt numbers the searches packed
     retrieved: tuple[str, ...] = ()  # chunk ids the agent's searches returned
     queries: tuple[str, ...] = ()  # what was searched, in order
+    shown_chunks: tuple[str, ...] = ()  # chunk ids of the excerpts the searches packed
     policy: str = ""
     prompt_tokens: int = 0
     completion_tokens: int = 0

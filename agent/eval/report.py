@@ -76,7 +76,7 @@ def sections(report: dict) -> list[Section]:
             ("false abstention on answerable", f"{pct(a['false_abstention'])} of {a['answerable']}"),
             ("evidence word overlap (mean)", f"{num(a['evidence_overlap'])} of {a['evidence_n']} answered"),
             ("evidence string in the answer", pct(a["evidence_contained"])),
-            ("gold chunk among the agent's hits", pct(a["gold_retrieved"])),
+            ("gold chunk among the agent's hits / shown excerpts", f"{pct(a['gold_retrieved'])} / {pct(a['gold_shown'])}"),
         ]),
         ("Cost", [
             ("latency p50 / p95", f"{num(k['latency_p50'], 1)} s / {num(k['latency_p95'], 1)} s"),

@@ -5,13 +5,14 @@ from __future__ import annotations
 import copy
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from agent.errors import UsageError
 from agent.eval.metrics import contains_evidence
 from agent.eval.records import CitedChunk, Record, ToolStep
-from agent.events import Answer, AnswerFinished, ErrorEvent
+from agent.events import Answer, AnswerFinished, ErrorEvent, SearchFinished
 from rag.citations import parse_citations
 from rag.metrics import Question, gold_chunk_ids, question_files
 
@@ -106,10 +107,13 @@ def run_question(session, question: Question) -> Record:
     started = time.perf_counter()
     answer: Answer | None = None
     error: str | None = None
+    shown: list[str] = []
     try:
         for event in session.ask(question.q):
             if isinstance(event, AnswerFinished):
                 answer = event.answer
+            elif isinstance(event, SearchFinished):
+                shown += [chunk_id for _n, chunk_id in getattr(event, "excerpts", ())]
             elif isinstance(event, ErrorEvent) and event.fatal:
                 error = event.message
     except Exception as exc:  # the eval reports a crash as a failed question instead of stopping the run
@@ -118,7 +122,8 @@ def run_question(session, question: Question) -> Record:
     if answer is None:
         answer = Answer(question=question.q, text="", status="error")
         error = error or "the turn ended without an answer"
-    return to_record(question, answer, session.retriever, latency, error, policy=session.policy)
+    record = to_record(question, answer, session.retriever, latency, error, policy=session.policy)
+    return replace(record, shown_chunks=tuple(dict.fromkeys(shown)))
 
 
 def to_record(question: Question, answer: Answer, index, latency: float, error: str | None, policy: str = "") -> Record:
