@@ -1,4 +1,4 @@
-"""A child process timed from outside: first output on a terminal, exit, and its own peak RSS (wait4)."""
+"""A child process timed from outside: first output on a terminal, exit, and its own peak RSS."""
 
 from __future__ import annotations
 
@@ -42,13 +42,40 @@ class ChildRun:
     errors: str
 
 
+# Linux carries a process's peak RSS across exec, and a child forked from this (large) process starts with this
+# process's RSS as its peak. So the child is started by a small process that reports the peak of its own child.
+TIME = "/usr/bin/time"
+RSS_WRAPPER = """
+import os, subprocess, sys
+child = subprocess.Popen(sys.argv[2:])
+_, status, usage = os.wait4(child.pid, 0)
+open(sys.argv[1], "w").write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def _measured(argv: list[str], report: str) -> list[str]:
+    """`argv` started under a small parent that writes the child's peak RSS in KiB to `report`."""
+    if os.access(TIME, os.X_OK):
+        return [TIME, "-f", "%M", "-o", report, *argv]
+    return [sys.executable, "-S", "-c", RSS_WRAPPER, report, *argv]
+
+
+def _peak_kib(report: str) -> float:
+    try:
+        lines = Path(report).read_text(encoding="utf-8").split()
+        return float(lines[-1])
+    except (OSError, ValueError, IndexError):
+        return float("nan")
+
+
 def run_child(argv: list[str], timeout: float = 900, env: dict | None = None) -> ChildRun:
     """Run `argv` with stdout on a pseudo-terminal (so programs stream as they do for a user)."""
     master, slave = pty.openpty()
-    with tempfile.TemporaryFile() as errors:
+    with tempfile.TemporaryFile() as errors, tempfile.NamedTemporaryFile(suffix=".rss") as report:
         start = time.perf_counter()
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=slave, stderr=errors, cwd=REPO,
-                                env={**os.environ, **(env or {})})
+        proc = subprocess.Popen(_measured(argv, report.name), stdin=subprocess.DEVNULL, stdout=slave, stderr=errors,
+                                cwd=REPO, env={**os.environ, **(env or {})})
         os.close(slave)
         chunks: list[bytes] = []
         first = None
@@ -70,13 +97,13 @@ def run_child(argv: list[str], timeout: float = 900, env: dict | None = None) ->
                 chunks.append(data)
         finally:
             os.close(master)
-        _, status, usage = os.wait4(proc.pid, 0)
+        returncode = proc.wait()
         seconds = time.perf_counter() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
+        peak = _peak_kib(report.name) / 1024
         errors.seek(0)
         err = errors.read().decode("utf-8", errors="replace")
     text = b"".join(chunks).decode("utf-8", errors="replace").replace("\r\n", "\n")
-    return ChildRun(first, seconds, usage.ru_maxrss / 1024, proc.returncode, text, err)
+    return ChildRun(first, seconds, peak, returncode, text, err)
 
 
 def bare_llama(n_prompt: int, n_completion: int, timeout: float = 900) -> ChildRun:

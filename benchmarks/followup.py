@@ -43,21 +43,20 @@ def first_delta(deltas) -> float:
 def run(quick: bool = False) -> list[dict]:
     model = workload.chat_model()
     llm, tokenizer = model.llm, model.tokenizer
-    repeats = 2 if quick else 6
+    repeats = 1 if quick else 3
 
-    # A real two-turn chat: turn 1 answers for real, so the cache holds what a chat leaves behind.
+    # A real chat: turn 1 is answered by the model, so the cache holds what a chat leaves behind.
     recorder = workload.PromptRecorder(model, live=True)
-    session = workload.session(recorder, answer_tokens=48 if quick else None)
+    session = workload.session(recorder, answer_tokens=16 if quick else None)
     llm.reset()
     workload.finish(session.ask(workload.QUESTION))
     after_turn_1 = [int(t) for t in llm._input_ids]
-    asked = time.perf_counter()
-    live_first = None
-    for event in session.ask(workload.FOLLOW_UP):
-        if live_first is None and isinstance(event, TextDelta) and event.text:
-            live_first = time.perf_counter() - asked
-    live_model_ttft = model.last_stats.time_to_first_token
-
+    rows = []
+    if quick:
+        recorder.live = False  # turn 2's prompt is all we need; its timing is taken below
+        workload.finish(session.ask(workload.FOLLOW_UP))
+    else:
+        rows += live_rows(session, model)
     (turn1, _), (turn2, options) = recorder.prompts[-2], recorder.prompts[-1]
     options = replace(options, max_tokens=2)
     p1, p2 = tokenizer.chat_tokens(turn1), tokenizer.chat_tokens(turn2)
@@ -66,8 +65,9 @@ def run(quick: bool = False) -> list[dict]:
     new = len(p2) - prefix
 
     def restore() -> None:
-        llm.reset()
-        llm.eval(after_turn_1)
+        if [int(t) for t in llm._input_ids] != after_turn_1:
+            llm.reset()
+            llm.eval(after_turn_1)
 
     def ours() -> float:
         restore()
@@ -81,25 +81,33 @@ def run(quick: bool = False) -> list[dict]:
         return time.perf_counter() - start
 
     def broken() -> float:
-        restore()
         llm.reset()  # forget the cache: every prompt token is evaluated again
         return first_delta(model.stream(turn2, options))
 
-    ours(), new_tokens_eval()  # warm-up
     a, b = interleaved(ours, new_tokens_eval, repeats)
     c, d = interleaved(broken, ours, repeats)
-    reuse_ttft, eval_time = median(a), median(b)
+    eval_time = median(b)
     rows = [
         row(f"follow-up TTFT s, prefix kept ({prefix} shared, {new} new of {len(p2)}) vs eval of the new tokens",
-            reuse_ttft, eval_time, "ratio <= 1.2", unit="s",
-            note=f"llama.cpp reused {reused} tokens of the cache"),
+            median(a), eval_time, "ratio <= 1.2", unit="s", note=f"llama.cpp reused {reused} tokens of the cache"),
         row(f"follow-up TTFT s, cache reset (all {len(p2)} evaluated) vs prefix kept", median(c), median(a + d),
             "info: what reuse saves", unit="s"),
-        row("follow-up, live ChatSession: model TTFT s (1 run) vs eval of the new tokens", live_model_ttft, eval_time,
-            "ratio <= 1.2", unit="s"),
-        row("follow-up, live ChatSession: ask() to first text s (search+pack+TTFT) vs eval of new", live_first,
-            eval_time, "info", unit="s"),
-    ]
+    ] + [r | {"baseline": eval_time, "ratio": r["ours"] / eval_time} for r in rows]
     for r in rows:
         r["section"] = SECTION
     return rows
+
+
+def live_rows(session, model) -> list[dict]:
+    """Turn 2 of the live chat, timed as the model layer reports it and as the user sees it (search included)."""
+    asked = time.perf_counter()
+    seen = None
+    for event in session.ask(workload.FOLLOW_UP):
+        if seen is None and isinstance(event, TextDelta) and event.text:
+            seen = time.perf_counter() - asked
+    return [
+        row("follow-up, live ChatSession: model TTFT s (1 run) vs eval of the new tokens",
+            model.last_stats.time_to_first_token, None, "ratio <= 1.2", unit="s"),
+        row("follow-up, live ChatSession: ask() to first text s (search+pack+TTFT) vs eval of new", seen, None,
+            "info", unit="s"),
+    ]

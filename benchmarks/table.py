@@ -50,7 +50,7 @@ def fmt(value: Any) -> str:
 
 
 def render(rows: Sequence[dict], header: str = "") -> str:
-    """A plain-text table: section lines, then one line per row with its verdict."""
+    """A plain-text table: section lines, then one line per row with its verdict (and its note, indented)."""
     lines = [header] if header else []
     width = max([len(str(r.get("what", ""))) for r in rows] + [4])
     head = f"{'what':<{width}}  {'ours':>10}  {'baseline':>10}  {'ratio':>7}  {'':4}  target"
@@ -64,6 +64,8 @@ def render(rows: Sequence[dict], header: str = "") -> str:
             f"{str(r.get('what', '')):<{width}}  {fmt(r.get('ours')):>10}  {fmt(r.get('baseline')):>10}  "
             f"{fmt(r.get('ratio')):>7}  {verdict(r):4}  {r.get('target') or ''}".rstrip()
         )
+        if r.get("note"):
+            lines.append(f"    {r['note']}")
     return "\n".join(lines)
 
 

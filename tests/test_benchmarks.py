@@ -9,6 +9,7 @@ import types
 import pytest
 
 from benchmarks import __main__ as runner
+from benchmarks import child
 from benchmarks.child import run_child
 from benchmarks.counting import TallyingTokenizer, full_prompt
 from benchmarks.followup import common_prefix
@@ -47,7 +48,7 @@ def test_render_groups_rows_by_section_and_marks_misses():
     rows = [
         row("decode tok/s", 90.0, 100.0, "ratio >= 0.95", section="generation"),
         row("peak RSS MB", 400.0, 120.0, "ours <= 600", section="memory"),
-        row("no baseline", 12.5, section="memory"),
+        row("no baseline", 12.5, section="memory", note="measured once"),
     ]
     text = render(rows, "header line")
     lines = text.splitlines()
@@ -58,6 +59,7 @@ def test_render_groups_rows_by_section_and_marks_misses():
     rss = next(line for line in lines if line.startswith("peak RSS MB"))
     assert " ok " in rss and "3.33" in rss
     assert text.count("[memory]") == 1
+    assert lines[lines.index(next(line for line in lines if line.startswith("no baseline"))) + 1] == "    measured once"
 
 
 def test_json_keeps_every_row_with_its_verdict_and_no_nan():
@@ -130,9 +132,18 @@ def test_tallying_tokenizer_counts_whole_text_counts():
     assert tally.encode("x y") == [0, 1]  # everything else goes to the real tokenizer
 
 
-def test_a_child_is_timed_to_its_first_output_with_its_own_peak_rss():
+@pytest.mark.parametrize("time_binary", [child.TIME, "/nonexistent/time"])  # GNU time, else the Python wrapper
+def test_a_child_is_timed_to_its_first_output_with_its_own_peak_rss(monkeypatch, time_binary):
+    monkeypatch.setattr(child, "TIME", time_binary)
+    ballast = b"p" * 300_000_000  # the parent's own memory must not show up as the child's peak
     script = "import sys, time; time.sleep(0.2); print('hello', flush=True); x = b'x' * 50_000_000"
     run = run_child([sys.executable, "-c", script], timeout=60)
     assert run.returncode == 0 and run.output.strip() == "hello"
     assert run.first_output is not None and 0.2 <= run.first_output <= run.seconds
-    assert run.peak_rss_mb > 50
+    assert 50 < run.peak_rss_mb < 200
+    assert len(ballast) == 300_000_000
+
+
+def test_a_failing_child_reports_its_exit_status_and_errors():
+    run = run_child([sys.executable, "-c", "import sys; sys.exit('boom')"], timeout=60)
+    assert run.returncode == 1 and "boom" in run.errors and run.first_output is None
