@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Callable, Iterator, Sequence
 
-from agent.checking import check_answer, shown_map
+from agent.checking import check_answer, merge_checks, shown_map
 from agent.context import ContextWindow
 from agent.events import (
     Answer,
@@ -236,22 +236,27 @@ class Agent:
     def _check(self, answer: Answer, shown, question: str) -> None:
         result = check_answer(answer.model_text, shown, self.retriever.chunk, self.judge)
         supported = any(c.verdict == "supported" for c in result.citations)
-        if (
-            self.fallback is not None
-            and self.settings.fallback
-            and answer.status == "answered"
-            and not supported
-        ):
+        if self.fallback is not None and self.settings.fallback and answer.status == "answered" and not supported:
             quoted = self.fallback(question, shown, self.retriever.chunk)
             if quoted:
                 quote_text, _numbers = quoted
                 answer.quoted = True
-                answer.text = f"{answer.model_text}\n\n{quote_text}".strip()
-                result = check_answer(answer.text, shown, self.retriever.chunk, self.judge)
+                answer.text = f"{close_code(answer.model_text)}\n\n{quote_text}".strip()
+                # Checked apart: an unclosed backtick in the model's words must not hide the quotes' markers.
+                result = merge_checks(result, check_answer(quote_text, shown, self.retriever.chunk, self.judge))
         answer.citations = result.citations
         answer.claims = result.claims
         answer.unknown = result.unknown
         answer.unresolved = result.unresolved
+
+
+def close_code(text: str) -> str:
+    """Close a code fence or span the model left open, so text appended after it is not swallowed by it."""
+    if text.count("```") % 2:
+        text += "\n```"
+    elif text.count("`") % 2:
+        text += "`"
+    return text
 
 
 _ANAPHORA = re.compile(r"\b(it|its|it's|this|that|these|those|they|them|their|there|he|she|one|ones|same|above|more)\b", re.I)

@@ -252,3 +252,21 @@ def test_a_looping_answer_is_stopped_early():
     assert answer.status == "answered"
     assert {"stopped": "the answer started repeating itself"} in answer.trace
     assert len(answer.model_text) < len(loop) / 2
+
+
+def test_quotes_after_an_unclosed_code_span_are_still_checked():
+    from agent.verifying import make_fallback
+
+    chunks = [_chunk("docs/kv-cache.md", 0, "the kv cache stores `keys` and values of earlier tokens")]
+    model = ScriptedChatModel(["Use `n_ctx to set it [9]."])
+    session = ChatSession(model, MemoryRetriever(chunks), embedder=HashEmbedder(), settings=AgentSettings(policy="search-first"))
+    answer = final(session.ask("what does the kv cache store keys values"))
+    from rag.citations import parse_citations
+
+    assert answer.quoted
+    quote = answer.text[answer.text.index("Quoted from the docs:"):]
+    assert parse_citations(quote)
+    checked = {c.n for c in answer.citations}
+    assert set(parse_citations(quote)) <= checked
+    assert 9 in answer.unknown
+    assert answer.text.count("`") % 2 == 0  # the open span was closed before the quotes
