@@ -155,7 +155,13 @@ def open_index(
     index = HybridIndex(chunks, embeddings, embedder, docs_dir=root, index_dir=target, bm25=bm25, **search_options)
     if update.modified:
         emit(IndexProgress("save", 0, 1))
-        store.save(target, wanted, files, chunks, embeddings, index.bm25, terms_wanted)
+        try:
+            store.save(target, wanted, files, chunks, embeddings, index.bm25, terms_wanted)
+        except OSError as exc:
+            # Searching still works from memory; only the next start pays for the rebuild again.
+            reason = exc.strerror or str(exc)
+            emit(IndexProgress("notice", message=f"cannot save the index in {target} ({reason}); "
+                               "using it unsaved: pass --index DIR to a writable folder"))
         emit(IndexProgress("save", 1, 1))
     index.update = replace(update, seconds=time.perf_counter() - started)
     emit(IndexProgress("done", len(chunks), len(chunks), index.update.summary()))

@@ -228,3 +228,12 @@ def test_chunk_lookup_by_id(docs, tmp_path):
     assert index.chunk("notes.rst#1").heading_path == ("Rst notes", "Overview", "Details")
     assert index.chunk("notes.rst#99") is None and index.chunk("nope") is None
     assert len(index) == len(index.chunks) and "sub/deep.markdown" in index.doc_ids
+
+
+def test_an_unwritable_index_folder_still_gives_a_working_index_and_one_notice(docs, tmp_path):
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    index, events = open_(docs, blocked / "idx")
+    notices = [e.message for e in events if e.stage == "notice"]
+    assert len(notices) == 1 and "cannot save the index" in notices[0] and "--index DIR" in notices[0]
+    assert index.search("asciidoc quantization", k=1)[0].doc_id == "manual.adoc"
