@@ -48,6 +48,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="a fixed sample of N questions spread evenly over the file, with at least 2 unanswerable")
     p.add_argument("--tools", choices=POLICIES, default="auto", help="who decides the searches (default: auto)")
     p.add_argument("--constrained", action="store_true", help="decode answers with a grammar that only admits shown [n]")
+    p.add_argument("--few-shot", action="store_true", help="add one worked example after the system rules")
     p.add_argument("--no-fallback", dest="fallback", action="store_false",
                    help="do not add quoted sentences when no claim of the answer is supported")
     p.add_argument("--k", metavar="N", type=_positive_int, default=None, help="hits per search (default: 5)")
@@ -67,7 +68,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def settings_from_args(args: argparse.Namespace) -> AgentSettings:
     """AgentSettings with the command-line overrides applied to the defaults."""
-    settings = AgentSettings(policy=args.tools, constrained=args.constrained, fallback=args.fallback)
+    settings = AgentSettings(
+        policy=args.tools, constrained=args.constrained, fallback=args.fallback, few_shot=args.few_shot
+    )
     if args.k is not None:
         settings = replace(settings, k=args.k)
     changes = {
@@ -144,6 +147,7 @@ def _settings_info(args: argparse.Namespace, session, questions_path: Path, chun
         "policy": session.policy,
         "constrained": s.constrained,
         "fallback": s.fallback,
+        "few_shot": s.few_shot,
         "k": s.k,
         "temperature": s.generation.temperature,
         "repeat_penalty": s.generation.repeat_penalty,
