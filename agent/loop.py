@@ -22,7 +22,7 @@ from agent.events import (
 )
 from agent.grammars import citation_grammar, tool_call_grammar
 from agent.repetition import RepetitionGuard
-from agent.prompts import NOT_COVERED, abstains, neutralize, placeholder_query, system_rules, tool_rules
+from agent.prompts import NOT_COVERED, UNSUPPORTED_NOTE, abstains, neutralize, placeholder_query, system_rules, tool_rules
 from agent.settings import AgentSettings
 from agent.toolcalls import ParseFailure, parse_tool_calls
 from agent.tools import Tool, ToolRegistry, ToolResult
@@ -244,6 +244,10 @@ class Agent:
                 answer.text = f"{close_code(answer.model_text)}\n\n{quote_text}".strip()
                 # Checked apart: an unclosed backtick in the model's words must not hide the quotes' markers.
                 result = merge_checks(result, check_answer(quote_text, shown, self.retriever.chunk, self.judge))
+            else:
+                # Nothing the model wrote holds, and no excerpt sentence comes close to the question.
+                answer.status = "insufficient_evidence"
+                answer.text = f"{close_code(answer.model_text)}\n\n{UNSUPPORTED_NOTE}".strip()
         answer.citations = result.citations
         answer.claims = result.claims
         answer.unknown = result.unknown

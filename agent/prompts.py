@@ -33,6 +33,7 @@ NO_EVIDENCE = "(no excerpt matched this question)"
 QUESTION_SUFFIX = "\n\nAnswer from the excerpts and cite them like [1]."
 
 NOT_COVERED = "The docs do not cover this."
+UNSUPPORTED_NOTE = "(smoldocs: no excerpt supports this answer, and none comes close to the question; the docs may not cover it.)"
 _ABSTAIN = re.compile(
     r"docs? (?:do(?:es)? not|don't|doesn't) (?:cover|say|mention|contain)|"
     r"excerpts? (?:do(?:es)? not|don't|doesn't) (?:cover|say|mention|contain|answer)|"

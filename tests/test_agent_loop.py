@@ -270,3 +270,22 @@ def test_quotes_after_an_unclosed_code_span_are_still_checked():
     assert set(parse_citations(quote)) <= checked
     assert 9 in answer.unknown
     assert answer.text.count("`") % 2 == 0  # the open span was closed before the quotes
+
+
+def test_unsupported_answer_with_no_close_quote_abstains():
+    model = ScriptedChatModel(["Zebras on the farm are striped purple [1]."])
+    session = ChatSession(model, MemoryRetriever(CHUNKS), embedder=HashEmbedder(), settings=AgentSettings(policy="search-first"))
+    answer = final(session.ask("which colour are the zebras grazing on the farm near the kv barn"))
+    assert answer.status == "insufficient_evidence"
+    assert not answer.quoted
+    assert answer.text.startswith("Zebras on the farm")  # the model's words stay visible, with their verdicts
+    assert "no excerpt supports this answer" in answer.text
+    assert answer.citations[0].verdict == "unsupported"
+
+
+def test_unsupported_answer_with_a_close_quote_gets_quoted():
+    model = ScriptedChatModel(["Zebras are purple [1]."])
+    session = ChatSession(model, MemoryRetriever(CHUNKS), embedder=HashEmbedder(), settings=AgentSettings(policy="search-first"))
+    answer = final(session.ask("what does the kv cache store of earlier tokens"))
+    assert answer.status == "answered" and answer.quoted
+    assert "Quoted from the docs:" in answer.text
