@@ -302,3 +302,35 @@ def test_user_mistakes_are_one_line_errors_before_any_model_loads(tmp_path, caps
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 3 and all(line.startswith("smoldocs: error: ") for line in err)
     assert "is a file" in err[0] and "cannot read questions file" in err[1] and "pass --questions FILE" in err[2]
+
+
+class _Stream:
+    def __init__(self, tty):
+        self.tty, self.text = tty, ""
+
+    def isatty(self):
+        return self.tty
+
+    def write(self, text):
+        self.text += text
+
+    def flush(self):
+        pass
+
+
+@pytest.mark.parametrize("tty, wanted, expect", [
+    (True, None, "live"), (True, True, "live"), (False, True, "lines"), (False, None, ""), (True, False, ""),
+])
+def test_progress_is_a_live_bar_on_a_terminal_and_lines_only_when_asked(tty, wanted, expect):
+    from agent.commands.eval import QuestionProgress
+
+    stream = _Stream(tty)
+    bar = QuestionProgress(stream, wanted)
+    bar(1, 4, rec(citations=[cite(1)]))
+    bar.close()
+    if expect == "live":
+        assert "asking [######..................] 1/4 questions" in stream.text and stream.text.endswith("\r\033[K")
+    elif expect == "lines":
+        assert stream.text == "1/4 q1 answered 2.0 s  ok\n"
+    else:
+        assert stream.text == ""
