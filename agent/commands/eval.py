@@ -48,7 +48,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="a fixed sample of N questions spread evenly over the file, with at least 2 unanswerable")
     p.add_argument("--tools", choices=POLICIES, default="auto", help="who decides the searches (default: auto)")
     p.add_argument("--constrained", action="store_true", help="decode answers with a grammar that only admits shown [n]")
-    p.add_argument("--few-shot", action="store_true", help="add one worked example after the system rules")
+    p.add_argument("--few-shot", action=argparse.BooleanOptionalAction, default=True,
+                   help="add one worked example after the system rules (default: on)")
     p.add_argument("--no-fallback", dest="fallback", action="store_false",
                    help="do not add quoted sentences when no claim of the answer is supported")
     p.add_argument("--k", metavar="N", type=_positive_int, default=None, help="hits per search (default: 5)")
