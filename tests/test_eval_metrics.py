@@ -165,6 +165,9 @@ def test_quoted_fallback_markers_count_even_after_an_unclosed_fence():
     answer = Answer("q", model_text + "\n\nQuoted from the docs:\n\n> The docs live in five folders. [2]", "answered",
                     quoted=True, model_text=model_text)
     assert shown_markers(answer) == (2,)  # [1] sits in the model's code block; [2] is a citation the fallback made
+    ticks = "Use `a [1] and"
+    answer = Answer("q", ticks + "\n\nQuoted from the docs:\n\n> Set `k` to 5. [2]", "answered", quoted=True, model_text=ticks)
+    assert shown_markers(answer) == (2, 1)  # whole text: [1] is outside code; quotes alone: [2] is
 
 
 def test_stratified_sample_is_fixed_spread_and_keeps_two_unanswerable():
@@ -275,6 +278,7 @@ def test_report_renders_summary_rows_and_writes_both_files(tmp_path):
     assert "| q1 | answered | yes |" in md and "### u1:" in md and "> No | pipes" in md
     assert "Tool step (1 valid of 1 calls): `<tool_call>" in md and "Searched: `kv cache`" in md
     json_path, md_path = write_report(tmp_path / "out", report)
+    assert [Record.from_json(row) for row in json.loads(json_path.read_text())["rows"]] == records
     assert json.loads(json_path.read_text())["rows"][0]["id"] == "q1" and md_path.read_text().startswith("# smoldocs eval")
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["report.json", "report.md"]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 FLAGGED = ("made_up", "unresolved")  # verdicts that tell the reader a citation is bad
 
@@ -96,3 +96,14 @@ class Record:
 
     def to_json(self) -> dict:
         return asdict(self)
+
+    @classmethod
+    def from_json(cls, row: dict) -> "Record":
+        """A record from its to_json form (a row of report.json; extra keys are ignored)."""
+        names = {f.name for f in fields(cls)}
+        values = {k: v for k, v in row.items() if k in names}
+        values["citations"] = tuple(CitedChunk(**c) for c in row.get("citations", ()))
+        values["tool_steps"] = tuple(ToolStep(**s) for s in row.get("tool_steps", ()))
+        for name in ("gold_docs", "gold_chunks", "markers", "packed", "retrieved", "queries", "shown_chunks"):
+            values[name] = tuple(row.get(name, ()))
+        return cls(**values)
