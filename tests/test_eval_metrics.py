@@ -98,6 +98,11 @@ def test_abstentions_score_on_unanswerable_and_count_as_false_on_answerable():
 # -- invariants and thresholds ------------------------------------------------------------------------------
 
 
+def test_a_number_only_the_checker_saw_still_counts_as_cited():
+    c = citation_metrics([rec(markers=(), citations=[cite(1), CitedChunk(4, "made_up")])])
+    assert (c["cited"], c["resolved"], c["flagged"], c["made_up_rate"]) == (2, 1, 1, 0.5)
+
+
 def test_a_number_the_checker_never_reported_breaks_flagged_or_resolved():
     records = [rec(markers=(1, 2), citations=[cite(1)])]
     c = citation_metrics(records)
@@ -168,6 +173,8 @@ def test_quoted_fallback_markers_count_even_after_an_unclosed_fence():
     ticks = "Use `a [1] and"
     answer = Answer("q", ticks + "\n\nQuoted from the docs:\n\n> Set `k` to 5. [2]", "answered", quoted=True, model_text=ticks)
     assert shown_markers(answer) == (2, 1)  # whole text: [1] is outside code; quotes alone: [2] is
+    noted = Answer("q", ticks + "`\n\n(smoldocs: no excerpt supports this answer.)", "insufficient_evidence", model_text=ticks)
+    assert shown_markers(noted) == (1,)  # the agent closed the span, yet the model's [1] is what it checked
 
 
 def test_stratified_sample_is_fixed_spread_and_keeps_two_unanswerable():

@@ -50,7 +50,7 @@ def _norm(text: str) -> str:
 
 def citation_metrics(records: Sequence[Record]) -> dict:
     """Resolution of every cited number, made-up rate, precision and recall against the gold chunks."""
-    numbers = [(r, n) for r in records for n in r.markers]
+    numbers = [(r, n) for r in records for n in cited_numbers(r)]
     found = [(r, r.cited(n)) for r, n in numbers]
     resolved = sum(1 for _, c in found if c is not None and c.resolved)
     flagged = sum(1 for _, c in found if c is not None and c.flagged)
@@ -75,6 +75,11 @@ def citation_metrics(records: Sequence[Record]) -> dict:
         "recall_n": len(answerable),
         "verdicts": dict(Counter(c.verdict for c in everything).most_common()),
     }
+
+
+def cited_numbers(record: Record) -> list[int]:
+    """The numbers the eval parsed from the answer, then any other the checker reported."""
+    return list(dict.fromkeys([*record.markers, *(c.n for c in record.citations)]))
 
 
 def cites_gold(record: Record) -> bool:

@@ -176,10 +176,10 @@ def _query(arguments) -> str:
 
 
 def shown_markers(answer: Answer) -> tuple[int, ...]:
-    """Every [n] the answer shows. The model's words and the quoted fallback are also parsed apart, so that
-    an unclosed code fence or backtick in the model's words cannot hide the quotes' citations from the count."""
+    """Every [n] the answer shows. The model's words and what the agent appended (quotes, a note) are also
+    parsed apart, so that an unclosed code fence or backtick in the model's words cannot hide a citation."""
     parts = [answer.text]
-    if answer.quoted and answer.text.startswith(answer.model_text):
+    if answer.model_text and answer.text != answer.model_text and answer.text.startswith(answer.model_text):
         # The whole text too: a backtick left open by the model pairs differently across the join.
         parts += [answer.model_text, answer.text[len(answer.model_text):]]
     return tuple(dict.fromkeys(n for part in parts for n in parse_citations(part)))
