@@ -18,7 +18,7 @@ def add_docs_option(p: argparse.ArgumentParser) -> None:
 def add_model_option(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--model", metavar="PATH", default=None,
-        help="chat GGUF whose tokenizer measures chunks (default: $SMOLDOCS_MODEL or the packaged SmolLM2-135M)",
+        help="chat GGUF to answer with and whose tokenizer measures chunks (default: $SMOLDOCS_MODEL or the packaged SmolLM2-135M)",
     )
 
 
