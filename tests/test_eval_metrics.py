@@ -160,6 +160,8 @@ def test_cost_metrics_separate_model_tool_steps_from_agent_searches():
     ]
     steps, agent = tool_steps(trace)
     assert [s.valid for s in steps] == [0, 1, 0] and agent == 0 and steps[2].text == "I think"
+    rescued = trace[-1:] + [{"fallback_search": True}, {"tool": "search_docs", "ok": True, "error": None}]
+    assert tool_steps(rescued) == ([steps[2]], 1)  # the agent searched the question: not the model's call
     assert tool_steps([{"tool": "search_docs", "ok": True, "error": None}]) == ([], 1)
     k = cost_metrics([rec(tool_steps=tuple(steps))])
     assert k["tool_steps"] == 3 and k["tool_call_success"] == pytest.approx(1 / 3)

@@ -186,17 +186,22 @@ def shown_markers(answer: Answer) -> tuple[int, ...]:
 
 
 def tool_steps(trace: Sequence[dict]) -> tuple[list[ToolStep], int]:
-    """The model's tool rounds (each with its calls' validity), and the searches the agent ran by itself."""
+    """The model's tool rounds (each with its calls' validity), and the searches the agent ran by itself:
+    search-first's one search, or the model policy's search of the question after no usable call."""
     steps: list[dict] = []
     agent_searches = 0
+    by_agent = True  # until the model's first tool step, and again after the agent's fallback search
     for entry in trace:
         if "tool_step" in entry:
+            by_agent = False
             steps.append({
                 "calls": entry.get("calls", 0), "valid": 0, "parse_errors": len(entry.get("parse_errors", ())),
                 "text": str(entry["tool_step"])[:STEP_TEXT_CHARS],
             })
+        elif "fallback_search" in entry:
+            by_agent = True
         elif "tool" in entry:
-            if not steps:
+            if by_agent:
                 agent_searches += 1
             elif entry.get("ok") or not str(entry.get("error") or "").startswith(_ARGUMENT_ERRORS):
                 steps[-1]["valid"] += 1
