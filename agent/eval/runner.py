@@ -113,7 +113,7 @@ def run_question(session, question: Question) -> Record:
             if isinstance(event, AnswerFinished):
                 answer = event.answer
             elif isinstance(event, SearchFinished):
-                shown += [chunk_id for _n, chunk_id in getattr(event, "excerpts", ())]
+                shown += [chunk_id for _n, chunk_id in event.excerpts]
             elif isinstance(event, ErrorEvent) and event.fatal:
                 error = event.message
     except Exception as exc:  # the eval reports a crash as a failed question instead of stopping the run
