@@ -11,7 +11,7 @@ from typing import Sequence
 import numpy as np
 
 from models.bert_gguf import CONVERTER_VERSION, MINILM_NAME, CachedGGUF, ensure_minilm_gguf
-from models.config import ModelConfig
+from models.config import ModelConfig, default_threads
 from models.errors import GenerationError, ModelLoadFailed
 
 MAX_TOKENS = 512  # MiniLM's position table; [CLS] and [SEP] included
@@ -39,7 +39,10 @@ class LlamaEmbedder:
         if batch_tokens < MAX_TOKENS:
             raise ValueError(f"batch_tokens must be >= {MAX_TOKENS} so a whole input fits one decode")
         # n_ctx bounds the tokens of one decode; a non-causal model needs n_ubatch to hold the whole batch.
-        config = ModelConfig(path=gguf_path, n_ctx=batch_tokens, n_batch=batch_tokens, n_threads=n_threads)
+        threads = n_threads or default_threads()  # every embed call is a batch: all cores help
+        config = ModelConfig(
+            path=gguf_path, n_ctx=batch_tokens, n_batch=batch_tokens, n_threads=threads, n_threads_batch=threads
+        )
         try:
             self._llm = llama_cpp.Llama(
                 **config.llama_kwargs(), n_ubatch=batch_tokens, embedding=True, flash_attn=True

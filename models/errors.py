@@ -25,3 +25,7 @@ class ModelLoadFailed(ModelError):
 
 class GenerationError(ModelError):
     """llama.cpp failed while generating."""
+
+
+class BadSetting(ModelError):
+    """An environment setting for the models cannot be used."""

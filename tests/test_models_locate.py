@@ -113,3 +113,30 @@ def test_model_with_small_context_is_refused(tmp_path):
     with pytest.raises(ContextTooSmall) as err:
         open_llama(ModelConfig(path=path))
     assert "1024" in str(err.value) and "2048" in str(err.value)
+
+
+def test_small_model_decodes_on_one_thread_and_evaluates_prompts_on_every_core(tmp_path, monkeypatch):
+    monkeypatch.delenv("SMOLDOCS_THREADS", raising=False)
+    monkeypatch.setattr("os.cpu_count", lambda: 4)
+    small = tmp_path / "small.gguf"
+    small.write_bytes(b"GGUF" + bytes(1000))
+    kwargs = ModelConfig(path=small).llama_kwargs()
+    assert (kwargs["n_threads"], kwargs["n_threads_batch"]) == (1, 4)
+    big = tmp_path / "big.gguf"
+    with big.open("wb") as f:  # sparse: the size is what counts
+        f.truncate(300 * 1024 * 1024)
+    assert ModelConfig(path=big).llama_kwargs()["n_threads"] == 4
+
+
+def test_threads_override_and_its_one_line_error(tmp_path, monkeypatch):
+    from models.errors import BadSetting
+
+    path = tmp_path / "m.gguf"
+    path.write_bytes(b"GGUF")
+    monkeypatch.setenv("SMOLDOCS_THREADS", "3")
+    assert ModelConfig(path=path).llama_kwargs()["n_threads"] == 3
+    assert ModelConfig(path=path, n_threads=2).llama_kwargs()["n_threads"] == 2  # explicit beats the environment
+    monkeypatch.setenv("SMOLDOCS_THREADS", "two")
+    with pytest.raises(BadSetting) as err:
+        ModelConfig(path=path).llama_kwargs()
+    assert "\n" not in str(err.value) and "SMOLDOCS_THREADS=2" in str(err.value)
