@@ -27,6 +27,25 @@ def citation_grammar(numbers: Sequence[int], max_sentences: int = 4) -> str:
     )
 
 
+def marker_guard_grammar(numbers: Sequence[int]) -> str:
+    """Free text in which `[` can only open a marker naming shown excerpts: `[2]`, `[1, 3]`.
+
+    The model still chooses whether and where to cite; it just cannot write a number no excerpt carried. Brackets
+    are otherwise unavailable (no `[link](url)`, no `a[i]`): a small price for never inventing `[7]`.
+    """
+    if not numbers:
+        raise ValueError("a marker guard needs at least one excerpt number")
+    choices = " | ".join(_literal(str(n)) for n in sorted(set(numbers)))
+    return "\n".join(
+        [
+            "root ::= (plain | marker)*",
+            r"plain ::= [^\[\]]",
+            'marker ::= "[" num ("," " "? num)* "]"',
+            f"num ::= {choices}",
+        ]
+    )
+
+
 def tool_call_grammar(tool_name: str, json_grammar: str) -> str:
     """Wrap a JSON-schema grammar (root = the arguments object) in `<tool_call>{"name": ..., "arguments": ...}`."""
     body = json_grammar.replace("root ::=", "arguments-root ::=", 1)

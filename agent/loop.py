@@ -20,7 +20,7 @@ from agent.events import (
     TextDelta,
     TurnStarted,
 )
-from agent.grammars import citation_grammar, tool_call_grammar
+from agent.grammars import citation_grammar, marker_guard_grammar, tool_call_grammar
 from agent.repetition import RepetitionGuard
 from agent.prompts import NOT_COVERED, UNSUPPORTED_NOTE, abstains, neutralize, placeholder_query, system_rules, tool_rules
 from agent.settings import AgentSettings
@@ -204,8 +204,10 @@ class Agent:
             yield AnswerFinished(answer)
             return
         options = replace(self.settings.generation, max_tokens=min(self.settings.generation.max_tokens, built.reserve))
-        if self.settings.constrained:
+        if self.settings.decoding == "constrained":
             options = replace(options, grammar=citation_grammar(sorted(shown)))
+        elif self.settings.decoding == "guarded":
+            options = replace(options, grammar=marker_guard_grammar(sorted(shown)))
         pieces: list[str] = []
         guard = RepetitionGuard()
         stop = CancelToken()  # the user's cancel, or the guard's

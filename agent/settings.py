@@ -8,6 +8,7 @@ from agent.context import Budgets
 from models.protocols import GenerationOptions
 
 POLICIES = ("auto", "search-first", "model")
+DECODINGS = ("guarded", "free", "constrained")
 SMALL_MODEL_PARAMS = 1_000_000_000  # below this, `auto` searches first: small models call tools badly
 
 
@@ -17,7 +18,9 @@ def answer_options() -> GenerationOptions:
 
 
 def tool_options() -> GenerationOptions:
-    return GenerationOptions(max_tokens=96, temperature=0.0, repeat_penalty=1.0)
+    # The tool-call grammar bounds a call to ~200 characters (query <= 120), so 200 tokens always let it close:
+    # at 96 a looping query ("KV_CACHE_CACHE_...") was cut off as invalid JSON.
+    return GenerationOptions(max_tokens=200, temperature=0.0, repeat_penalty=1.0)
 
 
 @dataclass(frozen=True)
@@ -26,7 +29,9 @@ class AgentSettings:
     k: int = 5
     max_steps: int = 3  # model policy: tool rounds before the answer step
     order: str = "rank"  # excerpt order: rank | lost_in_middle
-    constrained: bool = False  # decode answers with a grammar that only admits shown [n] markers
+    # guarded: free text in which `[` can only open a marker naming a shown excerpt (no made-up numbers);
+    # free: no grammar; constrained: every sentence must end with a shown marker.
+    decoding: str = "guarded"
     tool_grammar: bool = True  # model policy: force tool calls into the schema's shape
     fallback: bool = True  # extractive quotes when no claim of the model's answer is supported
     few_shot: bool = True  # one worked example after the system rules (measured: fewer made-up numbers)
@@ -37,6 +42,12 @@ class AgentSettings:
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
             raise ValueError(f"unknown tool policy {self.policy!r}: choose one of {', '.join(POLICIES)}")
+        if self.decoding not in DECODINGS:
+            raise ValueError(f"unknown decoding {self.decoding!r}: choose one of {', '.join(DECODINGS)}")
+
+    @property
+    def constrained(self) -> bool:
+        return self.decoding == "constrained"
 
     def with_(self, **changes) -> "AgentSettings":
         return replace(self, **changes)

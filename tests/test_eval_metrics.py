@@ -347,3 +347,16 @@ def test_progress_is_a_live_bar_on_a_terminal_and_lines_only_when_asked(tty, wan
         assert stream.text == "1/4 q1 answered 2.0 s  ok\n"
     else:
         assert stream.text == ""
+
+
+def test_decoding_options_and_the_constrained_shorthand(capsys):
+    from agent.cli import build_parser, main
+    from agent.commands.eval import settings_from_args
+
+    parse = build_parser().parse_args
+    assert settings_from_args(parse(["eval"])).decoding == "guarded"
+    assert settings_from_args(parse(["eval", "--decoding", "free"])).decoding == "free"
+    assert settings_from_args(parse(["eval", "--constrained"])).decoding == "constrained"
+    assert main(["eval", "--constrained", "--decoding", "free", "--limit", "2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "--constrained contradicts --decoding free" in err

@@ -23,19 +23,21 @@ VERDICT_NOTES = {
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from agent.commands.common import add_index_options
+    from agent.commands.common import add_decoding_options, add_index_options
 
     p.add_argument("question", help="the question, in quotes")
     add_index_options(p)
     p.add_argument("--tools", choices=POLICIES, default="auto", help="who decides the searches (default: auto)")
-    p.add_argument("--constrained", action="store_true", help="decode with a grammar that only admits shown [n]")
+    add_decoding_options(p)
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
 
 def run(args: argparse.Namespace) -> int:
     from agent.commands.sessions import open_cli_session
 
-    session = open_cli_session(args, tools=args.tools, constrained=args.constrained)
+    from agent.commands.common import decoding_from_args
+
+    session = open_cli_session(args, tools=args.tools, decoding=decoding_from_args(args))
     answer: Answer | None = None
     streaming = not args.json and sys.stdout.isatty()
     for event in session.ask(args.question):

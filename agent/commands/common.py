@@ -29,6 +29,26 @@ def add_index_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--index", metavar="DIR", default=None, help="where the index lives (default: a cache folder per docs folder)")
 
 
+def add_decoding_options(p: argparse.ArgumentParser) -> None:
+    """--decoding, and --constrained as its shorthand; read back with decoding_from_args."""
+    from agent.settings import DECODINGS
+
+    p.add_argument(
+        "--decoding", choices=DECODINGS, default=None,
+        help="guarded: free text, but only shown [n] can be written (default); free: no grammar; "
+             "constrained: every sentence ends with a shown [n]",
+    )  # fmt: skip
+    p.add_argument("--constrained", action="store_true", help="the same as --decoding constrained")
+
+
+def decoding_from_args(args: argparse.Namespace) -> str:
+    if args.constrained and args.decoding not in (None, "constrained"):
+        from agent.errors import UsageError
+
+        raise UsageError(f"--constrained contradicts --decoding {args.decoding}: give one of them")
+    return "constrained" if args.constrained else (args.decoding or "guarded")
+
+
 def load_tokenizer_from_args(args: argparse.Namespace):
     """The chat model's tokenizer named by --model (vocab only, fast)."""
     from models.tokenizer import load_tokenizer

@@ -38,7 +38,7 @@ def _non_negative(text: str) -> float:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from agent.commands.common import add_index_options
+    from agent.commands.common import add_decoding_options, add_index_options
 
     add_index_options(p)
     p.add_argument("--questions", metavar="FILE", default=None,
@@ -47,7 +47,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", metavar="N", type=_positive_int, default=None,
                    help="a fixed sample of N questions spread evenly over the file, with at least 2 unanswerable")
     p.add_argument("--tools", choices=POLICIES, default="auto", help="who decides the searches (default: auto)")
-    p.add_argument("--constrained", action="store_true", help="decode answers with a grammar that only admits shown [n]")
+    add_decoding_options(p)
     p.add_argument("--few-shot", action=argparse.BooleanOptionalAction, default=True,
                    help="add one worked example after the system rules (default: on)")
     p.add_argument("--no-fallback", dest="fallback", action="store_false",
@@ -69,8 +69,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def settings_from_args(args: argparse.Namespace) -> AgentSettings:
     """AgentSettings with the command-line overrides applied to the defaults."""
+    from agent.commands.common import decoding_from_args
+
     settings = AgentSettings(
-        policy=args.tools, constrained=args.constrained, fallback=args.fallback, few_shot=args.few_shot
+        policy=args.tools, decoding=decoding_from_args(args), fallback=args.fallback, few_shot=args.few_shot
     )
     if args.k is not None:
         settings = replace(settings, k=args.k)
@@ -146,6 +148,7 @@ def _settings_info(args: argparse.Namespace, session, questions_path: Path, chun
         "chunks": chunks,
         "tools": s.policy,
         "policy": session.policy,
+        "decoding": s.decoding,
         "constrained": s.constrained,
         "fallback": s.fallback,
         "few_shot": s.few_shot,

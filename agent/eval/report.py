@@ -102,7 +102,7 @@ def headline(report: dict) -> str:
     s, q = report["settings"], report["questions"]
     return (
         f"{q['n']} questions ({q['answerable']} answerable, {q['unanswerable']} unanswerable) · "
-        f"policy {s.get('policy')} · {'constrained' if s.get('constrained') else 'free'} decoding · "
+        f"policy {s.get('policy')} · {s.get('decoding') or ('constrained' if s.get('constrained') else 'free')} decoding · "
         f"fallback {'on' if s.get('fallback') else 'off'} · k {s.get('k')} · {s.get('chunks')} chunks"
     )
 
