@@ -86,10 +86,30 @@ def thread_row(model, tokens: list[int], options, stop: list[str], seed: int, re
                median(b), "info: > 1 means the configured count is the faster one", unit="tok/s")
 
 
+def grammar_rows(model, messages, options, repeats: int) -> list[dict]:
+    """Decode speed with the answer grammars against none: what guarding or constraining the markers costs."""
+    from agent.grammars import citation_grammar, marker_guard_grammar
+
+    n_prompt = len(model.tokenizer.chat_tokens(messages))
+    shown = [1, 2, 3, 4, 5]
+
+    def rate(grammar):
+        return lambda: decode_rate(model.llm, n_prompt, model.stream(messages, replace(options, grammar=grammar)))[0]
+
+    rows = []
+    for name, grammar in (("guarded", marker_guard_grammar(shown)), ("constrained", citation_grammar(shown))):
+        a, b = interleaved(rate(grammar), rate(None), repeats)
+        rows.append(row(f"decode tokens/s, {name} decoding vs free (no grammar)", median(a), median(b),
+                        "info: the grammar's cost per token", unit="tok/s"))
+    return rows
+
+
 def run(quick: bool = False) -> list[dict]:
     model = workload.chat_model()
     llm = model.llm
-    messages, options = workload.answer_prompt()
+    messages, recorded = workload.answer_prompt()
+    # Our layer against the bare loop without a grammar on either side; what the grammars cost is a row of its own.
+    options = replace(recorded, grammar=None)
     # Many short runs beat a few long ones on a noisy machine: the median shrugs off a run that was preempted.
     options = replace(options, max_tokens=32 if quick else 128)
     repeats = 3 if quick else 6
@@ -120,6 +140,7 @@ def run(quick: bool = False) -> list[dict]:
     ]
     if not quick:
         rows.append(thread_row(model, tokens, options, stop, seed, 4))
+        rows += grammar_rows(model, messages, options, 4)
     size = Path(model.config.path).stat().st_size
     bandwidth = copy_bandwidth(128 if quick else 512, 3 if quick else 7)
     effective = size * ours_rate / 1e9
