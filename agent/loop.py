@@ -20,7 +20,7 @@ from agent.events import (
     TextDelta,
     TurnStarted,
 )
-from agent.grammars import citation_grammar, marker_guard_grammar, tool_call_grammar
+from agent.grammars import MarkerGuard, citation_grammar, tool_call_grammar
 from agent.repetition import RepetitionGuard
 from agent.prompts import NOT_COVERED, UNSUPPORTED_NOTE, abstains, neutralize, placeholder_query, system_rules, tool_rules
 from agent.settings import AgentSettings
@@ -207,7 +207,7 @@ class Agent:
         if self.settings.decoding == "constrained":
             options = replace(options, grammar=citation_grammar(sorted(shown)))
         elif self.settings.decoding == "guarded":
-            options = replace(options, grammar=marker_guard_grammar(sorted(shown)))
+            options = replace(options, guard=MarkerGuard(sorted(shown)))
         pieces: list[str] = []
         guard = RepetitionGuard()
         stop = CancelToken()  # the user's cancel, or the guard's

@@ -70,6 +70,12 @@ class LlamaChatModel:
 
         from llama_cpp import LogitsProcessorList, StoppingCriteriaList
 
+        processors = [count_sample]
+        if options.guard is not None:
+            from models.guards import GuardProcessor, vocabulary_pieces
+
+            processors.append(GuardProcessor(options.guard, vocabulary_pieces(self.llm), len(tokens)))
+
         start = time.perf_counter()
         try:
             chunks = self.llm.create_completion(
@@ -84,7 +90,7 @@ class LlamaChatModel:
                 grammar=_grammar(options.grammar) if options.grammar else None,
                 seed=options.seed if options.seed is not None else self.config.seed,
                 stopping_criteria=StoppingCriteriaList([stop_check]),
-                logits_processor=LogitsProcessorList([count_sample]),
+                logits_processor=LogitsProcessorList(processors),
                 stream=True,
             )
             finish = "stop"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Iterator, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Hashable, Iterator, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
@@ -60,6 +60,32 @@ class CancelToken:
         self._event.clear()
 
 
+class TextGuard(Protocol):
+    """Which vocabulary pieces may follow the text generated so far: a cheap, Python-side constraint.
+
+    A grammar is checked against every vocabulary entry at every token; a guard's masks are computed once per
+    state and cached, and in a `settled` state only pieces containing a `watch` character are ever checked.
+    """
+
+    watch: str  # in a settled state, a piece without any of these characters is always allowed
+
+    def state(self, text: str) -> Hashable:
+        """What of `text` (everything generated so far) decides the next piece; equal states, equal masks."""
+        ...
+
+    def settled(self, state: Hashable) -> bool:
+        """True when every piece without a `watch` character may come next."""
+        ...
+
+    def allows(self, state: Hashable, piece: str) -> bool:
+        """Whether `piece` may come next in `state`."""
+        ...
+
+    def starts(self, state: Hashable) -> str | None:
+        """The characters a piece may start with in an unsettled `state` (None: any); the rest are refused unseen."""
+        ...
+
+
 @dataclass(frozen=True)
 class GenerationOptions:
     max_tokens: int = 256
@@ -70,6 +96,7 @@ class GenerationOptions:
     repeat_penalty: float = 1.15
     stop: tuple[str, ...] = ()
     grammar: str | None = None  # GBNF text
+    guard: TextGuard | None = None  # pieces it refuses are never sampled
     seed: int | None = None
 
 

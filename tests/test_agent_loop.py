@@ -291,27 +291,26 @@ def test_unsupported_answer_with_a_close_quote_gets_quoted():
     assert "Quoted from the docs:" in answer.text
 
 
-@pytest.mark.parametrize(
-    "decoding, expected",
-    [
-        ("guarded", 'marker ::= "[" num'),  # free text, markers limited to the shown numbers
-        ("constrained", "sentence ::="),  # every sentence ends with a shown marker
-        ("free", None),
-    ],
-)
-def test_answer_is_decoded_with_the_grammar_of_the_decoding_setting(decoding, expected):
+@pytest.mark.parametrize("decoding", ["free", "guarded", "constrained"])
+def test_answer_is_decoded_with_the_constraint_of_the_decoding_setting(decoding):
+    from agent.grammars import MarkerGuard
+
     session, model, _ = make_session(["Keys are cached [1]."], decoding=decoding)
     final(session.ask("what does the kv cache store"))
-    grammar = model.options[-1].grammar
-    if expected is None:
-        assert grammar is None
-    else:
-        assert expected in grammar
-        shown = [n for n in range(1, 10) if f"[{n}] docs/" in model.calls[-1][1]["content"]]
-        assert shown and f'num ::= {" | ".join(f"{chr(34)}{n}{chr(34)}" for n in shown)}' in grammar
+    options = model.options[-1]
+    shown = [n for n in range(1, 10) if f"[{n}] docs/" in model.calls[-1][1]["content"]]
+    assert shown
+    if decoding == "free":
+        assert options.grammar is None and options.guard is None
+    elif decoding == "guarded":  # free text, markers limited to the shown numbers
+        assert options.grammar is None and isinstance(options.guard, MarkerGuard)
+        assert options.guard.numbers == {str(n) for n in shown}
+    else:  # every sentence ends with a shown marker
+        assert options.guard is None and "sentence ::=" in options.grammar
+        assert f'num ::= {" | ".join(chr(34) + str(n) + chr(34) for n in shown)}' in options.grammar
 
 
-def test_free_decoding_is_the_default_and_unknown_decodings_are_refused():
-    assert AgentSettings().decoding == "free" and not AgentSettings().constrained
+def test_guarded_decoding_is_the_default_and_unknown_decodings_are_refused():
+    assert AgentSettings().decoding == "guarded" and not AgentSettings().constrained
     with pytest.raises(ValueError, match="unknown decoding 'strict'"):
         AgentSettings(decoding="strict")

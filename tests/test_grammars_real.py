@@ -7,7 +7,7 @@ import re
 import jsonschema
 import pytest
 
-from agent.grammars import citation_grammar, marker_guard_grammar, tool_call_grammar
+from agent.grammars import MarkerGuard, citation_grammar, tool_call_grammar
 from agent.loop import _grammar_schema
 from agent.prompts import NOT_COVERED
 from agent.settings import tool_options
@@ -26,8 +26,8 @@ COPY = [
 ]  # fmt: skip
 
 
-def _generate(model, messages, grammar=None, max_tokens=40) -> str:
-    options = GenerationOptions(max_tokens=max_tokens, temperature=0.0, repeat_penalty=1.0, grammar=grammar)
+def _generate(model, messages, grammar=None, max_tokens=40, guard=None) -> str:
+    options = GenerationOptions(max_tokens=max_tokens, temperature=0.0, repeat_penalty=1.0, grammar=grammar, guard=guard)
     return "".join(model.stream(messages, options))
 
 
@@ -35,7 +35,7 @@ def test_the_guard_stops_a_made_up_number_the_model_writes_without_it(real_model
     free = _generate(real_model, COPY)
     assert 7 in [m.n for m in find_markers(free)], free  # the prompt does elicit [7] unguarded
 
-    guarded = _generate(real_model, COPY, marker_guard_grammar([1, 2]))
+    guarded = _generate(real_model, COPY, guard=MarkerGuard([1, 2]))
     numbers = [m.n for m in find_markers(guarded)]
     assert set(numbers) <= {1, 2}, guarded
     assert len(guarded.split()) >= 4  # still free text, not an empty or cut-off answer
