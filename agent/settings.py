@@ -8,7 +8,7 @@ from agent.context import Budgets
 from models.protocols import GenerationOptions
 
 POLICIES = ("auto", "search-first", "model")
-DECODINGS = ("guarded", "free", "constrained")
+DECODINGS = ("free", "guarded", "constrained")
 SMALL_MODEL_PARAMS = 1_000_000_000  # below this, `auto` searches first: small models call tools badly
 
 
@@ -29,10 +29,13 @@ class AgentSettings:
     k: int = 5
     max_steps: int = 3  # model policy: tool rounds before the answer step
     order: str = "rank"  # excerpt order: rank | lost_in_middle
-    # guarded: free text in which `[` can only open a marker naming a shown excerpt, so no number is made up
-    # (a Python guard, ~2% of decode speed; a grammar doing the same cost ~40%); free: unconstrained;
-    # constrained: every sentence must end with a shown marker (a grammar, ~30% of decode speed).
-    decoding: str = "guarded"
+    # free: unconstrained (the default: fewest wrong citations, measured below); guarded: free text in which `[`
+    # can only open a marker naming a shown excerpt, so no number is made up (a Python guard, ~2% of decode
+    # speed); constrained: every sentence must end with a shown marker (a grammar, ~30% of decode speed).
+    # Full eval, search-first, 159 questions: made-up 2.0% / 0% / 0%, unsupported citations 74 / 127 / 298,
+    # precision 0.35 / 0.32 / 0.29: barred from writing [6] or a [link](...), SmolLM2-135M writes a wrong shown
+    # number instead, so the guard trades 6 made-up numbers for 53 more unsupported ones.
+    decoding: str = "free"
     tool_grammar: bool = True  # model policy: force tool calls into the schema's shape
     fallback: bool = True  # extractive quotes when no claim of the model's answer is supported
     few_shot: bool = True  # one worked example after the system rules (measured: fewer made-up numbers)

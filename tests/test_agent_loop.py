@@ -310,7 +310,7 @@ def test_answer_is_decoded_with_the_constraint_of_the_decoding_setting(decoding)
         assert f'num ::= {" | ".join(chr(34) + str(n) + chr(34) for n in shown)}' in options.grammar
 
 
-def test_guarded_decoding_is_the_default_and_unknown_decodings_are_refused():
-    assert AgentSettings().decoding == "guarded" and not AgentSettings().constrained
+def test_free_decoding_is_the_default_and_unknown_decodings_are_refused():
+    assert AgentSettings().decoding == "free" and not AgentSettings().constrained
     with pytest.raises(ValueError, match="unknown decoding 'strict'"):
         AgentSettings(decoding="strict")

@@ -35,7 +35,7 @@ def add_decoding_options(p: argparse.ArgumentParser) -> None:
 
     p.add_argument(
         "--decoding", choices=DECODINGS, default=None,
-        help="guarded: free text in which only shown [n] can be written (default); free: unconstrained; "
+        help="free: unconstrained (default); guarded: free text in which only shown [n] can be written; "
              "constrained: every sentence ends with a shown [n]",
     )  # fmt: skip
     p.add_argument("--constrained", action="store_true", help="the same as --decoding constrained")
@@ -46,7 +46,7 @@ def decoding_from_args(args: argparse.Namespace) -> str:
         from agent.errors import UsageError
 
         raise UsageError(f"--constrained contradicts --decoding {args.decoding}: give one of them")
-    return "constrained" if args.constrained else (args.decoding or "guarded")
+    return "constrained" if args.constrained else (args.decoding or "free")
 
 
 def load_tokenizer_from_args(args: argparse.Namespace):
