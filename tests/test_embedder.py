@@ -182,3 +182,15 @@ def test_load_embedder_converts_into_the_cache_and_reuses_one_instance(monkeypat
 def test_one_string_instead_of_a_list_is_refused(embedder):
     with pytest.raises(TypeError):
         embedder.embed("a single string")
+
+
+def test_a_query_embeds_on_one_thread_and_a_chunk_group_on_all_with_the_same_rows(embedder):
+    from models.embedder import FEW_TOKENS
+
+    query, chunk = "what is min-p sampling", " ".join(["the kv cache stores keys and values"] * 20)
+    assert embedder.count(query) <= FEW_TOKENS < embedder.count(chunk)
+    alone = embedder.embed([query])
+    assert embedder._current_threads == 1
+    together = embedder.embed([chunk, query])
+    assert embedder._current_threads == embedder._threads
+    assert float(alone[0] @ together[1]) > 0.9999  # the thread count does not change the vector
