@@ -112,7 +112,7 @@ def run(quick: bool = False) -> list[dict]:
     # Our layer against the bare loop without a grammar on either side; what the grammars cost is a row of its own.
     options = replace(recorded, grammar=None, guard=None)
     # Many short runs beat a few long ones on a noisy machine: the median shrugs off a run that was preempted.
-    options = replace(options, max_tokens=32 if quick else 128)
+    options = replace(options, max_tokens=24 if quick else 128)
     repeats = 3 if quick else 6
     tokens = model.tokenizer.chat_tokens(messages)
     stop = model.tokenizer._renderer.render(messages)[2]  # the template's stop strings, as our layer adds them

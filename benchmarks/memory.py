@@ -32,14 +32,23 @@ async def _until(pilot, condition, timeout: float, what: str) -> None:
         await pilot.pause(0.05)
 
 
-async def drive_tui(questions: list[str], store_root: str) -> dict:
-    """Ask `questions` in the real TUI, then reload the chat from the store; what it showed."""
+async def drive_tui(questions: list[str], store_root: str, answer_tokens: int | None = None) -> dict:
+    """Ask `questions` in the real TUI, then reload the chat from the store; what it showed.
+
+    `answer_tokens` caps the answers (quick mode): the KV cache is allocated whole at load, so the peak hardly
+    depends on how long the answers are."""
+    from dataclasses import replace
+
     from agent.chats import ChatStore
     from agent.session import open_session
+    from agent.settings import AgentSettings
     from agent.tui import make_app
 
+    settings = AgentSettings()
+    if answer_tokens:
+        settings = settings.with_(generation=replace(settings.generation, max_tokens=answer_tokens))
     store = ChatStore(store_root)
-    app = make_app(lambda progress=None: open_session(progress=progress), store)
+    app = make_app(lambda progress=None: open_session(progress=progress, settings=settings), store)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = app.chat
         await _until(pilot, lambda: screen.session is not None, LOAD_TIMEOUT, "load the session")
@@ -64,7 +73,8 @@ async def drive_tui(questions: list[str], store_root: str) -> dict:
 def run(quick: bool = False) -> list[dict]:
     questions = [workload.QUESTION] if quick else [workload.QUESTION, workload.FOLLOW_UP]
     with tempfile.TemporaryDirectory(prefix="smoldocs-bench-chats-") as store:
-        tui = run_child([sys.executable, "-m", "benchmarks.memory", "--store", store, *questions])
+        cap = ["--answer-tokens", "48"] if quick else []
+        tui = run_child([sys.executable, "-m", "benchmarks.memory", "--store", store, *cap, *questions])
     lines = [line for line in tui.output.splitlines() if line.startswith("{")]
     if tui.returncode != 0 or not lines:
         raise RuntimeError(f"TUI child failed (exit {tui.returncode}): {(tui.errors or tui.output)[-400:]}")
@@ -78,9 +88,14 @@ def run(quick: bool = False) -> list[dict]:
 
 
 def main(argv: list[str]) -> int:
-    store = argv[argv.index("--store") + 1]
-    questions = [a for i, a in enumerate(argv) if a != "--store" and (i == 0 or argv[i - 1] != "--store")]
-    print(json.dumps(asyncio.run(drive_tui(questions, store))), flush=True)
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.memory")
+    parser.add_argument("--store", required=True)
+    parser.add_argument("--answer-tokens", type=int, default=None)
+    parser.add_argument("questions", nargs="+")
+    args = parser.parse_args(argv)
+    print(json.dumps(asyncio.run(drive_tui(args.questions, args.store, args.answer_tokens))), flush=True)
     return 0
 
 

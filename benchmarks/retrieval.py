@@ -136,7 +136,7 @@ def run(quick: bool = False) -> list[dict]:
 
     tokenizer, embedder = load_tokenizer(), load_embedder()
     questions = [q.q for q in load_questions()]
-    n_queries = 40 if quick else len(questions)
+    n_queries = 20 if quick else len(questions)
     queries = questions[:n_queries]
     rows: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="smoldocs-bench-") as tmp:
@@ -170,7 +170,7 @@ def run(quick: bool = False) -> list[dict]:
         start = time.perf_counter()
         big = HybridIndex(synthetic_chunks(index.chunks, n), synthetic_embeddings(index.dense.matrix, n), embedder)
         load_s = time.perf_counter() - start
-        rows += query_rows(f"{n // 1000}k chunks", big, queries, targets[n], 10 if n > 10_000 else 40)
+        rows += query_rows(f"{n // 1000}k chunks", big, queries, targets[n], 10 if n > 10_000 else len(queries))
         rows.append(row(f"  open stored index, {n // 1000}k chunks (s) (baseline: build from chunk texts)",
                         _reopen_seconds(big), load_s, section=SECTION))
         held = (big.dense.matrix.nbytes + big.bm25.nbytes) / 2**20
