@@ -75,35 +75,35 @@ def test_processor_refuses_made_up_markers_the_model_prefers():
     assert text == " The cache [1]." and [m.n for m in find_markers(text)] == [1]
 
 
+class Counting(MarkerGuard):
+    """A MarkerGuard that records every piece it is asked about."""
+
+    def __init__(self, numbers):
+        super().__init__(numbers)
+        self.calls = []
+
+    def allows(self, state, piece):
+        self.calls.append(piece)
+        return super().allows(state, piece)
+
+
 def test_processor_only_checks_watched_pieces_when_settled():
-    calls = []
-
-    class Counting(MarkerGuard):
-        def allows(self, state, piece):
-            calls.append(piece)
-            return super().allows(state, piece)
-
     pieces = ["", "a", "b", " [", "1", "]"]
-    processor = GuardProcessor(Counting([1]), pieces, n_prompt=0)
+    guard = Counting([1])
+    processor = GuardProcessor(guard, pieces, n_prompt=0)
     processor(np.array([], dtype=np.intc), np.zeros(len(pieces), dtype=np.float32))
     processor(np.array([1], dtype=np.intc), np.zeros(len(pieces), dtype=np.float32))  # same state: cached
-    assert sorted(calls) == sorted([" [", "]"])
+    assert sorted(guard.calls) == sorted([" [", "]"])
 
 
 def test_inside_a_marker_only_pieces_that_can_continue_it_are_checked():
-    calls = []
-
-    class Counting(MarkerGuard):
-        def allows(self, state, piece):
-            calls.append(piece)
-            return super().allows(state, piece)
-
     pieces = ["", "a", " b", " [", "1", "]", "7", "1]", ",", " 2"]
-    processor = GuardProcessor(Counting([1, 2]), pieces, n_prompt=0)
+    guard = Counting([1, 2])
+    processor = GuardProcessor(guard, pieces, n_prompt=0)
     out = processor(np.array([3], dtype=np.intc), np.zeros(len(pieces), dtype=np.float32))  # after " ["
-    assert sorted(calls) == sorted(["1", "]", "7", "1]"])  # "a", " b", " [", ",", " 2" refused unseen
+    assert sorted(guard.calls) == sorted(["1", "]", "7", "1]"])  # "a", " b", " [", ",", " 2" refused unseen
     assert [i for i, v in enumerate(out) if v == 0] == [0, 4, 7]  # control, "1", "1]"
-    calls.clear()
+    guard.calls.clear()
     out = processor(np.array([3, 4, 8], dtype=np.intc), np.zeros(len(pieces), dtype=np.float32))  # after " [1,"
-    assert sorted(calls) == sorted(["1", "]", "7", "1]", " b", " [", " 2"])  # a space may follow the comma
+    assert sorted(guard.calls) == sorted(["1", "]", "7", "1]", " b", " [", " 2"])  # a space may follow the comma
     assert [i for i, v in enumerate(out) if v == 0] == [0, 4, 7, 9]  # control, "1", "1]" ([1,1]), " 2"
