@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
-from agent.events import CitationVerdict, ClaimVerdict
+from agent.events import CitationVerdict, ClaimVerdict, weaker
 from rag.citations import Citation, problem, resolve
 from rag.types import Chunk
 
@@ -52,16 +52,11 @@ def shown_map(citations: Sequence[Citation], numbers: Sequence[int]) -> dict[int
     return {c.n: c for c in citations if c.n in wanted}
 
 
-_STRENGTH = {"supported": 5, "weak": 4, "cited": 3, "unsupported": 2, "unresolved": 1, "made_up": 0}
-
-
 def merge_checks(first: CheckResult, second: CheckResult) -> CheckResult:
     """The checks of two parts of one answer: a number cited in both keeps its weaker verdict."""
     by_n: dict[int, CitationVerdict] = {}
     for c in [*first.citations, *second.citations]:
-        known = by_n.get(c.n)
-        if known is None or _STRENGTH.get(c.verdict, 0) < _STRENGTH.get(known.verdict, 0):
-            by_n[c.n] = c
+        by_n[c.n] = weaker(c, by_n[c.n]) if c.n in by_n else c
     return CheckResult(
         citations=list(by_n.values()),
         claims=[*first.claims, *second.claims],

@@ -52,6 +52,16 @@ class TextDelta:
     text: str
 
 
+# Strongest first. Where one number gets two verdicts (several claims cite it; the model's words and the quotes
+# are checked apart) it keeps the weaker: one good use of [n] must not vouch for another.
+VERDICT_STRENGTH = {"supported": 5, "weak": 4, "cited": 3, "unsupported": 2, "unresolved": 1, "made_up": 0}
+
+
+def weaker(a: "CitationVerdict", b: "CitationVerdict") -> "CitationVerdict":
+    """The verdict to show for one number judged twice."""
+    return a if VERDICT_STRENGTH.get(a.verdict, 0) < VERDICT_STRENGTH.get(b.verdict, 0) else b
+
+
 @dataclass(frozen=True)
 class CitationVerdict:
     n: int
