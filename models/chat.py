@@ -72,9 +72,9 @@ class LlamaChatModel:
 
         processors = [count_sample]
         if options.guard is not None:
-            from models.guards import GuardProcessor, vocabulary_pieces
+            from models.guards import GuardProcessor, vocabulary
 
-            processors.append(GuardProcessor(options.guard, vocabulary_pieces(self.llm), len(tokens)))
+            processors.append(GuardProcessor(options.guard, vocabulary(self.llm), len(tokens)))
 
         start = time.perf_counter()
         try:

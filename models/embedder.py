@@ -86,10 +86,10 @@ class LlamaEmbedder:
         for start in range(0, len(texts), step):
             # The lock is taken per group, so a query waits for one group, not for a whole indexing run.
             with self._lock:
-                fitted = [self._fit(t) for t in texts[start : start + step]]
-                self._use_threads(1 if sum(len(self._ids(t)) for t in fitted) <= FEW_TOKENS else self._threads)
+                fitted, counts = zip(*(self._fit_counted(t) for t in texts[start : start + step]))
+                self._use_threads(1 if sum(counts) <= FEW_TOKENS else self._threads)
                 try:
-                    rows.extend(self._llm.embed(fitted, normalize=False, truncate=False))
+                    rows.extend(self._llm.embed(list(fitted), normalize=False, truncate=False))
                 except (ValueError, RuntimeError) as exc:
                     raise GenerationError(f"llama.cpp failed to embed {len(fitted)} texts: {exc}") from None
         out = np.asarray(rows, dtype=np.float32).reshape(len(texts), self.dim)
@@ -113,6 +113,14 @@ class LlamaEmbedder:
 
     def _fits(self, text: str) -> bool:
         return len(self._ids(text)) <= MAX_TOKENS
+
+    def _fit_counted(self, text: str) -> tuple[str, int]:
+        """`_fit(text)` and its token count, tokenizing a text that fits only once."""
+        count = len(self._ids(text))
+        if count <= MAX_TOKENS:
+            return text, count
+        fitted = self._fit(text)
+        return fitted, len(self._ids(fitted))
 
     def _fit(self, text: str) -> str:
         # Llama.embed(truncate=True) would cut ids at n_batch and drop [SEP]; we cut the text instead,

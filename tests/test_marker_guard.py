@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from agent.grammars import MarkerGuard
-from models.guards import GuardProcessor
+from models.guards import GuardProcessor, Vocabulary
 from rag.claims import find_markers
 
 GUARD = MarkerGuard([1, 2, 12])
@@ -61,7 +61,7 @@ def _sample_greedy(processor, logits_by_step, n_prompt=3):
 
 def test_processor_refuses_made_up_markers_the_model_prefers():
     pieces = ["", " The", " cache", " [", "7", "1", "]", "."]  # id 0 is a control token
-    processor = GuardProcessor(MarkerGuard([1, 2]), pieces, n_prompt=3)
+    processor = GuardProcessor(MarkerGuard([1, 2]), Vocabulary(pieces), n_prompt=3)
     # The model prefers "[" then "7" then "]": the guard turns "7" into the best allowed piece, "1".
     steps = [
         [0, 5, 1, 1, 0, 0, 0, 0],  # " The"
@@ -90,7 +90,7 @@ class Counting(MarkerGuard):
 def test_processor_only_checks_watched_pieces_when_settled():
     pieces = ["", "a", "b", " [", "1", "]"]
     guard = Counting([1])
-    processor = GuardProcessor(guard, pieces, n_prompt=0)
+    processor = GuardProcessor(guard, Vocabulary(pieces), n_prompt=0)
     processor(np.array([], dtype=np.intc), np.zeros(len(pieces), dtype=np.float32))
     processor(np.array([1], dtype=np.intc), np.zeros(len(pieces), dtype=np.float32))  # same state: cached
     assert sorted(guard.calls) == sorted([" [", "]"])
@@ -99,7 +99,7 @@ def test_processor_only_checks_watched_pieces_when_settled():
 def test_inside_a_marker_only_pieces_that_can_continue_it_are_checked():
     pieces = ["", "a", " b", " [", "1", "]", "7", "1]", ",", " 2"]
     guard = Counting([1, 2])
-    processor = GuardProcessor(guard, pieces, n_prompt=0)
+    processor = GuardProcessor(guard, Vocabulary(pieces), n_prompt=0)
     out = processor(np.array([3], dtype=np.intc), np.zeros(len(pieces), dtype=np.float32))  # after " ["
     assert sorted(guard.calls) == sorted(["1", "]", "7", "1]"])  # "a", " b", " [", ",", " 2" refused unseen
     assert [i for i, v in enumerate(out) if v == 0] == [0, 4, 7]  # control, "1", "1]"
