@@ -1,11 +1,13 @@
-"""Typed events of one agent turn. The CLI, the TUI and the eval consume the same stream."""
+"""Typed events of one agent turn. The CLI, the TUI, the eval and the saved chats consume the same stream."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Union
 
+from rag.packing import Omission
 from rag.types import Hit
+from rag.verdicts import CitationVerdict, ClaimVerdict, Verdict
 
 
 @dataclass(frozen=True)
@@ -16,11 +18,21 @@ class TurnStarted:
 
 
 @dataclass(frozen=True)
+class ToolStep:
+    """One tool round of the model policy: what the model wrote, how many calls parsed, why the rest did not."""
+
+    text: str
+    calls: int
+    parse_errors: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class SearchStarted:
     query: str
     k: int
     doc_ids: tuple[str, ...] = ()
     call_id: int = 0
+    by_model: bool = False  # a call the model wrote; else the agent's own search of the question
 
 
 @dataclass(frozen=True)
@@ -29,11 +41,17 @@ class SearchFinished:
     hits: tuple[Hit, ...]  # as retrieved, in rank order
     packed: tuple[int, ...]  # ledger numbers of the excerpts kept
     dropped: int
-    omissions: tuple[Any, ...] = ()  # rag.packing omissions
+    omissions: tuple[Omission, ...] = ()
     result: str = ""  # what the model was given
     error: str | None = None  # a tool error the model sees as a result
     call_id: int = 0
     excerpts: tuple[tuple[int, str], ...] = ()  # (ledger number, chunk id) of each excerpt kept
+    arguments: Any = None  # the call's arguments as given (a dict, or whatever the model wrote)
+    by_model: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
 
 
 @dataclass(frozen=True)
@@ -52,45 +70,15 @@ class TextDelta:
     text: str
 
 
-# Strongest first. Where one number gets two verdicts (several claims cite it; the model's words and the quotes
-# are checked apart) it keeps the weaker: one good use of [n] must not vouch for another.
-VERDICT_STRENGTH = {"supported": 5, "weak": 4, "cited": 3, "unsupported": 2, "unresolved": 1, "made_up": 0}
-
-
-def weaker(a: "CitationVerdict", b: "CitationVerdict") -> "CitationVerdict":
-    """The verdict to show for one number judged twice."""
-    return a if VERDICT_STRENGTH.get(a.verdict, 0) < VERDICT_STRENGTH.get(b.verdict, 0) else b
-
-
 @dataclass(frozen=True)
-class CitationVerdict:
-    n: int
-    chunk_id: str | None
-    doc_id: str | None
-    uri: str | None
-    verdict: str  # supported | weak | unsupported | cited | made_up | unresolved
-    support: float | None = None  # support score, when judged
-    evidence: str | None = None  # best-matching sentence of the cited chunk
-
-
-@dataclass(frozen=True)
-class ClaimVerdict:
-    text: str
-    citations: tuple[int, ...]
-    verdict: str  # supported | weak | unsupported | made_up | unresolved | uncited
-    support: float | None = None
-    evidence: str | None = None
-
-
-@dataclass
 class Answer:
+    """The final answer of one turn, built once when the turn ends."""
+
     question: str
     text: str
     status: str  # answered | insufficient_evidence | cancelled | error
-    citations: list[CitationVerdict] = field(default_factory=list)
-    claims: list[ClaimVerdict] = field(default_factory=list)
-    unknown: list[int] = field(default_factory=list)  # markers no excerpt carried
-    unresolved: list[int] = field(default_factory=list)  # markers whose chunk is not in the index
+    citations: tuple[CitationVerdict, ...] = ()  # one per number the text cites, made-up ones included
+    claims: tuple[ClaimVerdict, ...] = ()
     quoted: bool = False  # text is an extractive fallback of quoted sentences, not the model's words
     model_text: str = ""  # what the model wrote, when `text` differs from it
     prompt_tokens: int = 0
@@ -99,7 +87,21 @@ class Answer:
     time_to_first_token: float = 0.0
     total_time: float = 0.0
     tokens_per_second: float = 0.0
-    trace: list[dict] = field(default_factory=list)
+    stop_reason: str | None = None  # why generation was cut short by the agent (a loop guard), if it was
+
+    @property
+    def unknown(self) -> tuple[int, ...]:
+        """Markers no excerpt carried: made-up numbers."""
+        return tuple(sorted(c.n for c in self.citations if c.verdict is Verdict.MADE_UP))
+
+    @property
+    def unresolved(self) -> tuple[int, ...]:
+        """Markers whose chunk is not in the index as shown."""
+        return tuple(sorted(c.n for c in self.citations if c.verdict is Verdict.UNRESOLVED))
+
+    def verdicts(self) -> dict[int, Verdict]:
+        """The verdict of every number the answer cites."""
+        return {c.n: c.verdict for c in self.citations}
 
 
 @dataclass(frozen=True)
@@ -113,4 +115,9 @@ class ErrorEvent:
     fatal: bool = False
 
 
-Event = Union[TurnStarted, SearchStarted, SearchFinished, ContextBuilt, TextDelta, AnswerFinished, ErrorEvent]
+Event = Union[
+    TurnStarted, ToolStep, SearchStarted, SearchFinished, ContextBuilt, TextDelta, AnswerFinished, ErrorEvent
+]
+EVENT_TYPES: tuple[type, ...] = (
+    TurnStarted, ToolStep, SearchStarted, SearchFinished, ContextBuilt, TextDelta, AnswerFinished, ErrorEvent
+)

@@ -4,20 +4,19 @@ from __future__ import annotations
 
 import re
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
-from typing import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Iterator, Sequence
 
-from agent.checking import check_answer, merge_checks, shown_map
 from agent.context import ContextWindow
 from agent.events import (
     Answer,
     AnswerFinished,
-    ContextBuilt,
     ErrorEvent,
     Event,
     SearchFinished,
     SearchStarted,
     TextDelta,
+    ToolStep,
     TurnStarted,
 )
 from agent.grammars import MarkerGuard, citation_grammar, tool_call_grammar
@@ -27,18 +26,27 @@ from agent.settings import AgentSettings
 from agent.toolcalls import ParseFailure, parse_tool_calls
 from agent.tools import Tool, ToolRegistry, ToolResult
 from models.errors import ModelError
+from models.grammar import json_schema_grammar
 from models.protocols import CancelToken, ChatModel
+from rag import markers
+from rag.citations import Citation
+from rag.extractive import Quoter
 from rag.packing import Ledger, block
 from rag.search_tool import SEARCH_DOCS_DESCRIPTION, SEARCH_DOCS_NAME, SEARCH_DOCS_SCHEMA, search_docs_tool
 from rag.types import Retriever
+from rag.verdicts import Judge, Verdict, Verification
+from rag.verify import Verifier
 
-_MARKER = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]")
 MAX_QUERY_CHARS = 1000
 
 
-def strip_markers(text: str) -> str:
-    """History answers lose their [n]: numbers belong to the ledger of the run that wrote them."""
-    return _MARKER.sub("", text)
+@dataclass
+class _Generation:
+    """What one answer generation produced, before it is checked."""
+
+    text: str = ""
+    failed: bool = False
+    stop_reason: str | None = None
 
 
 class Agent:
@@ -49,18 +57,17 @@ class Agent:
         model: ChatModel,
         retriever: Retriever,
         settings: AgentSettings = AgentSettings(),
-        judge: Callable | None = None,
-        fallback: Callable | None = None,
-        tool_json_grammar: Callable[[dict], str] | None = None,
+        judge: Judge | None = None,
+        quoter: Quoter | None = None,
     ) -> None:
         self.model = model
         self.retriever = retriever
         self.settings = settings
-        self.judge = judge  # (answer, shown, lookup) -> (verdicts by n, claims)
-        self.fallback = fallback  # (question, shown, lookup) -> (quoted text, numbers) | None
-        self.tool_json_grammar = tool_json_grammar
+        self.judge: Judge = judge or Verifier(None)
+        self.quoter = quoter  # quotes of the shown excerpts when nothing the model wrote is supported
         self.window = ContextWindow(model.tokenizer, settings.budgets, system_rules(settings.few_shot))
-        self.policy = settings.resolve_policy(getattr(model, "n_params", None))
+        self.policy = settings.resolve_policy(model.n_params)
+        self._calls_made = 0  # call ids of this turn's searches
 
     # -- the turn -------------------------------------------------------------------------------------------
 
@@ -68,28 +75,27 @@ class Agent:
         self, question: str, history: Sequence[tuple[str, str]] = (), cancel: CancelToken | None = None
     ) -> Iterator[Event]:
         cancel = cancel or CancelToken()
+        self._calls_made = 0
         yield TurnStarted(question=question, turn=len(history), policy=self.policy)
-        answer = Answer(question=question, text="", status="answered", n_ctx=self.window.budgets.n_ctx)
+        n_ctx = self.window.budgets.n_ctx
         if not question.strip():
-            answer.status = "insufficient_evidence"
-            answer.text = "Ask a question about the docs."
-            yield AnswerFinished(answer)
+            yield AnswerFinished(Answer(question, "Ask a question about the docs.", "insufficient_evidence", n_ctx=n_ctx))
             return
-        history = [(q, strip_markers(a)) for q, a in history]
+        # History answers lose their [n]: numbers belong to the ledger of the run that wrote them.
+        history = [(q, markers.strip(a)) for q, a in history]
         prepared = self.window.prepare(question, history)
         ledger = Ledger()
         results: list[ToolResult] = []
         if self.policy == "search-first":
             query = follow_up_query(question, history)
             args = {"query": query.strip()[:MAX_QUERY_CHARS], "k": self.settings.k}
-            results += yield from self._run_calls([(SEARCH_DOCS_NAME, args)], ledger, prepared.evidence_budget, answer)
+            results += yield from self._run_calls([(SEARCH_DOCS_NAME, args)], ledger, prepared.evidence_budget)
         else:
-            results += yield from self._model_steps(prepared.question, prepared.history, ledger, prepared.evidence_budget, answer, cancel)
+            results += yield from self._model_steps(prepared.question, prepared.history, ledger, prepared.evidence_budget, cancel)
         if cancel.cancelled:
-            answer.status = "cancelled"
-            yield AnswerFinished(answer)
+            yield AnswerFinished(Answer(question, "", "cancelled", n_ctx=n_ctx))
             return
-        yield from self._answer(prepared, ledger, results, answer, cancel)
+        yield from self._answer(question, prepared, ledger, results, cancel)
 
     # -- tools ----------------------------------------------------------------------------------------------
 
@@ -97,10 +103,11 @@ class Agent:
         tool = search_docs_tool(self.retriever, ledger, self.model.tokenizer, max_tokens=budget, order=self.settings.order)
         return ToolRegistry({SEARCH_DOCS_NAME: Tool(SEARCH_DOCS_NAME, SEARCH_DOCS_DESCRIPTION, SEARCH_DOCS_SCHEMA, tool)})
 
-    def _run_calls(self, calls, ledger: Ledger, budget: int, answer: Answer) -> Iterator[Event]:
+    def _run_calls(self, calls, ledger: Ledger, budget: int, by_model: bool = False) -> Iterator[Event]:
         """Run tool calls (in parallel threads when several), sharing the run's ledger; returns their results."""
         registry = self._registry(ledger, budget // max(1, len(calls)))
-        base = len(answer.trace)
+        base = self._calls_made
+        self._calls_made += len(calls)
         for i, (_name, args) in enumerate(calls):
             a = args if isinstance(args, dict) else {}
             k = a.get("k", 5)
@@ -110,6 +117,7 @@ class Agent:
                 k=k if isinstance(k, int) else 5,
                 doc_ids=tuple(map(str, doc_ids)) if isinstance(doc_ids, list) else (),
                 call_id=base + i,
+                by_model=by_model,
             )
         if len(calls) == 1:
             results = [registry.call(*calls[0])]
@@ -119,34 +127,23 @@ class Agent:
         for i, result in enumerate(results):
             payload = result.payload
             packed = getattr(payload, "packed", None)
-            hits = tuple(getattr(payload, "hits", ()) or ())
             excerpts = tuple((ledger.peek(h), h.chunk_id) for h in (packed.used if packed else ()))
-            numbers = tuple(n for n, _ in excerpts)
-            answer.trace.append(
-                {
-                    "tool": result.name,
-                    "arguments": result.arguments,
-                    "ok": result.ok,
-                    "error": result.error,
-                    "hits": [h.chunk_id for h in hits],
-                    "packed": list(numbers),
-                    "dropped": packed.dropped if packed else 0,
-                }
-            )
             yield SearchFinished(
                 query=str(result.arguments.get("query", "")) if isinstance(result.arguments, dict) else "",
-                hits=hits,
-                packed=numbers,
+                hits=tuple(getattr(payload, "hits", ()) or ()),
+                packed=tuple(n for n, _ in excerpts),
                 dropped=packed.dropped if packed else 0,
                 omissions=tuple(packed.omissions) if packed else (),
                 result=result.text,
                 error=result.error,
                 call_id=base + i,
                 excerpts=excerpts,
+                arguments=result.arguments,
+                by_model=by_model,
             )
         return results
 
-    def _model_steps(self, question, history, ledger, budget, answer: Answer, cancel) -> Iterator[Event]:
+    def _model_steps(self, question, history, ledger, budget, cancel) -> Iterator[Event]:
         """The model chooses its searches: up to max_steps - 1 tool rounds, errors fed back as results."""
         registry = self._registry(ledger, budget)
         messages = [{"role": "system", "content": tool_rules(registry.specs())}]
@@ -154,8 +151,8 @@ class Agent:
             messages += [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
         messages.append({"role": "user", "content": neutralize(question)})
         options = self.settings.tool_generation
-        if self.settings.tool_grammar and self.tool_json_grammar is not None:
-            options = replace(options, grammar=tool_call_grammar(SEARCH_DOCS_NAME, self.tool_json_grammar(_grammar_schema())))
+        if self.settings.tool_grammar and self.model.supports_grammar:
+            options = replace(options, grammar=tool_call_grammar(SEARCH_DOCS_NAME, json_schema_grammar(_grammar_schema())))
         results: list[ToolResult] = []
         for _ in range(max(1, self.settings.max_steps - 1)):
             if cancel.cancelled:
@@ -167,12 +164,12 @@ class Agent:
             copied = [c for c in calls if isinstance(c.arguments, dict) and placeholder_query(c.arguments.get("query"))]
             calls = [c for c in calls if c not in copied]
             failures += [ParseFailure(text, "the query was copied from the example; write search words for the question") for _ in copied]
-            answer.trace.append({"tool_step": text, "calls": len(calls), "parse_errors": [f.reason for f in failures]})
+            yield ToolStep(text, len(calls), tuple(f.reason for f in failures))
             if not calls and not failures:
                 break  # the model answered without searching
             step: list[ToolResult] = []
             if calls:
-                step = yield from self._run_calls([(c.name, c.arguments) for c in calls], ledger, budget, answer)
+                step = yield from self._run_calls([(c.name, c.arguments) for c in calls], ledger, budget, by_model=True)
             results += step
             if any(r.ok for r in step):
                 break
@@ -180,14 +177,13 @@ class Agent:
             messages += [{"role": "assistant", "content": text}, {"role": "user", "content": f"Tool result: {feedback}"}]
         if not any(r.ok for r in results) and not cancel.cancelled:
             # The model never produced a usable search: search the question itself rather than answer blind.
-            answer.trace.append({"fallback_search": True})
             args = {"query": question.strip()[:MAX_QUERY_CHARS], "k": self.settings.k}
-            results += yield from self._run_calls([(SEARCH_DOCS_NAME, args)], ledger, budget, answer)
+            results += yield from self._run_calls([(SEARCH_DOCS_NAME, args)], ledger, budget)
         return results
 
     # -- the answer -----------------------------------------------------------------------------------------
 
-    def _answer(self, prepared, ledger: Ledger, results: list[ToolResult], answer: Answer, cancel) -> Iterator[Event]:
+    def _answer(self, question: str, prepared, ledger: Ledger, results: list[ToolResult], cancel) -> Iterator[Event]:
         blocks: dict[int, str] = {}
         for result in results:
             packed = getattr(result.payload, "packed", None)
@@ -196,14 +192,44 @@ class Agent:
                 blocks.setdefault(n, block(n, hit))
         messages, built, shown_numbers = self.window.build(prepared, sorted(blocks.items()))
         yield built
-        answer.prompt_tokens = built.prompt_tokens
-        shown = shown_map(ledger.citations(), shown_numbers)
+        base = Answer(question, "", "answered", prompt_tokens=built.prompt_tokens, n_ctx=built.n_ctx)
+        shown = shown_excerpts(ledger.citations(), shown_numbers)
         if not shown:
-            answer.status = "insufficient_evidence"
-            answer.text = f"{NOT_COVERED} search_docs found no excerpt for this question."
-            yield AnswerFinished(answer)
+            text = f"{NOT_COVERED} search_docs found no excerpt for this question."
+            yield AnswerFinished(replace(base, text=text, status="insufficient_evidence"))
             return
-        options = replace(self.settings.generation, max_tokens=min(self.settings.generation.max_tokens, built.reserve))
+        generation = _Generation()
+        yield from self._generate(messages, built.reserve, shown, cancel, generation)
+        stats = self.model.last_stats
+        model_text = generation.text.strip()
+        status = "answered"
+        if cancel.cancelled:
+            status = "cancelled"
+        elif generation.failed:
+            status = "error"
+        elif abstains(model_text):
+            status = "insufficient_evidence"
+        text, status, quoted, verification = self._check(question, model_text, status, shown)
+        yield AnswerFinished(
+            replace(
+                base,
+                text=text,
+                status=status,
+                citations=verification.citations,
+                claims=verification.claims,
+                quoted=quoted,
+                model_text=model_text,
+                completion_tokens=stats.completion_tokens,
+                time_to_first_token=stats.time_to_first_token,
+                total_time=stats.total_time,
+                tokens_per_second=stats.tokens_per_second,
+                stop_reason=generation.stop_reason,
+            )
+        )
+
+    def _generate(self, messages, reserve: int, shown, cancel, out: _Generation) -> Iterator[Event]:
+        """Stream the answer, guarded as the decoding setting says; stops early when it starts repeating."""
+        options = replace(self.settings.generation, max_tokens=min(self.settings.generation.max_tokens, reserve))
         if self.settings.decoding == "constrained":
             options = replace(options, grammar=citation_grammar(sorted(shown)))
         elif self.settings.decoding == "guarded":
@@ -217,43 +243,34 @@ class Agent:
                 yield TextDelta(delta)
                 if guard.feed(delta):
                     stop.cancel()
-                    answer.trace.append({"stopped": "the answer started repeating itself"})
+                    out.stop_reason = "the answer started repeating itself"
                     break
         except (ModelError, ValueError) as exc:
             yield ErrorEvent(f"generation failed: {exc}", fatal=True)
-            answer.status = "error"
-        stats = self.model.last_stats
-        answer.text = answer.model_text = "".join(pieces).strip()
-        answer.completion_tokens = stats.completion_tokens
-        answer.time_to_first_token = stats.time_to_first_token
-        answer.total_time = stats.total_time
-        answer.tokens_per_second = stats.tokens_per_second
-        if cancel.cancelled:
-            answer.status = "cancelled"
-        elif answer.status != "error" and abstains(answer.text):
-            answer.status = "insufficient_evidence"
-        self._check(answer, shown, prepared.question)
-        yield AnswerFinished(answer)
+            out.failed = True
+        out.text = "".join(pieces)
 
-    def _check(self, answer: Answer, shown, question: str) -> None:
-        result = check_answer(answer.model_text, shown, self.retriever.chunk, self.judge)
-        supported = any(c.verdict == "supported" for c in result.citations)
-        if self.fallback is not None and self.settings.fallback and answer.status == "answered" and not supported:
-            quoted = self.fallback(question, shown, self.retriever.chunk)
-            if quoted:
-                quote_text, _numbers = quoted
-                answer.quoted = True
-                answer.text = f"{close_code(answer.model_text)}\n\n{quote_text}".strip()
-                # Checked apart: an unclosed backtick in the model's words must not hide the quotes' markers.
-                result = merge_checks(result, check_answer(quote_text, shown, self.retriever.chunk, self.judge))
-            else:
-                # Nothing the model wrote holds, and no excerpt sentence comes close to the question.
-                answer.status = "insufficient_evidence"
-                answer.text = f"{close_code(answer.model_text)}\n\n{UNSUPPORTED_NOTE}".strip()
-        answer.citations = result.citations
-        answer.claims = result.claims
-        answer.unknown = result.unknown
-        answer.unresolved = result.unresolved
+    def _check(self, question: str, model_text: str, status: str, shown) -> tuple[str, str, bool, Verification]:
+        """The text to show, its status, whether quotes were added, and every verdict (rag.verify decides them)."""
+        lookup = self.retriever.chunk
+        verification = self.judge(model_text, shown, lookup)
+        supported = any(c.verdict is Verdict.SUPPORTED for c in verification.citations)
+        if self.quoter is None or not self.settings.fallback or status != "answered" or supported:
+            return model_text, status, False, verification
+        quoted = self.quoter(question, shown, lookup)
+        if not quoted:
+            # Nothing the model wrote holds, and no excerpt sentence comes close to the question.
+            return f"{close_code(model_text)}\n\n{UNSUPPORTED_NOTE}".strip(), "insufficient_evidence", False, verification
+        # Checked apart: an unclosed backtick in the model's words must not hide the quotes' markers.
+        quote_text = quoted.text
+        merged = verification.merged(self.judge(quote_text, shown, lookup))
+        return f"{close_code(model_text)}\n\n{quote_text}".strip(), status, True, merged
+
+
+def shown_excerpts(citations: Sequence[Citation], numbers: Sequence[int]) -> dict[int, Citation]:
+    """The ledger's citations restricted to the numbers that reached the prompt."""
+    wanted = set(numbers)
+    return {c.n: c for c in citations if c.n in wanted}
 
 
 def close_code(text: str) -> str:

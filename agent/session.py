@@ -4,19 +4,40 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterator, Protocol, Sequence, runtime_checkable
 
 from agent.events import Answer, AnswerFinished, Event
 from agent.loop import Agent
 from agent.settings import AgentSettings
 from models.protocols import CancelToken, ChatModel, Embedder
+from rag.extractive import QuoteFallback
 from rag.types import Chunk, Hit, Retriever
+from rag.verify import Verifier
 
 
 @dataclass
 class Turn:
     question: str
     answer: Answer
+
+
+@runtime_checkable
+class Session(Protocol):
+    """What the TUI drives: one conversation over one index. ChatSession is the real one."""
+
+    model_name: str
+    index_size: int
+    docs_dir: Path | None
+
+    def ask(self, question: str, cancel: CancelToken | None = None) -> Iterator[Event]: ...
+
+    def search(self, query: str, k: int = 5) -> list[Hit]: ...
+
+    def chunk(self, chunk_id: str) -> Chunk | None: ...
+
+    def new_chat(self) -> None: ...
+
+    def restore(self, turns: Sequence[Turn]) -> None: ...
 
 
 class ChatSession:
@@ -27,20 +48,18 @@ class ChatSession:
         model: ChatModel,
         retriever: Retriever,
         *,
-        tokenizer=None,
         embedder: Embedder | None = None,
         settings: AgentSettings | None = None,
         docs_dir: Path | None = None,
     ) -> None:
         self.model = model
         self.retriever = retriever
-        self.tokenizer = tokenizer or model.tokenizer
         self.embedder = embedder
         self.settings = settings or AgentSettings()
         self.docs_dir = docs_dir
         self.history: list[Turn] = []
-        judge, fallback = _verifiers(embedder)
-        self.agent = Agent(model, retriever, self.settings, judge=judge, fallback=fallback, tool_json_grammar=_json_grammar())
+        # The claim verifier and the extractive fallback, bound to the embedder (None: lexical only).
+        self.agent = Agent(model, retriever, self.settings, judge=Verifier(embedder), quoter=QuoteFallback(embedder))
 
     @property
     def model_name(self) -> str:
@@ -81,21 +100,6 @@ class ChatSession:
 
     def restore(self, turns: Sequence[Turn]) -> None:
         self.history = list(turns)
-
-
-def _json_grammar():
-    try:
-        from models.grammar import json_schema_grammar
-    except ImportError:  # pragma: no cover - llama_cpp is a hard dependency
-        return None
-    return json_schema_grammar
-
-
-def _verifiers(embedder: Embedder | None):
-    """The claim checker and the extractive fallback, bound to the embedder (None: lexical only)."""
-    from agent.verifying import make_fallback, make_judge
-
-    return make_judge(embedder), make_fallback(embedder)
 
 
 def open_session(

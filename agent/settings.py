@@ -49,10 +49,6 @@ class AgentSettings:
         if self.decoding not in DECODINGS:
             raise ValueError(f"unknown decoding {self.decoding!r}: choose one of {', '.join(DECODINGS)}")
 
-    @property
-    def constrained(self) -> bool:
-        return self.decoding == "constrained"
-
     def with_(self, **changes) -> "AgentSettings":
         return replace(self, **changes)
 

@@ -39,7 +39,8 @@ class PromptRecorder:
         self.name = model.name
         self.n_ctx = model.n_ctx
         self.tokenizer = model.tokenizer
-        self.n_params = getattr(model, "n_params", None)
+        self.n_params = model.n_params
+        self.supports_grammar = model.supports_grammar
         self.prompts: list[tuple[list[Message], GenerationOptions]] = []
 
     @property

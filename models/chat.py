@@ -36,7 +36,8 @@ class LlamaChatModel:
         self.llm = open_llama(config)
         self.tokenizer = LlamaTokenizer(config.path, llm=self.llm)
         self.last_stats = GenerationStats()
-        self.n_params = int(self.llm._model.n_params())
+        self.n_params: int | None = int(self.llm._model.n_params())
+        self.supports_grammar = True  # GBNF grammars and logits guards run in-process
         self._lock = threading.Lock()  # one generation at a time per Llama instance
 
     def stream(

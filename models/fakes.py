@@ -57,6 +57,8 @@ class ScriptedChatModel:
     def __init__(self, replies: Sequence[str] = (), n_ctx: int = 2048, tokenizer=None, delay: float = 0.0) -> None:
         self.name = "scripted"
         self.n_ctx = n_ctx
+        self.n_params: int | None = None
+        self.supports_grammar = True  # options are recorded (tests read them), never enforced
         self.tokenizer = tokenizer or WordTokenizer()
         self.last_stats = GenerationStats()
         self.calls: list[list[Message]] = []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Hashable, Iterator, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
@@ -118,10 +118,16 @@ class GenerationStats:
 
 @runtime_checkable
 class ChatModel(Protocol):
-    """Streams a chat completion as text deltas; `last_stats` describes the last call once it ends."""
+    """Streams a chat completion as text deltas; `last_stats` describes the last call once it ends.
+
+    Capabilities are declared, not probed: `n_params` (None when unknown) lets `auto` pick a tool policy, and
+    `supports_grammar` says whether `GenerationOptions.grammar` and `.guard` are honoured.
+    """
 
     name: str
     n_ctx: int
+    n_params: int | None
+    supports_grammar: bool
     tokenizer: Tokenizer
     last_stats: GenerationStats
 

@@ -33,10 +33,6 @@ class ChatRenderer:
         self._llm = llm
         self._formatter = chat_formatter(llm)
 
-    @property
-    def has_template(self) -> bool:
-        return self._formatter is not None
-
     def render(self, messages: Sequence[Message], add_generation_prompt: bool = True) -> tuple[str, bool, list[str]]:
         """(prompt text, whether it already carries BOS, stop strings)."""
         if self._formatter is None:

@@ -71,10 +71,6 @@ class BM25Index:
                            for i, t in enumerate(terms)}
         return index
 
-    @property
-    def vocabulary_size(self) -> int:
-        return len(self._postings)
-
     def scores(self, query_terms: Sequence[str]) -> np.ndarray:
         """One score per row; a repeated query term counts again, as in rank_bm25."""
         out = np.zeros(self.size, dtype=np.float64)

@@ -5,19 +5,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-# `[3]`, `[1, 2]` (numbers from 1, no leading zero, as rag.citations reads them); not a link `[1](url)`.
-_MARKER_BODY = r"\[([1-9][0-9]*(?:[ \t]*,[ \t]*[1-9][0-9]*)*)\](?!\()"
-_MARKER = re.compile(_MARKER_BODY)
-_FENCE = re.compile(r"^\s*(```|~~~)")
-_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)")
+from rag import markers
+from rag.markers import MARKER, MARKER_PATTERN, code_lines, mask_code
+
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+")
 _ITEM = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
 _QUOTE = re.compile(r"^\s*>\s?")
 _QUOTE_PREFIX = re.compile(r"(?m)^\s*>\s?")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 # End of a sentence: terminal punctuation, closing quotes/brackets, then any markers that follow it.
-_END = re.compile(r"[.!?]+[\"')\]*_]*((?:\s*" + _MARKER_BODY.replace("(", "(?:", 1) + ")*)")
-_MARKER_BEFORE = re.compile(_MARKER_BODY + r"\s*$")
+_END = re.compile(r"[.!?]+[\"')\]*_]*((?:\s*" + MARKER_PATTERN + ")*)")
+_MARKER_BEFORE = re.compile(MARKER_PATTERN + r"\s*$")
 _CODEISH_START = re.compile(r"[a-z][\w]*[-_.][\w]")
 _ABBREVIATIONS = frozenset("e.g i.e etc vs cf approx fig no eq sec ch incl resp al".split())
 
@@ -55,15 +53,6 @@ MIN_CONTENT_WORDS = 3  # fewer, with no number, identifier or marker: not a fact
 
 
 @dataclass(frozen=True)
-class Marker:
-    """One `[n]` citation marker (a `[1, 2]` group yields one per number) at its span in the text."""
-
-    n: int
-    start: int
-    end: int
-
-
-@dataclass(frozen=True)
 class Claim:
     """One sentence or list item of an answer. `text` has the markers removed."""
 
@@ -77,55 +66,6 @@ class Claim:
     @property
     def cited(self) -> bool:
         return bool(self.citations)
-
-
-def mask_code(text: str) -> str:
-    """Same-length copy of `text` with code spans and fenced blocks blanked, so offsets still line up."""
-    out = list(text)
-    pos = 0
-    in_fence = False
-    for line in text.splitlines(keepends=True):
-        if _FENCE.match(line):
-            in_fence = not in_fence
-            _blank(out, pos, pos + len(line.rstrip("\n")))
-        elif in_fence:
-            _blank(out, pos, pos + len(line.rstrip("\n")))
-        else:
-            for m in _CODE_SPAN.finditer(line):
-                # keep the backticks so an identifier inside still reads as code to later steps
-                ticks = len(m.group(1))
-                _blank(out, pos + m.start() + ticks, pos + m.end() - ticks)
-        pos += len(line)
-    return "".join(out)
-
-
-def _blank(out: list[str], start: int, end: int) -> None:
-    for i in range(start, end):
-        if out[i] not in "\n":
-            out[i] = "x"
-
-
-def find_markers(text: str) -> list[Marker]:
-    """Every citation marker outside code, in order."""
-    masked = mask_code(text)
-    found = []
-    for m in _MARKER.finditer(masked):
-        for part in m.group(1).split(","):
-            found.append(Marker(int(part), m.start(), m.end()))
-    return found
-
-
-def strip_markers(text: str) -> str:
-    """`text` without citation markers (outside code), whitespace tidied."""
-    masked = mask_code(text)
-    pieces, last = [], 0
-    for m in _MARKER.finditer(masked):
-        pieces.append(text[last : m.start()])
-        last = m.end()
-    pieces.append(text[last:])
-    joined = "".join(pieces)
-    joined = re.sub(r"\s+([.,;:!?])", r"\1", joined)
-    return re.sub(r"\s+", " ", joined).strip()
 
 
 def split_claims(answer: str, keep_markers: bool = False) -> list[Claim]:
@@ -149,11 +89,11 @@ def factual_claims(answer: str) -> list[Claim]:
 def _claim(answer: str, masked: str, start: int, end: int, kind: str, keep_markers: bool = False) -> Claim:
     raw = _QUOTE_PREFIX.sub("", answer[start:end])
     numbers: list[int] = []
-    for m in _MARKER.finditer(masked[start:end]):
+    for m in MARKER.finditer(masked[start:end]):
         for part in m.group(1).split(","):
             if int(part) not in numbers and not keep_markers:
                 numbers.append(int(part))
-    text = " ".join(raw.split()) if keep_markers else strip_markers(raw)
+    text = " ".join((raw if keep_markers else markers.strip(raw)).split())
     if kind == "heading":
         text = _HEADING.sub("", text).strip().strip("#").strip()
     factual = bool(numbers) or (kind != "heading" and is_factual(text))
@@ -186,7 +126,6 @@ def _segments(answer: str) -> list[tuple[int, int, str]]:
     current: list[int] | None = None  # [start, end] of the open segment
     current_kind = "sentence"
     pos = 0
-    in_fence = False
     prev_quote = False
 
     def close() -> None:
@@ -195,15 +134,12 @@ def _segments(answer: str) -> list[tuple[int, int, str]]:
             segments.append((current[0], current[1], current_kind))
             current = None
 
-    for line in answer.splitlines(keepends=True):
+    for line, fenced in code_lines(answer):
         body = line.rstrip("\n").rstrip("\r")
         line_start, line_end = pos, pos + len(body)
         pos += len(line)
-        if _FENCE.match(body):
+        if fenced:
             close()
-            in_fence = not in_fence
-            continue
-        if in_fence:
             continue
         if not body.strip() or _TABLE_RULE.match(body) and "-" in body:
             close()

@@ -6,12 +6,11 @@ import operator
 import threading
 from collections import Counter as Tally
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, Sequence
+from typing import Protocol, Sequence
 
 from rag.citations import Citation
 from rag.errors import BudgetError
 
-Order = Literal["rank", "lost_in_middle"]
 ORDERS: tuple[str, ...] = ("rank", "lost_in_middle")
 REASONS: tuple[str, ...] = ("duplicate_id", "duplicate_text", "over_budget")
 BLOCK_SEPARATOR = "\n"  # blocks end in "\n"; one more makes the blank line between them
@@ -102,6 +101,11 @@ class Omission:
     uri: str
     reason: str  # one of REASONS
     tokens: int | None = None  # over_budget: the count the context would have had with this hit
+
+    @property
+    def why(self) -> str:
+        """The reason in words: `over budget`."""
+        return self.reason.replace("_", " ")
 
 
 @dataclass(frozen=True)

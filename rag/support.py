@@ -15,8 +15,9 @@ from models.protocols import Embedder
 from rag.claim_terms import ANTONYM, Terms, coverage, terms
 from rag.claims import split_claims
 from rag.types import Chunk
+from rag.verdicts import Verdict
 
-SUPPORTED, WEAK, UNSUPPORTED = "supported", "weak", "unsupported"
+SUPPORTED, WEAK, UNSUPPORTED = Verdict.SUPPORTED, Verdict.WEAK, Verdict.UNSUPPORTED
 
 _FENCED = re.compile(r"^\s*(?:```|~~~)[^\n]*\n(.*?)^\s*(?:```|~~~)", re.MULTILINE | re.DOTALL)
 _MAX_CANDIDATE_CHARS = 500
@@ -37,7 +38,7 @@ class Params:
 class Support:
     """The verdict of one chunk on one claim, with its evidence."""
 
-    verdict: str  # supported | weak | unsupported
+    verdict: Verdict  # supported | weak | unsupported
     score: float
     evidence: str  # the best-matching sentence of the chunk
     reason: str = ""  # why the verdict was pushed down, if it was

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import threading
 
 import pytest
 
-from agent.events import AnswerFinished, ContextBuilt, SearchFinished, SearchStarted, TextDelta, TurnStarted
+from agent.events import AnswerFinished, ContextBuilt, SearchFinished, SearchStarted, TextDelta, ToolStep, TurnStarted
 from agent.session import ChatSession
 from agent.settings import AgentSettings
 from agent.context import Budgets
-from models.fakes import HashEmbedder, ScriptedChatModel, WordTokenizer
+from models.fakes import HashEmbedder, ScriptedChatModel
 from models.protocols import CancelToken
 from rag.types import Chunk, Hit
 
@@ -85,7 +84,7 @@ def test_search_first_searches_then_streams_and_checks():
 def test_made_up_number_is_reported():
     session, _, _ = make_session(["Keys are cached [1]. Values are stored for ever [7]."])
     answer = final(session.ask("what does the kv cache store"))
-    assert answer.unknown == [7]
+    assert answer.unknown == (7,)
     assert {c.n: c.verdict for c in answer.citations}[7] == "made_up"
 
 
@@ -97,7 +96,7 @@ def test_unresolved_citation_is_reported():
 
     retriever.chunk = vanish
     answer = final(session.ask("what does the kv cache store"))
-    assert answer.unresolved == [1]
+    assert answer.unresolved == (1,)
     assert answer.citations[0].verdict == "unresolved"
 
 
@@ -120,10 +119,13 @@ def test_model_policy_parses_tool_call_and_answers():
         policy="model",
         tool_grammar=False,
     )
-    answer = final(session.ask("how are documents ranked?"))
+    events = list(session.ask("how are documents ranked?"))
+    answer = final(events)
     assert retriever.calls == [("bm25 ranks", 2, None)]
     assert answer.citations[0].chunk_id == "docs/bm25.md#0"
-    assert answer.trace[0]["calls"] == 1
+    steps = [e for e in events if isinstance(e, ToolStep)]
+    assert [s.calls for s in steps] == [1]
+    assert [e.by_model for e in events if isinstance(e, SearchFinished)] == [True]
 
 
 def test_bad_tool_arguments_reach_the_model_as_an_error_result():
@@ -219,11 +221,13 @@ def test_copied_placeholder_query_is_a_failed_call_then_the_question_is_searched
         policy="model",
         tool_grammar=False,
     )
-    answer = final(session.ask("what does the kv cache store"))
-    steps = [t for t in answer.trace if "tool_step" in t]
-    assert [s["calls"] for s in steps] == [0, 0] and all(s["parse_errors"] for s in steps)
+    events = list(session.ask("what does the kv cache store"))
+    answer = final(events)
+    steps = [e for e in events if isinstance(e, ToolStep)]
+    assert [s.calls for s in steps] == [0, 0] and all(s.parse_errors for s in steps)
     assert "copied" in model.calls[1][-1]["content"]
-    assert {"fallback_search": True} in answer.trace
+    # The agent searched the question itself after no usable call: not a call of the model's.
+    assert [e.by_model for e in events if isinstance(e, SearchFinished)] == [False]
     assert retriever.calls == [("what does the kv cache store", 5, None)]
     assert answer.citations[0].chunk_id == "docs/kv-cache.md#0"
 
@@ -250,24 +254,22 @@ def test_a_looping_answer_is_stopped_early():
     session, model, _ = make_session(["The kv cache stores keys [1]. " + loop])
     answer = final(session.ask("kv cache"))
     assert answer.status == "answered"
-    assert {"stopped": "the answer started repeating itself"} in answer.trace
+    assert answer.stop_reason == "the answer started repeating itself"
     assert len(answer.model_text) < len(loop) / 2
 
 
 def test_quotes_after_an_unclosed_code_span_are_still_checked():
-    from agent.verifying import make_fallback
-
     chunks = [_chunk("docs/kv-cache.md", 0, "the kv cache stores `keys` and values of earlier tokens")]
     model = ScriptedChatModel(["Use `n_ctx to set it [9]."])
     session = ChatSession(model, MemoryRetriever(chunks), embedder=HashEmbedder(), settings=AgentSettings(policy="search-first"))
     answer = final(session.ask("what does the kv cache store keys values"))
-    from rag.citations import parse_citations
+    from rag import markers
 
     assert answer.quoted
     quote = answer.text[answer.text.index("Quoted from the docs:"):]
-    assert parse_citations(quote)
+    assert markers.numbers(quote)
     checked = {c.n for c in answer.citations}
-    assert set(parse_citations(quote)) <= checked
+    assert set(markers.numbers(quote)) <= checked
     assert 9 in answer.unknown
     assert answer.text.count("`") % 2 == 0  # the open span was closed before the quotes
 
@@ -311,6 +313,6 @@ def test_answer_is_decoded_with_the_constraint_of_the_decoding_setting(decoding)
 
 
 def test_free_decoding_is_the_default_and_unknown_decodings_are_refused():
-    assert AgentSettings().decoding == "free" and not AgentSettings().constrained
+    assert AgentSettings().decoding == "free"
     with pytest.raises(ValueError, match="unknown decoding 'strict'"):
         AgentSettings(decoding="strict")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -21,8 +22,6 @@ from agent.chats import (
 from agent.events import (
     Answer,
     AnswerFinished,
-    CitationVerdict,
-    ClaimVerdict,
     ErrorEvent,
     SearchFinished,
     SearchStarted,
@@ -30,6 +29,7 @@ from agent.events import (
     TurnStarted,
 )
 from rag.packing import Omission
+from rag.verdicts import CitationVerdict, ClaimVerdict, Verdict
 from rag.types import Hit
 from tui_support import CHUNKS, mixed_turn
 
@@ -39,16 +39,12 @@ def test_every_event_type_round_trips_through_json():
     for event in events:
         data = json.loads(json.dumps(event_to_dict(event)))
         back = event_from_dict(data)
+        assert back == event
         if isinstance(event, SearchFinished):
-            # Omissions are saved as plain dicts: the fields a reader needs, not the rag type.
-            assert back.omissions == tuple(dataclasses.asdict(o) for o in event.omissions)
-            assert back.omissions[0]["rank"] == 4 and back.omissions[0]["reason"] == "over_budget"
-            assert back.hits == event.hits and back.packed == event.packed
-        else:
-            assert back == event
+            assert back.omissions[0].rank == 4 and back.omissions[0].why == "over budget"
 
 
-verdicts = st.sampled_from(["supported", "weak", "unsupported", "cited", "made_up", "unresolved"])
+verdicts = st.sampled_from(list(Verdict))
 citations = st.builds(
     CitationVerdict,
     n=st.integers(1, 30),
@@ -71,9 +67,8 @@ answers = st.builds(
     question=st.text(max_size=60),
     text=st.text(max_size=200),
     status=st.sampled_from(["answered", "insufficient_evidence", "cancelled", "error"]),
-    citations=st.lists(citations, max_size=4),
-    claims=st.lists(claims, max_size=4),
-    unknown=st.lists(st.integers(1, 30), max_size=3),
+    citations=st.lists(citations, max_size=4).map(tuple),
+    claims=st.lists(claims, max_size=4).map(tuple),
     quoted=st.booleans(),
     completion_tokens=st.integers(0, 2048),
     tokens_per_second=st.floats(0, 500),
@@ -189,7 +184,7 @@ def test_export_has_footnotes_with_path_lines_heading_and_flags_made_up_numbers(
     assert text.startswith("# What does the kv cache store?")
     assert "earlier tokens [^1], so" in text
     assert "[^1]: docs/kv-cache.md lines 1-6, KV cache — supported" in text
-    assert "[^2]: docs/kv-cache.md lines 8-14, KV cache > Size — weak" in text
+    assert "[^2]: docs/kv-cache.md lines 8-14, KV cache > Size — weak support" in text
     assert "[^3]: docs/sampling.md lines 3-11, Sampling > Temperature — unsupported" in text
     assert "9000 GB on disk [7?]" in text and "[^4]" not in text
     assert "**Made-up citation:** [7]" in text
@@ -205,3 +200,33 @@ def test_export_numbers_footnotes_across_turns(tmp_path):
     # Each turn has its own ledger [1].. [3]; the export gives them distinct footnotes 1-6.
     assert text.count("[^6]:") == 1 and "[^7]" not in text
     assert store.export(log.chat_id).parent.name == "exports"
+
+
+def test_a_chat_saved_before_typed_verdicts_still_loads(tmp_path):
+    # Written by smoldocs 7110f19: verdicts as strings, an Answer.trace list, omissions as dicts, no ToolStep events.
+    fixture = Path(__file__).parent / "data" / "chats" / "saved-7110f19.jsonl"
+    (tmp_path / fixture.name).write_bytes(fixture.read_bytes())
+    store = ChatStore(tmp_path)
+    (info,) = store.list_chats()
+    chat = store.load(info.chat_id)
+    assert [t.question for t in chat.turns] == [
+        "what does the kv cache store", "how does bm25 rank documents", "what does temperature do to the logits before sampling"
+    ]
+    first = chat.turns[0].answer
+    assert first.verdicts()[7] is Verdict.MADE_UP and first.unknown == (7,)
+    assert all(isinstance(c.verdict, Verdict) for t in chat.turns for c in t.answer.citations)
+    assert chat.turns[2].answer.stop_reason == "the answer started repeating itself"
+    assert excerpts(chat.turns[0].events)[1].chunk_id == "docs/kv-cache.md#0"
+    text = store.export(info.chat_id).read_text()
+    assert "[7?]" in text and "[^1]: docs/kv-cache.md" in text
+
+
+def test_export_footnotes_markers_but_not_links_or_code(tmp_path):
+    store = ChatStore(tmp_path)
+    turn = mixed_turn("q")
+    answer = turn[-1].answer
+    text = "See [the guide](http://x) and [1](http://y), code `a[2]`, then a citation [1]."
+    with store.create() as log:
+        record_turn(log, [*turn[:-1], AnswerFinished(dataclasses.replace(answer, text=text))])
+    out = store.export(log.chat_id).read_text()
+    assert "[1](http://y)" in out and "`a[2]`" in out and "a citation [^1]." in out

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rag.citations import parse_citations
-from rag.claims import factual_claims, find_markers, is_factual, split_claims, strip_markers
+from rag import markers
+from rag.claims import factual_claims, is_factual, split_claims
 
 
 def texts(answer: str) -> list[str]:
@@ -74,12 +74,12 @@ def test_bullets_and_numbered_items_are_claims():
 
 def test_code_spans_and_fenced_blocks_hold_no_markers():
     answer = "Index with `x[1]` then read `` a[2] `` carefully [3].\n```\nitems[4] = 5\n```\nAll done for the day [5]."
-    assert [m.n for m in find_markers(answer)] == [3, 5]
+    assert [m.n for m in markers.find(answer)] == [3, 5]
     assert [c.citations for c in split_claims(answer)] == [(3,), (5,)]
 
 
 def test_a_markdown_link_is_not_a_marker():
-    assert find_markers("See [1](https://example.org) for the cache layout.") == []
+    assert markers.find("See [1](https://example.org) for the cache layout.") == []
 
 
 def test_quoted_lines_are_claims_without_the_quote_sign():
@@ -131,10 +131,6 @@ def test_a_marked_sentence_is_always_judged():
     ]
 
 
-def test_strip_markers_tidies_spacing():
-    assert strip_markers("The cache grows [1] , fast [2][3].") == "The cache grows, fast."
-
-
 _piece = st.sampled_from(
     ["The cache grows", "n_ctx is 2048", "Use `a[1]`", "it works", "e.g. this", "version 0.3.8", "- item", "> quote"]
 )
@@ -148,7 +144,7 @@ def test_every_marker_outside_code_belongs_to_exactly_one_claim(parts):
     spans = [(c.start, c.end) for c in claims]
     assert spans == sorted(spans)
     assert all(a < b <= c for (a, b), (c, _) in zip(spans, spans[1:]))
-    for m in find_markers(answer):
+    for m in markers.find(answer):
         owners = [c for c in claims if c.start <= m.start and m.end <= c.end]
         assert len(owners) == 1 and m.n in owners[0].citations
-    assert sorted({n for c in claims for n in c.citations}) == sorted(parse_citations(answer))
+    assert sorted({n for c in claims for n in c.citations}) == sorted(markers.numbers(answer))

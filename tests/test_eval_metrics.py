@@ -20,7 +20,8 @@ from agent.eval.metrics import (
 from agent.eval.records import CitedChunk, Record, ToolStep
 from agent.eval.report import build_report, format_markdown, format_terminal, write_report
 from agent.eval.runner import load_question_file, run_question, shown_markers, stratified, tool_steps
-from agent.events import Answer
+from agent.events import Answer, SearchFinished
+from agent.events import ToolStep as ToolStepEvent
 from agent.session import ChatSession
 from agent.settings import AgentSettings
 from models.fakes import HashEmbedder, ScriptedChatModel
@@ -151,18 +152,21 @@ def test_evidence_overlap_counts_distinct_evidence_words():
 
 
 def test_cost_metrics_separate_model_tool_steps_from_agent_searches():
-    trace = [
-        {"tool_step": "<tool_call>{...}", "calls": 1, "parse_errors": []},
-        {"tool": "search_docs", "ok": False, "error": "invalid arguments for search_docs: k: 99 is too big"},
-        {"tool_step": "<tool_call>{...}", "calls": 1, "parse_errors": []},
-        {"tool": "search_docs", "ok": True, "error": None},
-        {"tool_step": "I think", "calls": 0, "parse_errors": []},
+    def search(by_model, error=None):
+        return SearchFinished("q", (), (), 0, error=error, by_model=by_model)
+
+    events = [
+        ToolStepEvent("<tool_call>{...}", 1),
+        search(True, "invalid arguments for search_docs: k: 99 is too big"),
+        ToolStepEvent("<tool_call>{...}", 1),
+        search(True),
+        ToolStepEvent("I think", 0),
     ]
-    steps, agent = tool_steps(trace)
+    steps, agent = tool_steps(events)
     assert [s.valid for s in steps] == [0, 1, 0] and agent == 0 and steps[2].text == "I think"
-    rescued = trace[-1:] + [{"fallback_search": True}, {"tool": "search_docs", "ok": True, "error": None}]
+    rescued = events[-1:] + [search(False)]
     assert tool_steps(rescued) == ([steps[2]], 1)  # the agent searched the question: not the model's call
-    assert tool_steps([{"tool": "search_docs", "ok": True, "error": None}]) == ([], 1)
+    assert tool_steps([search(False)]) == ([], 1)
     k = cost_metrics([rec(tool_steps=tuple(steps))])
     assert k["tool_steps"] == 3 and k["tool_call_success"] == pytest.approx(1 / 3)
 
@@ -174,7 +178,7 @@ def test_quoted_fallback_markers_count_even_after_an_unclosed_fence():
     assert shown_markers(answer) == (2,)  # [1] sits in the model's code block; [2] is a citation the fallback made
     ticks = "Use `a [1] and"
     answer = Answer("q", ticks + "\n\nQuoted from the docs:\n\n> Set `k` to 5. [2]", "answered", quoted=True, model_text=ticks)
-    assert shown_markers(answer) == (2, 1)  # whole text: [1] is outside code; quotes alone: [2] is
+    assert shown_markers(answer) == (1, 2)  # a code span never crosses a blank line: [1] is outside code
     noted = Answer("q", ticks + "`\n\n(smoldocs: no excerpt supports this answer.)", "insufficient_evidence", model_text=ticks)
     assert shown_markers(noted) == (1,)  # the agent closed the span, yet the model's [1] is what it checked
 
@@ -300,7 +304,7 @@ def test_settings_from_args_apply_only_the_given_overrides():
     args = build_parser().parse_args(["eval", "--tools", "model", "--constrained", "--no-fallback", "--k", "3",
                                       "--temperature", "0", "--max-tokens", "64"])
     s = settings_from_args(args)
-    assert (s.policy, s.constrained, s.fallback, s.k) == ("model", True, False, 3)
+    assert (s.policy, s.decoding, s.fallback, s.k) == ("model", "constrained", False, 3)
     assert (s.generation.temperature, s.generation.max_tokens) == (0.0, 64)
     assert s.generation.repeat_penalty == AgentSettings().generation.repeat_penalty
 

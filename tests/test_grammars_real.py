@@ -13,7 +13,7 @@ from agent.prompts import NOT_COVERED
 from agent.settings import tool_options
 from agent.toolcalls import parse_tool_calls
 from models.protocols import GenerationOptions
-from rag.claims import find_markers
+from rag import markers
 from rag.search_tool import SEARCH_DOCS_NAME, SEARCH_DOCS_SCHEMA
 
 pytestmark = pytest.mark.real
@@ -33,10 +33,10 @@ def _generate(model, messages, grammar=None, max_tokens=40, guard=None) -> str:
 
 def test_the_guard_stops_a_made_up_number_the_model_writes_without_it(real_model):
     free = _generate(real_model, COPY)
-    assert 7 in [m.n for m in find_markers(free)], free  # the prompt does elicit [7] unguarded
+    assert 7 in [m.n for m in markers.find(free)], free  # the prompt does elicit [7] unguarded
 
     guarded = _generate(real_model, COPY, guard=MarkerGuard([1, 2]))
-    numbers = [m.n for m in find_markers(guarded)]
+    numbers = [m.n for m in markers.find(guarded)]
     assert set(numbers) <= {1, 2}, guarded
     assert len(guarded.split()) >= 4  # still free text, not an empty or cut-off answer
     assert not re.search(r"\[(?![12](?:, ?[12])*\])", guarded), guarded  # no other bracket got through
@@ -53,7 +53,7 @@ def test_constrained_decoding_ends_every_sentence_with_a_shown_marker(real_model
     assert all(4 <= len(segment.strip()) and "[" not in segment and "]" not in segment for segment in closed), text
     assert "[" not in tail and "]" not in tail
     assert tail.strip() == "" or real_model.last_stats.finish_reason == "length", text
-    assert {m.n for m in find_markers(text)} <= {1, 2}
+    assert {m.n for m in markers.find(text)} <= {1, 2}
 
 
 def test_tool_call_grammar_gives_a_call_that_parses_and_validates(real_model):

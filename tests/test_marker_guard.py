@@ -7,7 +7,7 @@ import pytest
 
 from agent.grammars import MarkerGuard
 from models.guards import GuardProcessor, Vocabulary
-from rag.claims import find_markers
+from rag import markers
 
 GUARD = MarkerGuard([1, 2, 12])
 
@@ -72,7 +72,7 @@ def test_processor_refuses_made_up_markers_the_model_prefers():
         [0, 0, 0, 0, 0, 0, 0, 5],  # "."
     ]
     text = "".join(pieces[i] for i in _sample_greedy(processor, steps))
-    assert text == " The cache [1]." and [m.n for m in find_markers(text)] == [1]
+    assert text == " The cache [1]." and [m.n for m in markers.find(text)] == [1]
 
 
 class Counting(MarkerGuard):

@@ -80,11 +80,6 @@ def test_any_object_with_hit_attributes_is_a_hit():
     assert citations == [Citation(1, "d.md#0", "d.md", "d.md")]
 
 
-def test_citation_unpacks_as_a_tuple():
-    n, chunk_id, doc_id, uri = Citation(1, "d.md#0", "d.md", "d.md")
-    assert (n, chunk_id, doc_id, uri) == (1, "d.md#0", "d.md", "d.md")
-
-
 def test_exactly_the_budget_fits():
     hits = WORKED_HITS
     whole = Packer(WordTokenizer(), Ledger()).assemble("q", hits, 1000)[0]

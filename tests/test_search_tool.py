@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from models.fakes import WordTokenizer
-from rag.citations import Citation, parse_citations, resolve, unresolved
+from rag import markers
+from rag.citations import Citation, problem
+from rag.verify import verify_answer
 from rag.errors import BudgetError
 from rag.packing import Ledger
 from rag.search_tool import (
@@ -247,11 +249,12 @@ def test_real_search_citations_resolve_and_fit_the_budget(real):
             assert f"[{c.n}] {h.uri}\n{index.chunk(c.chunk_id).text}\n" in result.text
     cited = ledger.citations()
     assert [c.n for c in cited] == list(range(1, len(cited) + 1))
-    assert unresolved(cited, index) == []
-    answer = " ".join(f"claim [{c.n}]" for c in cited) + " and a made-up one [99]"
-    used, unknown = resolve(answer, cited)
-    assert used == cited and unknown == [99]
-    assert parse_citations(answer)[-1] == 99
+    assert [problem(c, index.chunk) for c in cited] == [None] * len(cited)
+    answer = " ".join(f"The docs say so [{c.n}]." for c in cited) + " And a made-up one [99]."
+    checked = verify_answer(answer, {c.n: c for c in cited}, index.chunk, None)
+    assert checked.made_up == (99,) and checked.unresolved == ()
+    assert [c.n for c in checked.citations] == [*(c.n for c in cited), 99]
+    assert markers.numbers(answer)[-1] == 99
 
 
 @pytest.mark.real
@@ -262,7 +265,10 @@ def test_real_index_reports_a_missing_chunk_and_a_wrong_doc_id(real):
     good = result.citations[0]
     missing = Citation(good.n + 50, good.doc_id + "#9999", good.doc_id, good.uri)
     wrong_doc = Citation(good.n + 51, good.chunk_id, "docs/not-this-one.md", good.uri)
-    assert unresolved([good, missing, wrong_doc], index) == [missing, wrong_doc]
+    assert [problem(c, index.chunk) is None for c in (good, missing, wrong_doc)] == [True, False, False]
+    shown = {c.n: c for c in (good, missing, wrong_doc)}
+    answer = f"One [{good.n}]. Two [{missing.n}]. Three [{wrong_doc.n}]."
+    assert verify_answer(answer, shown, index.chunk, None).unresolved == (missing.n, wrong_doc.n)
 
 
 @pytest.mark.real

@@ -35,6 +35,14 @@ REPLY = "KV cache stores keys [1]. It is 9000 GB [7]."
 SIZE = (100, 32)
 
 
+def test_the_replay_double_and_the_real_session_both_are_what_the_tui_drives():
+    from agent.session import Session
+    from tui_support import ReplaySession
+
+    assert isinstance(ReplaySession(), Session)
+    assert isinstance(real_session()[0], Session)
+
+
 def app_for(session, store):
     return make_app(lambda progress=None: session, store)
 

@@ -12,7 +12,7 @@ from agent.session import ChatSession
 from agent.settings import AgentSettings, answer_options
 from agent.tui import make_app
 from agent.tui.sources_panel import SourcesPanel
-from agent.tui.verdicts import VERDICTS
+from rag.verdicts import Verdict
 from rag.corpus import default_docs_dir
 from test_tui import ask, marker_styles, ready
 from tui_support import pilot_test
@@ -33,7 +33,7 @@ async def test_a_real_question_gets_an_answer_whose_citations_carry_verdicts(rea
         assert answer.status in ("answered", "insufficient_evidence"), answer
         assert answer.text.strip()
         assert answer.citations, f"no citations in {answer.text!r}"
-        assert all(c.verdict in VERDICTS for c in answer.citations)
+        assert all(isinstance(c.verdict, Verdict) for c in answer.citations)
         # Every cited number in the rendered answer is styled with its own verdict.
         styles = {s for found in marker_styles(view).values() for s in found}
         assert {f"cite--{c.verdict}" for c in answer.citations if c.verdict != "made_up"} <= styles

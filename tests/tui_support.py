@@ -10,8 +10,6 @@ from typing import Iterator
 from agent.events import (
     Answer,
     AnswerFinished,
-    CitationVerdict,
-    ClaimVerdict,
     ContextBuilt,
     SearchFinished,
     SearchStarted,
@@ -23,6 +21,7 @@ from agent.settings import AgentSettings
 from models.fakes import HashEmbedder, ScriptedChatModel
 from rag.packing import Omission
 from rag.types import Chunk, Hit
+from rag.verdicts import CitationVerdict, ClaimVerdict, Verdict
 from test_agent_loop import MemoryRetriever
 
 
@@ -80,20 +79,20 @@ def mixed_turn(question: str = "What does the kv cache store, and how big is it?
         question=question,
         text=text,
         status="answered",
-        citations=[
-            CitationVerdict(1, CHUNKS[0].chunk_id, CHUNKS[0].doc_id, CHUNKS[0].uri, "supported", 0.83,
+        citations=(
+            CitationVerdict(1, CHUNKS[0].chunk_id, CHUNKS[0].doc_id, CHUNKS[0].uri, Verdict.SUPPORTED, 0.83,
                             "The kv cache stores keys and values of earlier tokens so they are not recomputed at each step."),
-            CitationVerdict(2, CHUNKS[1].chunk_id, CHUNKS[1].doc_id, CHUNKS[1].uri, "weak", 0.41,
+            CitationVerdict(2, CHUNKS[1].chunk_id, CHUNKS[1].doc_id, CHUNKS[1].uri, Verdict.WEAK, 0.41,
                             "The kv cache of SmolLM2-135M at 2048 tokens takes about 90 MB in 16-bit floats."),
-            CitationVerdict(3, CHUNKS[3].chunk_id, CHUNKS[3].doc_id, CHUNKS[3].uri, "unsupported", 0.05, None),
-        ],
-        claims=[
-            ClaimVerdict("The kv cache stores keys and values of earlier tokens [1], so they are not recomputed.", (1,), "supported", 0.83),
-            ClaimVerdict("At 2048 tokens it takes about 90 MB [2].", (2,), "weak", 0.41),
-            ClaimVerdict("It also speeds up BM25 [3]", (3,), "unsupported", 0.05),
-            ClaimVerdict("and it is 9000 GB on disk [7].", (7,), "made_up"),
-        ],
-        unknown=[7],
+            CitationVerdict(3, CHUNKS[3].chunk_id, CHUNKS[3].doc_id, CHUNKS[3].uri, Verdict.UNSUPPORTED, 0.05, None),
+            CitationVerdict(7, None, None, None, Verdict.MADE_UP),
+        ),
+        claims=(
+            ClaimVerdict("The kv cache stores keys and values of earlier tokens [1], so they are not recomputed.", (1,), Verdict.SUPPORTED, 0.83),
+            ClaimVerdict("At 2048 tokens it takes about 90 MB [2].", (2,), Verdict.WEAK, 0.41),
+            ClaimVerdict("It also speeds up BM25 [3]", (3,), Verdict.UNSUPPORTED, 0.05),
+            ClaimVerdict("and it is 9000 GB on disk [7].", (7,), Verdict.MADE_UP),
+        ),
         prompt_tokens=1211,
         completion_tokens=48,
         n_ctx=2048,

@@ -6,20 +6,12 @@ import argparse
 import json
 import sys
 
-from agent.answer_json import answer_to_json
+from agent.chats.codec import answer_to_dict
 from agent.events import Answer, AnswerFinished, ErrorEvent, SearchFinished, TextDelta
 from agent.settings import POLICIES
+from rag.verdicts import Verdict
 
 HELP = "ask one question about the docs and check the answer's citations"
-
-VERDICT_NOTES = {
-    "supported": "supported",
-    "weak": "weak support",
-    "unsupported": "NOT supported by the cited text",
-    "cited": "cited (not judged)",
-    "made_up": "MADE UP: no excerpt with this number was shown",
-    "unresolved": "UNRESOLVED: the chunk is not in the index",
-}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -53,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
             answer = event.answer
     assert answer is not None, "the agent ended a turn without an answer"
     if args.json:
-        print(json.dumps(answer_to_json(answer), ensure_ascii=False, indent=2))
+        print(json.dumps(answer_to_dict(answer), ensure_ascii=False, indent=2))
     else:
         print_answer(answer, session, already_streamed=streaming)
     return 0 if answer.status != "error" else 1
@@ -70,7 +62,7 @@ def print_answer(answer: Answer, session, already_streamed: bool) -> None:
     if answer.citations:
         out.write("\nCitations:\n")
         for c in answer.citations:
-            note = VERDICT_NOTES.get(c.verdict, c.verdict)
+            note = c.verdict.note
             where = ""
             if c.chunk_id:
                 chunk = session.chunk(c.chunk_id)
@@ -81,7 +73,7 @@ def print_answer(answer: Answer, session, already_streamed: bool) -> None:
             out.write(f"  [{c.n}] {note}{score}  {where}\n".rstrip() + "\n")
     elif answer.status == "answered":
         out.write("\nNo citations: nothing in this answer is tied to the docs.\n")
-    uncited = [c for c in answer.claims if c.verdict == "uncited"]
+    uncited = [c for c in answer.claims if c.verdict is Verdict.UNCITED]
     if uncited:
         out.write(f"Uncited claims: {len(uncited)}\n")
     tail = (

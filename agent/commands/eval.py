@@ -149,7 +149,6 @@ def _settings_info(args: argparse.Namespace, session, questions_path: Path, chun
         "tools": s.policy,
         "policy": session.policy,
         "decoding": s.decoding,
-        "constrained": s.constrained,
         "fallback": s.fallback,
         "few_shot": s.few_shot,
         "k": s.k,

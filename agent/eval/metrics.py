@@ -9,6 +9,7 @@ from typing import Sequence
 
 from agent.eval.records import Record
 from rag.metrics import mean
+from rag.verdicts import Verdict
 
 _WORD = re.compile(r"[a-z0-9]+")
 _SPACE = re.compile(r"\s+")
@@ -54,7 +55,7 @@ def citation_metrics(records: Sequence[Record]) -> dict:
     found = [(r, r.cited(n)) for r, n in numbers]
     resolved = sum(1 for _, c in found if c is not None and c.resolved)
     flagged = sum(1 for _, c in found if c is not None and c.flagged)
-    made_up = sum(1 for _, c in found if c is not None and c.verdict == "made_up")
+    made_up = sum(1 for _, c in found if c is not None and c.verdict == Verdict.MADE_UP)
     everything = [c for r in records for c in r.citations]
     judged = [c for r in records if r.answerable for c in r.citations if c.resolved]
     answerable = [r for r in records if r.answerable]
@@ -66,7 +67,7 @@ def citation_metrics(records: Sequence[Record]) -> dict:
         "flagged_or_resolved": ratio(resolved + flagged, len(numbers)),
         "made_up": made_up,
         "made_up_rate": ratio(made_up, len(numbers)),
-        "answers_with_made_up": sum(1 for r in records if any(c.verdict == "made_up" for c in r.citations)),
+        "answers_with_made_up": sum(1 for r in records if any(c.verdict == Verdict.MADE_UP for c in r.citations)),
         "falsely_passed": sum(1 for c in everything if c.falsely_passed),
         "precision": ratio(sum(c.gold for c in judged), len(judged)),
         "precision_n": len(judged),

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 
-FLAGGED = ("made_up", "unresolved")  # verdicts that tell the reader a citation is bad
+from rag.verdicts import Verdict
+
+FLAGGED = (Verdict.MADE_UP, Verdict.UNRESOLVED)  # verdicts that tell the reader a citation is bad
 
 
 @dataclass(frozen=True)
@@ -12,7 +14,7 @@ class CitedChunk:
     """One `[n]` of an answer: the checker's verdict and what the eval found on its own."""
 
     n: int
-    verdict: str
+    verdict: Verdict
     chunk_id: str | None = None
     doc_id: str | None = None
     in_index: bool = False  # the chunk id is in the index
@@ -102,7 +104,7 @@ class Record:
         """A record from its to_json form (a row of report.json; extra keys are ignored)."""
         names = {f.name for f in fields(cls)}
         values = {k: v for k, v in row.items() if k in names}
-        values["citations"] = tuple(CitedChunk(**c) for c in row.get("citations", ()))
+        values["citations"] = tuple(CitedChunk(**{**c, "verdict": Verdict.of(c["verdict"])}) for c in row.get("citations", ()))
         values["tool_steps"] = tuple(ToolStep(**s) for s in row.get("tool_steps", ()))
         for name in ("gold_docs", "gold_chunks", "markers", "packed", "retrieved", "queries", "shown_chunks"):
             values[name] = tuple(row.get(name, ()))

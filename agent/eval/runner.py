@@ -5,15 +5,15 @@ from __future__ import annotations
 import copy
 import json
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from agent.errors import UsageError
 from agent.eval.metrics import contains_evidence
 from agent.eval.records import CitedChunk, Record, ToolStep
-from agent.events import Answer, AnswerFinished, ErrorEvent, SearchFinished
-from rag.citations import parse_citations
+from agent.events import Answer, AnswerFinished, ErrorEvent, Event, SearchFinished
+from agent.events import ToolStep as ToolStepEvent
+from rag import markers
 from rag.metrics import Question, gold_chunk_ids, question_files
 
 # Registry errors that mean the call's arguments never reached the tool (agent.tools.ToolRegistry.call).
@@ -107,13 +107,12 @@ def run_question(session, question: Question) -> Record:
     started = time.perf_counter()
     answer: Answer | None = None
     error: str | None = None
-    shown: list[str] = []
+    events: list[Event] = []
     try:
         for event in session.ask(question.q):
+            events.append(event)
             if isinstance(event, AnswerFinished):
                 answer = event.answer
-            elif isinstance(event, SearchFinished):
-                shown += [chunk_id for _n, chunk_id in event.excerpts]
             elif isinstance(event, ErrorEvent) and event.fatal:
                 error = event.message
     except Exception as exc:  # the eval reports a crash as a failed question instead of stopping the run
@@ -122,16 +121,18 @@ def run_question(session, question: Question) -> Record:
     if answer is None:
         answer = Answer(question=question.q, text="", status="error")
         error = error or "the turn ended without an answer"
-    record = to_record(question, answer, session.retriever, latency, error, policy=session.policy)
-    return replace(record, shown_chunks=tuple(dict.fromkeys(shown)))
+    return to_record(question, answer, events, session.retriever, latency, error, policy=session.policy)
 
 
-def to_record(question: Question, answer: Answer, index, latency: float, error: str | None, policy: str = "") -> Record:
+def to_record(
+    question: Question, answer: Answer, events: Sequence[Event], index, latency: float, error: str | None, policy: str = ""
+) -> Record:
     """The eval's view of an answer: every citation looked up in the index and graded against the gold."""
     chunks = getattr(index, "chunks", ())
     gold = tuple(gold_chunk_ids(question, chunks)) if question.answerable else ()
-    packed = {n for entry in answer.trace for n in entry.get("packed", ())}
-    retrieved = tuple(dict.fromkeys(h for entry in answer.trace for h in entry.get("hits", ())))
+    searches = [e for e in events if isinstance(e, SearchFinished)]
+    packed = {n for e in searches for n in e.packed}
+    retrieved = tuple(dict.fromkeys(h.chunk_id for e in searches for h in e.hits))
     citations = []
     for c in answer.citations:
         chunk = index.chunk(c.chunk_id) if c.chunk_id else None
@@ -141,7 +142,7 @@ def to_record(question: Question, answer: Answer, index, latency: float, error: 
         citations.append(
             CitedChunk(c.n, c.verdict, c.chunk_id, c.doc_id, in_index=chunk is not None, shown=c.n in packed, gold=is_gold)
         )
-    steps, agent_searches = tool_steps(answer.trace)
+    steps, agent_searches = tool_steps(events)
     return Record(
         id=question.id,
         question=question.q,
@@ -157,7 +158,7 @@ def to_record(question: Question, answer: Answer, index, latency: float, error: 
         citations=tuple(citations),
         packed=tuple(sorted(packed)),
         retrieved=retrieved,
-        queries=tuple(_query(e.get("arguments")) for e in answer.trace if "tool" in e),
+        queries=tuple(_query(e.arguments) for e in searches),
         policy=policy,
         prompt_tokens=answer.prompt_tokens,
         completion_tokens=answer.completion_tokens,
@@ -167,6 +168,7 @@ def to_record(question: Question, answer: Answer, index, latency: float, error: 
         tokens_per_second=answer.tokens_per_second,
         tool_steps=tuple(steps),
         agent_searches=agent_searches,
+        shown_chunks=tuple(dict.fromkeys(chunk_id for e in searches for _n, chunk_id in e.excerpts)),
         error=error,
     )
 
@@ -182,27 +184,23 @@ def shown_markers(answer: Answer) -> tuple[int, ...]:
     if answer.model_text and answer.text != answer.model_text and answer.text.startswith(answer.model_text):
         # The whole text too: a backtick left open by the model pairs differently across the join.
         parts += [answer.model_text, answer.text[len(answer.model_text):]]
-    return tuple(dict.fromkeys(n for part in parts for n in parse_citations(part)))
+    return tuple(dict.fromkeys(n for part in parts for n in markers.numbers(part)))
 
 
-def tool_steps(trace: Sequence[dict]) -> tuple[list[ToolStep], int]:
+def tool_steps(events: Sequence[Event]) -> tuple[list[ToolStep], int]:
     """The model's tool rounds (each with its calls' validity), and the searches the agent ran by itself:
     search-first's one search, or the model policy's search of the question after no usable call."""
     steps: list[dict] = []
     agent_searches = 0
-    by_agent = True  # until the model's first tool step, and again after the agent's fallback search
-    for entry in trace:
-        if "tool_step" in entry:
-            by_agent = False
+    for event in events:
+        if isinstance(event, ToolStepEvent):
             steps.append({
-                "calls": entry.get("calls", 0), "valid": 0, "parse_errors": len(entry.get("parse_errors", ())),
-                "text": str(entry["tool_step"])[:STEP_TEXT_CHARS],
+                "calls": event.calls, "valid": 0, "parse_errors": len(event.parse_errors),
+                "text": event.text[:STEP_TEXT_CHARS],
             })
-        elif "fallback_search" in entry:
-            by_agent = True
-        elif "tool" in entry:
-            if by_agent:
+        elif isinstance(event, SearchFinished):
+            if not event.by_model:
                 agent_searches += 1
-            elif entry.get("ok") or not str(entry.get("error") or "").startswith(_ARGUMENT_ERRORS):
+            elif event.ok or not str(event.error or "").startswith(_ARGUMENT_ERRORS):
                 steps[-1]["valid"] += 1
     return [ToolStep(**s) for s in steps], agent_searches

@@ -15,6 +15,7 @@ from textual.widgets import Footer, Input, Static
 from agent.chats import ChatLog, ChatStore
 from agent.errors import AgentError, UsageError
 from agent.events import AnswerFinished, ContextBuilt, SearchFinished
+from agent.session import Session
 from agent.tui import verdicts
 from agent.tui.chat_list_screen import ChatListScreen
 from agent.tui.citation_screen import CitationInfo, CitationScreen, citation_infos
@@ -41,7 +42,7 @@ from agent.tui.token_meter import TokenBar, TokenScreen
 from agent.tui.turns import error_line, run_turn
 from models.protocols import CancelToken
 
-SessionFactory = Callable[..., Any]  # (progress=callback) -> agent.session.ChatSession
+SessionFactory = Callable[..., Session]  # (progress=callback) -> a ChatSession
 WIDE = 100  # the sources panel shows by default from this width
 
 
@@ -70,7 +71,7 @@ class ChatScreen(Screen):
         self._search_hits: dict[str, Any] = {}
 
     @property
-    def session(self) -> Any:
+    def session(self) -> Session | None:
         return self.conversation.session
 
     @property
@@ -179,7 +180,7 @@ class ChatScreen(Screen):
         return view
 
     @work(thread=True, exit_on_error=False, group="ask")
-    def _run_turn(self, session: Any, log: ChatLog, question: str, turn_id: int, cancel: CancelToken) -> None:
+    def _run_turn(self, session: Session, log: ChatLog, question: str, turn_id: int, cancel: CancelToken) -> None:
         """Consume the session's events off the UI thread: save each one, then hand it to the UI."""
         save_failed = False
 
@@ -243,7 +244,7 @@ class ChatScreen(Screen):
             self._run_search(self.session, slash.argument)
 
     @work(thread=True, exit_on_error=False, group="search")
-    def _run_search(self, session: Any, query: str) -> None:
+    def _run_search(self, session: Session, query: str) -> None:
         try:
             self.post_message(SearchResults(query, list(session.search(query, k=5))))
         except Exception as exc:

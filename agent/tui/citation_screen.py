@@ -12,9 +12,10 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from agent.events import Answer, CitationVerdict, ClaimVerdict
+from agent.events import Answer
 from agent.tui import verdicts as v
 from rag.types import Chunk, Hit
+from rag.verdicts import CitationVerdict, ClaimVerdict, Verdict
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ def citation_infos(shown: dict[int, Hit], answer: Answer | None, lookup: Callabl
     for n in sorted(set(shown) | set(verdicts)):
         citation, hit = citations.get(n), shown.get(n)
         chunk_id = (citation.chunk_id if citation else None) or (hit.chunk_id if hit else None)
-        chunk = None if verdicts.get(n) == "made_up" else lookup(chunk_id)
+        chunk = None if verdicts.get(n) is Verdict.MADE_UP else lookup(chunk_id)
         claims = tuple(c for c in answer.claims if n in c.citations) if answer else ()
         infos.append(CitationInfo(n, verdicts.get(n), citation, hit, chunk, claims))
     return infos
@@ -62,7 +63,7 @@ def header(info: CitationInfo) -> Content:
     parts: list = []
     if info.n is not None:
         style = f".{v.css_class(verdict or 'uncited')}"
-        label = f"[{info.n}] {v.MARKS[verdict]} {v.LABELS[verdict]}" if verdict else f"[{info.n}] not cited in the answer"
+        label = f"[{info.n}] {Verdict.of(verdict).mark} {Verdict.of(verdict).label}" if verdict else f"[{info.n}] not cited in the answer"
         parts.append((label, style))
     if info.citation and info.citation.support is not None:
         parts.append(f"  support {info.citation.support:.2f}")
@@ -78,7 +79,7 @@ def header(info: CitationInfo) -> Content:
 
 
 def body(info: CitationInfo) -> Content:
-    if info.verdict == "made_up":
+    if info.verdict is Verdict.MADE_UP:
         return Content(
             f"The answer cites [{info.n}], but no excerpt numbered {info.n} was given to the model: "
             "the number is made up, and nothing here supports the claim it is attached to."
@@ -94,7 +95,7 @@ def body(info: CitationInfo) -> Content:
 def claims_text(info: CitationInfo) -> Content:
     title = f"What the answer says with [{info.n}]:" if info.n is not None else "Claims:"
     lines = [Content.assemble((title, "dim")), *(
-        Content.assemble((f"{v.MARKS.get(c.verdict, ' ')} ", f".{v.css_class(c.verdict)}"), c.text)
+        Content.assemble((f"{Verdict.of(c.verdict).mark} ", f".{v.css_class(c.verdict)}"), c.text)
         for c in info.claims
     )]
     return Content("\n").join(lines)

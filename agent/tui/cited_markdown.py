@@ -8,9 +8,10 @@ from textual.widgets import Markdown
 from textual.widgets.markdown import MarkdownBlock
 
 from agent.tui import verdicts as v
+from rag.verdicts import Verdict
 
 
-def cite_content(content: Content, verdicts: dict[int, str], turn_id: int | None) -> Content:
+def cite_content(content: Content, verdicts: dict[int, Verdict], turn_id: int | None) -> Content:
     """`content` with each citation number styled by its verdict; made-up numbers get a `?` and no link."""
     found = list(v.markers(content.plain))
     if not found:
@@ -18,13 +19,13 @@ def cite_content(content: Content, verdicts: dict[int, str], turn_id: int | None
     out = Content("")
     position = 0
     for n, start, end in found:
-        verdict = verdicts.get(n, "cited")
+        verdict = verdicts.get(n, Verdict.CITED)
         piece = content[start:end]
-        if verdict == "made_up":
+        if verdict is Verdict.MADE_UP:
             digits_end = piece.plain.index(str(n)) + len(str(n))
             piece = piece[:digits_end] + "?" + piece[digits_end:]
         piece = piece.stylize(f".{v.css_class(verdict)}")
-        if verdict != "made_up" and turn_id is not None:
+        if verdict is not Verdict.MADE_UP and turn_id is not None:
             piece = piece.stylize(Style.from_meta({"@click": f"screen.open_citation({n}, {turn_id})"}))
         out = out + content[position:start] + piece
         position = end

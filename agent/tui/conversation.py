@@ -6,10 +6,10 @@ No Textual here: the screen shows what this holds and asks it to change.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from agent.chats import ChatLog, ChatStore, SavedTurn
 from agent.errors import UsageError
+from agent.session import Session
 from models.protocols import CancelToken
 from rag.types import Chunk
 
@@ -17,7 +17,7 @@ from rag.types import Chunk
 class Conversation:
     def __init__(self, store: ChatStore) -> None:
         self.store = store
-        self.session: Any = None  # agent.session.ChatSession, once loaded
+        self.session: Session | None = None  # once loaded
         self.log: ChatLog | None = None  # opened by the first question
         self.cancel: CancelToken | None = None  # set while a turn runs
         self._next_turn = 0

@@ -18,6 +18,7 @@ from agent.events import (
     Event,
     SearchFinished,
     SearchStarted,
+    ToolStep,
     TextDelta,
 )
 from agent.tui import verdicts as v
@@ -78,7 +79,6 @@ class AnswerView(Vertical):
         self.context: ContextBuilt | None = None
         self.error: str | None = None
         self._stream = None
-        self._streamed: list[str] = []
 
     def compose(self) -> ComposeResult:
         yield ToolTrace(classes="trace")
@@ -88,10 +88,6 @@ class AnswerView(Vertical):
     @property
     def finished(self) -> bool:
         return self.answer is not None
-
-    @property
-    def streamed_text(self) -> str:
-        return "".join(self._streamed)
 
     def excerpts(self) -> dict[int, Hit]:
         """Ledger number -> hit, for every excerpt this turn showed the model."""
@@ -112,6 +108,8 @@ class AnswerView(Vertical):
         elif isinstance(event, SearchFinished):
             self.query_one(ToolTrace).finished(event)
             self._footer("reading the excerpts…")
+        elif isinstance(event, ToolStep):
+            self.query_one(ToolTrace).step(event)
         elif isinstance(event, ContextBuilt):
             self.context = event
         elif isinstance(event, TextDelta) and not replay:
@@ -126,7 +124,6 @@ class AnswerView(Vertical):
         if self._stream is None:
             self._stream = Markdown.get_stream(self.query_one(CitedMarkdown))
             self._footer("writing…  (Esc cancels)")
-        self._streamed.append(text)
         await self._stream.write(text)
 
     async def finish(self, answer: Answer) -> None:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from textual.message import Message
 
 from agent.events import Event
+from agent.session import Session
 from rag.types import Hit
 
 
@@ -22,7 +22,7 @@ class LoadProgress(Message):
 
 @dataclass
 class SessionReady(Message):
-    session: Any  # agent.session.ChatSession
+    session: Session
 
 
 @dataclass

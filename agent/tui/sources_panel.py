@@ -9,11 +9,12 @@ from textual.content import Content
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from agent.events import Answer, CitationVerdict
+from agent.events import Answer
 from agent.tui import verdicts as v
 from agent.tui.format import clip
 from agent.tui.messages import OpenCitation
 from rag.types import Hit
+from rag.verdicts import CitationVerdict, Verdict
 
 
 DETAIL_WIDTH = 30  # what fits under the uri in the panel's width
@@ -21,16 +22,16 @@ DETAIL_WIDTH = 30  # what fits under the uri in the panel's width
 
 def source_line(n: int, hit: Hit | None, citation: CitationVerdict | None, verdict: str | None) -> Content:
     """`[1] ✓ docs/kv-cache.md` over `lines 10-24 · KV cache > Size`."""
-    shown = verdict or "uncited"
-    mark = v.MARKS[shown] if verdict else " "
+    shown = verdict or Verdict.UNCITED
+    mark = Verdict.of(shown).mark if verdict else " "
     head = Content.assemble((f"[{n}] {mark}", f".{v.css_class(shown)}"), " ")
     if hit is not None:
         detail = f"lines {hit.lines}" + (f" · {hit.heading}" if hit.heading else "")
         return head + Content.assemble(hit.uri, "\n     ", (clip(detail, DETAIL_WIDTH), "dim"))
-    if verdict == "made_up":
+    if verdict is Verdict.MADE_UP:
         return head + Content.assemble(("made up: no such excerpt", "dim"))
     uri = (citation.uri or citation.chunk_id) if citation else None
-    return head + Content.assemble(uri or "unknown source", ("\n     not in the index" if verdict == "unresolved" else "", "dim"))
+    return head + Content.assemble(uri or "unknown source", ("\n     not in the index" if verdict is Verdict.UNRESOLVED else "", "dim"))
 
 
 class SourcesPanel(Vertical):

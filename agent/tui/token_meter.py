@@ -11,7 +11,6 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from agent.events import ContextBuilt, SearchFinished
-from agent.chats import omission_reason
 
 LAYERS = ("system", "evidence", "history", "question")
 GLYPHS = {"reserve": "▒", "free": "·"}
@@ -104,8 +103,7 @@ def omissions(ctx: ContextBuilt | None, searches: list[SearchFinished]) -> Conte
     lines = [f"• {line}" for line in (ctx.omissions if ctx else ())]
     for search in searches:
         for o in search.omissions:
-            uri = o.get("chunk_id") if isinstance(o, dict) else getattr(o, "chunk_id", str(o))
-            lines.append(f"• search “{search.query}”: {uri} ({omission_reason(o)})")
+            lines.append(f"• search “{search.query}”: {o.chunk_id} ({o.why})")
     return Content("\n".join(lines) if lines else "Nothing was dropped: everything fit.")
 
 

@@ -7,8 +7,7 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import Collapsible, Static
 
-from agent.events import SearchFinished, SearchStarted
-from agent.chats import omission_reason, omitted_rank
+from agent.events import SearchFinished, SearchStarted, ToolStep
 from agent.tui.format import clip, plural
 
 
@@ -25,18 +24,31 @@ def call_title(event: SearchStarted | SearchFinished) -> str:
     return f"{title} → {plural(len(event.hits), 'hit')}, {len(event.packed)} packed, {event.dropped} dropped"
 
 
+def step_title(event: ToolStep) -> str:
+    """`model tool step → 1 call, 1 not understood`."""
+    title = f"model tool step → {plural(event.calls, 'call')}"
+    return f"{title}, {len(event.parse_errors)} not understood" if event.parse_errors else title
+
+
+def step_details(event: ToolStep) -> Content:
+    """What the model wrote for its tool round, then why each unusable call was refused."""
+    lines = [Content.assemble(("wrote: ", "dim"), clip(" ".join(event.text.split()), 200) or "(nothing)")]
+    lines += [Content.assemble(("refused: ", "dim"), reason) for reason in event.parse_errors]
+    return Content("\n").join(lines)
+
+
 def call_details(event: SearchFinished) -> Content:
     """One line per hit: its excerpt number when packed, or why it was dropped."""
     if event.error:
         return Content.from_markup("[$error]$error[/]", error=event.error)
     if not event.hits:
         return Content("no results")
-    omitted = {omitted_rank(o): o for o in event.omissions}
+    omitted = {o.rank: o for o in event.omissions}
     numbers = iter(event.packed)
     lines = []
     for rank, hit in enumerate(event.hits, 1):
         if rank in omitted:
-            status = f"dropped ({omission_reason(omitted[rank])})"
+            status = f"dropped ({omitted[rank].why})"
         else:
             n = next(numbers, None)
             status = f"[{n}]" if n is not None else "kept"
@@ -69,6 +81,14 @@ class ToolTrace(Vertical):
         hits = Static("searching…", classes="trace-hits")
         call = Collapsible(hits, title=call_title(event), collapsed=True)
         self._calls[event.call_id] = (call, hits)
+        self.mount(call)
+        self.display = True
+
+    def step(self, event: ToolStep) -> None:
+        """One of the model's tool rounds, so a reader sees what it asked for and what was refused."""
+        call = Collapsible(Static(step_details(event), classes="trace-hits"), title=step_title(event), collapsed=True)
+        if event.parse_errors:
+            call.add_class("-error")
         self.mount(call)
         self.display = True
 

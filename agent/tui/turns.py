@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 from agent.errors import AgentError
 from agent.events import Answer, AnswerFinished, ErrorEvent, Event, TextDelta
+from agent.session import Session
 from models.errors import ModelError
 from models.protocols import CancelToken
 from rag.errors import RagError
@@ -20,7 +21,7 @@ def error_line(exc: BaseException) -> str:
     return text if isinstance(exc, USER_ERRORS) and text else f"{type(exc).__name__}: {text}"
 
 
-def run_turn(session: Any, question: str, cancel: CancelToken, emit: Callable[[Event], None]) -> Answer:
+def run_turn(session: Session, question: str, cancel: CancelToken, emit: Callable[[Event], None]) -> Answer:
     """Emit every event of `session.ask`. If the session stops without an answer (it raised, or a cancel it did
     not report), emit an error event and a cancelled or error answer holding what streamed."""
     streamed: list[str] = []

@@ -1,82 +1,56 @@
-"""How each citation verdict looks: its label, its mark, and the component class that colours it."""
+"""How each citation verdict looks in the app: its mark and label (rag.verdicts) and the class that colours it."""
 
 from __future__ import annotations
 
-import re
 from typing import Iterator
 
 from textual.content import Content
 
 from agent.events import Answer
+from rag import markers as marker_grammar
+from rag.verdicts import ORDER, Verdict
 
-VERDICTS: tuple[str, ...] = ("supported", "weak", "unsupported", "cited", "made_up", "unresolved", "uncited")
-LABELS = {
-    "supported": "supported",
-    "weak": "weak support",
-    "unsupported": "unsupported",
-    "cited": "not judged",
-    "made_up": "made up",
-    "unresolved": "unresolved",
-    "uncited": "uncited",
-}
-# A mark readable without colour (light themes, screen readers, capture-pane).
-MARKS = {
-    "supported": "✓",
-    "weak": "~",
-    "unsupported": "✗",
-    "cited": "·",
-    "made_up": "?",
-    "unresolved": "!",
-    "uncited": " ",
-}
-COMPONENT_CLASSES = {f"cite--{v}" for v in VERDICTS}
-
-# The same marker grammar as rag.citations: [2] or [1, 3], numbers from 1, no leading zero.
-MARKER = re.compile(r"\[([1-9][0-9]*(?:[ \t]*,[ \t]*[1-9][0-9]*)*)\]")
-_NUMBER = re.compile(r"[1-9][0-9]*")
+COMPONENT_CLASSES = {f"cite--{v}" for v in ORDER}
 
 
 def css_class(verdict: str) -> str:
-    return f"cite--{verdict if verdict in LABELS else 'cited'}"
+    return f"cite--{Verdict.of(verdict)}"
 
 
-def verdict_map(answer: Answer) -> dict[int, str]:
+def verdict_map(answer: Answer) -> dict[int, Verdict]:
     """The verdict of every number the answer cites: judged ones, made-up ones, unresolved ones."""
-    verdicts = {c.n: c.verdict for c in answer.citations}
-    for n in answer.unresolved:
-        verdicts.setdefault(n, "unresolved")
-    for n in answer.unknown:
-        verdicts[n] = "made_up"
-    return verdicts
+    return answer.verdicts()
 
 
 def markers(text: str) -> Iterator[tuple[int, int, int]]:
-    """(number, start, end) of each citation number, where the first of a marker starts at `[` and the last
-    ends after `]`, so a single marker is styled whole."""
-    for match in MARKER.finditer(text):
-        numbers = list(_NUMBER.finditer(match.group(0)))
-        for i, number in enumerate(numbers):
-            start = match.start() if i == 0 else match.start() + number.start()
-            end = match.end() if i == len(numbers) - 1 else match.start() + number.end()
-            yield int(number.group(0)), start, end
+    """(number, start, end) of each citation number in rendered text, where the first of a marker starts at `[`
+    and the last ends after `]`, so a single marker is styled whole."""
+    found = marker_grammar.find(text, skip_code=False)
+    for i, m in enumerate(found):
+        first = i == 0 or found[i - 1].start != m.start
+        last = i == len(found) - 1 or found[i + 1].start != m.start
+        yield m.n, m.start if first else m.number_start, m.end if last else m.number_end
 
 
 def summary(answer: Answer) -> str:
     """`2 supported · 1 made up`: the citation verdicts of an answer, counted."""
-    counts: dict[str, int] = {}
+    counts: dict[Verdict, int] = {}
     for verdict in verdict_map(answer).values():
         counts[verdict] = counts.get(verdict, 0) + 1
-    return " · ".join(f"{counts[v]} {LABELS[v]}" for v in VERDICTS if v in counts)
+    return " · ".join(f"{counts[v]} {v.label}" for v in ORDER if v in counts)
 
 
 def legend() -> Content:
     """Each verdict's marker as answers show it, with its meaning, in two short lines."""
-    samples = [("[1]", "supported"), ("[2]", "weak"), ("[3]", "unsupported"), ("[4]", "cited"), ("[5?]", "made_up"), ("[6]", "unresolved")]
+    samples = [
+        ("[1]", Verdict.SUPPORTED), ("[2]", Verdict.WEAK), ("[3]", Verdict.UNSUPPORTED),
+        ("[4]", Verdict.CITED), ("[5?]", Verdict.MADE_UP), ("[6]", Verdict.UNRESOLVED),
+    ]
     lines = []
     for row in (samples[:3], samples[3:]):
         parts: list = []
         for i, (marker, verdict) in enumerate(row):
-            label = LABELS[verdict] if i == len(row) - 1 else f"{LABELS[verdict]:<12}"
+            label = verdict.label if i == len(row) - 1 else f"{verdict.label:<12}"
             parts += ["  ", (marker, f".{css_class(verdict)}"), f" {label}"]
         lines.append(Content.assemble(*parts))
     return Content("\n").join(lines)

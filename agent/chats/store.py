@@ -1,4 +1,4 @@
-"""Saved chats: one append-only JSONL file of events per chat, listed, resumed and exported to Markdown.
+"""Saved chats: one append-only JSONL file of events per chat, listed, resumed and exported.
 
 Every line is one event, flushed and fsync'd as it is written, so killing the app loses at most the token
 in flight. A torn last line is ignored on load and cut off before the file is appended to again.
@@ -6,7 +6,6 @@ in flight. A torn last line is ignored on load and cut off before the file is ap
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import re
@@ -17,85 +16,18 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from agent.chats.codec import event_from_dict, event_to_dict
 from agent.errors import AgentError
-from agent.events import (
-    Answer,
-    AnswerFinished,
-    CitationVerdict,
-    ClaimVerdict,
-    ContextBuilt,
-    ErrorEvent,
-    Event,
-    SearchFinished,
-    SearchStarted,
-    TextDelta,
-    TurnStarted,
-)
+from agent.events import Answer, AnswerFinished, Event, SearchFinished, TextDelta, TurnStarted
 from models.paths import data_dir
 from rag.store import atomic_write
 from rag.types import Chunk, Hit
 
 FORMAT_VERSION = 1
-_EVENT_TYPES = {
-    cls.__name__: cls
-    for cls in (TurnStarted, SearchStarted, SearchFinished, ContextBuilt, TextDelta, AnswerFinished, ErrorEvent)
-}
 
 
 class ChatStoreError(AgentError):
     """A saved chat cannot be read or written."""
-
-
-def _known(cls, data: dict) -> dict:
-    # Files written by a newer smoldocs may carry fields this one does not know: drop them.
-    names = {f.name for f in dataclasses.fields(cls)}
-    return {k: v for k, v in data.items() if k in names}
-
-
-def hit_from_dict(data: dict) -> Hit:
-    data = _known(Hit, data)
-    data["heading_path"] = tuple(data.get("heading_path", ()))
-    return Hit(**data)
-
-
-def answer_to_dict(answer: Answer) -> dict:
-    """A JSON-ready dict of `answer`, nested verdicts included."""
-    return dataclasses.asdict(answer)
-
-
-def answer_from_dict(data: dict) -> Answer:
-    """The Answer `answer_to_dict` wrote."""
-    data = _known(Answer, data)
-    data["citations"] = [CitationVerdict(**_known(CitationVerdict, c)) for c in data.get("citations", [])]
-    data["claims"] = [
-        ClaimVerdict(**{**_known(ClaimVerdict, c), "citations": tuple(c.get("citations", ()))})
-        for c in data.get("claims", [])
-    ]
-    return Answer(**data)
-
-
-def event_to_dict(event: Event) -> dict:
-    """One event as a JSON-ready dict tagged with its type name."""
-    return {"type": type(event).__name__, **dataclasses.asdict(event)}
-
-
-def event_from_dict(data: dict) -> Event | None:
-    """The event `event_to_dict` wrote; None for a type this version does not know."""
-    cls = _EVENT_TYPES.get(data.get("type", ""))
-    if cls is None:
-        return None
-    fields = _known(cls, data)
-    if cls is AnswerFinished:
-        return AnswerFinished(answer_from_dict(fields["answer"]))
-    if cls is SearchStarted:
-        fields["doc_ids"] = tuple(fields.get("doc_ids", ()))
-    if cls is SearchFinished:
-        fields["hits"] = tuple(hit_from_dict(h) for h in fields.get("hits", ()))
-        fields["packed"] = tuple(fields.get("packed", ()))
-        fields["omissions"] = tuple(fields.get("omissions", ()))
-    if cls is ContextBuilt:
-        fields["omissions"] = tuple(fields.get("omissions", ()))
-    return cls(**fields)
 
 
 @dataclass
@@ -257,6 +189,8 @@ class ChatStore:
         """Write the chat as Markdown with its sources as footnotes; returns the file written."""
         chat = self.load(chat_id)
         dest = Path(dest) if dest is not None else self.root.parent / "exports" / f"{chat_id}.md"
+        from agent.chats.markdown import chat_markdown
+
         atomic_write(dest, chat_markdown(chat, lookup).encode())  # never a half-written export
         return dest
 
@@ -279,82 +213,10 @@ def excerpts(events: Iterable[Event]) -> dict[int, Hit]:
     for event in events:
         if not isinstance(event, SearchFinished) or event.error:
             continue
-        left_out = {omitted_rank(o) for o in event.omissions}
+        left_out = {o.rank for o in event.omissions}
         kept = [h for rank, h in enumerate(event.hits, 1) if rank not in left_out]
         for n, hit in zip(event.packed, kept):
             found.setdefault(n, hit)
     return found
 
 
-def omitted_rank(omission: Any) -> int | None:
-    """The rank of the hit an omission names (omissions are rag.packing.Omission, or dicts once saved)."""
-    if isinstance(omission, dict):
-        return omission.get("rank")
-    return getattr(omission, "rank", None)
-
-
-def omission_reason(omission: Any) -> str:
-    """Why a hit was left out, in words: `over budget`."""
-    reason = omission.get("reason") if isinstance(omission, dict) else getattr(omission, "reason", omission)
-    return str(reason).replace("_", " ")
-
-
-_MARKER = re.compile(r"\[([1-9][0-9]*(?:[ \t]*,[ \t]*[1-9][0-9]*)*)\]")
-
-
-def chat_markdown(chat: SavedChat, lookup: Callable[[str], Chunk | None] | None = None) -> str:
-    """The chat as Markdown: each question, its answer with `[^n]` footnotes, made-up numbers flagged."""
-    out = [f"# {chat.info.title}", ""]
-    stamp = datetime.fromtimestamp(chat.info.created).strftime("%Y-%m-%d %H:%M")
-    details = [f"saved {stamp}"]
-    for key, label in (("docs_dir", "docs"), ("model", "model")):
-        if chat.meta.get(key):
-            details.append(f"{label}: `{chat.meta[key]}`")
-    out += ["_" + " · ".join(details) + "_", ""]
-    notes: list[str] = []
-    for turn in chat.turns:
-        answer = turn.answer
-        shown = excerpts(turn.events)
-        verdicts = {c.n: c for c in answer.citations}
-        labels: dict[int, str] = {}
-
-        def footnote(match: re.Match) -> str:
-            parts = []
-            for number in (int(p) for p in match.group(1).split(",")):
-                verdict = verdicts.get(number)
-                if number in answer.unknown or (verdict is not None and verdict.verdict == "made_up"):
-                    parts.append(f"[{number}?]")
-                    continue
-                if number not in labels:
-                    labels[number] = str(len(notes) + 1)
-                    notes.append(_note(labels[number], number, verdict, shown.get(number), lookup))
-                parts.append(f"[^{labels[number]}]")
-            return "".join(parts)
-
-        out += [f"## {turn.question}", ""]
-        out += [_MARKER.sub(footnote, answer.text.strip()) or "_(no answer)_", ""]
-        made_up = sorted(set(answer.unknown) | {c.n for c in answer.citations if c.verdict == "made_up"})
-        if made_up:
-            listed = ", ".join(f"[{n}]" for n in made_up)
-            out += [f"> **Made-up citation{'s' if len(made_up) > 1 else ''}:** {listed} cite no excerpt the answer was given.", ""]
-        if answer.status != "answered":
-            out += [f"_({answer.status.replace('_', ' ')})_", ""]
-    if notes:
-        out += notes + [""]
-    return "\n".join(out)
-
-
-def _note(label: str, number: int, verdict: CitationVerdict | None, hit: Hit | None, lookup) -> str:
-    chunk_id = (verdict.chunk_id if verdict else None) or (hit.chunk_id if hit else None)
-    chunk = lookup(chunk_id) if (lookup and chunk_id) else None
-    source = chunk or hit
-    if source is not None:
-        where = f"{source.uri} lines {source.lines}"
-        if source.heading:
-            where += f", {source.heading}"
-    elif verdict is not None and verdict.uri:
-        where = verdict.uri
-    else:
-        where = f"excerpt {number} (source not recorded)"
-    judged = f" — {verdict.verdict.replace('_', ' ')}" if verdict else ""
-    return f"[^{label}]: {where}{judged}"

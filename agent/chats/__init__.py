@@ -1,0 +1,9 @@
+"""Saved chats: the event codec (codec), the transcript files (store) and the Markdown export (markdown)."""
+
+from agent.chats.codec import answer_from_dict, answer_to_dict, event_from_dict, event_to_dict
+from agent.chats.store import ChatInfo, ChatLog, ChatStore, ChatStoreError, SavedChat, SavedTurn, excerpts
+
+__all__ = [
+    "ChatInfo", "ChatLog", "ChatStore", "ChatStoreError", "SavedChat", "SavedTurn", "excerpts",
+    "answer_from_dict", "answer_to_dict", "event_from_dict", "event_to_dict",
+]

@@ -1,0 +1,103 @@
+"""The one JSON form of events and answers: saved chats, `ask --json` and the eval all write and read it.
+
+Readers are lenient: fields a newer smoldocs wrote are dropped, missing ones take their defaults, and a file from
+before typed verdicts (verdicts as plain strings, an `Answer.trace` list) still loads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from agent.events import (
+    EVENT_TYPES,
+    Answer,
+    AnswerFinished,
+    ContextBuilt,
+    Event,
+    SearchFinished,
+    SearchStarted,
+    ToolStep,
+)
+from rag.packing import Omission
+from rag.types import Hit
+from rag.verdicts import CitationVerdict, ClaimVerdict, Verdict
+
+_BY_NAME = {cls.__name__: cls for cls in EVENT_TYPES}
+
+
+def _known(cls, data: dict) -> dict:
+    # Files written by a newer smoldocs may carry fields this one does not know: drop them.
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {k: v for k, v in data.items() if k in names}
+
+
+def hit_from_dict(data: dict) -> Hit:
+    data = _known(Hit, data)
+    data["heading_path"] = tuple(data.get("heading_path", ()))
+    return Hit(**data)
+
+
+def omission_from(data: Any) -> Omission | None:
+    """An omission as saved (a dict); None for one this version cannot read."""
+    if isinstance(data, Omission):
+        return data
+    if not isinstance(data, dict):
+        return None
+    try:
+        return Omission(**_known(Omission, data))
+    except TypeError:
+        return None
+
+
+def answer_to_dict(answer: Answer) -> dict:
+    """A JSON-ready dict of `answer`: every field, nested verdicts, and the made-up and unresolved numbers."""
+    data = dataclasses.asdict(answer)
+    data["unknown"] = list(answer.unknown)
+    data["unresolved"] = list(answer.unresolved)
+    return data
+
+
+def answer_from_dict(data: dict) -> Answer:
+    """The Answer `answer_to_dict` wrote."""
+    fields = _known(Answer, data)
+    fields["citations"] = tuple(
+        CitationVerdict(**{**_known(CitationVerdict, c), "verdict": Verdict.of(c.get("verdict", ""))})
+        for c in data.get("citations", ())
+    )
+    fields["claims"] = tuple(
+        ClaimVerdict(**{**_known(ClaimVerdict, c), "verdict": Verdict.of(c.get("verdict", "")), "citations": tuple(c.get("citations", ()))})
+        for c in data.get("claims", ())
+    )
+    if not data.get("stop_reason") and any("stopped" in t for t in data.get("trace", ()) if isinstance(t, dict)):
+        fields["stop_reason"] = next(t["stopped"] for t in data["trace"] if isinstance(t, dict) and "stopped" in t)
+    return Answer(**fields)
+
+
+def event_to_dict(event: Event) -> dict:
+    """One event as a JSON-ready dict tagged with its type name."""
+    if isinstance(event, AnswerFinished):
+        return {"type": "AnswerFinished", "answer": answer_to_dict(event.answer)}
+    return {"type": type(event).__name__, **dataclasses.asdict(event)}
+
+
+def event_from_dict(data: dict) -> Event | None:
+    """The event `event_to_dict` wrote; None for a type this version does not know."""
+    cls = _BY_NAME.get(data.get("type", ""))
+    if cls is None:
+        return None
+    fields = _known(cls, data)
+    if cls is AnswerFinished:
+        return AnswerFinished(answer_from_dict(fields["answer"]))
+    if cls is SearchStarted:
+        fields["doc_ids"] = tuple(fields.get("doc_ids", ()))
+    if cls is SearchFinished:
+        fields["hits"] = tuple(hit_from_dict(h) for h in fields.get("hits", ()))
+        fields["packed"] = tuple(fields.get("packed", ()))
+        fields["omissions"] = tuple(o for o in map(omission_from, fields.get("omissions", ())) if o is not None)
+        fields["excerpts"] = tuple(tuple(e) for e in fields.get("excerpts", ()))
+    if cls is ContextBuilt:
+        fields["omissions"] = tuple(fields.get("omissions", ()))
+    if cls is ToolStep:
+        fields["parse_errors"] = tuple(fields.get("parse_errors", ()))
+    return cls(**fields)

@@ -1,0 +1,69 @@
+"""A saved chat as Markdown: each question, its answer with `[^n]` footnotes naming the source and its verdict."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Callable
+
+from agent.chats.store import SavedChat, excerpts
+from rag import markers
+from rag.types import Chunk, Hit
+from rag.verdicts import CitationVerdict, Verdict
+
+
+def chat_markdown(chat: SavedChat, lookup: Callable[[str], Chunk | None] | None = None) -> str:
+    """The chat as Markdown: each question, its answer with `[^n]` footnotes, made-up numbers flagged."""
+    out = [f"# {chat.info.title}", ""]
+    stamp = datetime.fromtimestamp(chat.info.created).strftime("%Y-%m-%d %H:%M")
+    details = [f"saved {stamp}"]
+    for key, label in (("docs_dir", "docs"), ("model", "model")):
+        if chat.meta.get(key):
+            details.append(f"{label}: `{chat.meta[key]}`")
+    out += ["_" + " · ".join(details) + "_", ""]
+    notes: list[str] = []
+    for turn in chat.turns:
+        answer = turn.answer
+        shown = excerpts(turn.events)
+        verdicts = {c.n: c for c in answer.citations}
+        labels: dict[int, str] = {}
+
+        def footnotes(numbers: tuple[int, ...]) -> str:
+            parts = []
+            for number in numbers:
+                verdict = verdicts.get(number)
+                if verdict is not None and verdict.verdict is Verdict.MADE_UP:
+                    parts.append(f"[{number}?]")
+                    continue
+                if number not in labels:
+                    labels[number] = str(len(notes) + 1)
+                    notes.append(_note(labels[number], number, verdict, shown.get(number), lookup))
+                parts.append(f"[^{labels[number]}]")
+            return "".join(parts)
+
+        out += [f"## {turn.question}", ""]
+        out += [markers.replace(answer.text.strip(), footnotes) or "_(no answer)_", ""]
+        made_up = answer.unknown
+        if made_up:
+            listed = ", ".join(f"[{n}]" for n in made_up)
+            out += [f"> **Made-up citation{'s' if len(made_up) > 1 else ''}:** {listed} cite no excerpt the answer was given.", ""]
+        if answer.status != "answered":
+            out += [f"_({answer.status.replace('_', ' ')})_", ""]
+    if notes:
+        out += notes + [""]
+    return "\n".join(out)
+
+
+def _note(label: str, number: int, verdict: CitationVerdict | None, hit: Hit | None, lookup) -> str:
+    chunk_id = (verdict.chunk_id if verdict else None) or (hit.chunk_id if hit else None)
+    chunk = lookup(chunk_id) if (lookup and chunk_id) else None
+    source = chunk or hit
+    if source is not None:
+        where = f"{source.uri} lines {source.lines}"
+        if source.heading:
+            where += f", {source.heading}"
+    elif verdict is not None and verdict.uri:
+        where = verdict.uri
+    else:
+        where = f"excerpt {number} (source not recorded)"
+    judged = f" — {verdict.verdict.label}" if verdict else ""
+    return f"[^{label}]: {where}{judged}"
