@@ -230,3 +230,32 @@ def test_export_footnotes_markers_but_not_links_or_code(tmp_path):
         record_turn(log, [*turn[:-1], AnswerFinished(dataclasses.replace(answer, text=text))])
     out = store.export(log.chat_id).read_text()
     assert "[1](http://y)" in out and "`a[2]`" in out and "a citation [^1]." in out
+
+
+def test_citations_whose_source_changed_or_vanished_are_stale(tmp_path):
+    from agent.chats import stale_citations
+
+    turn = mixed_turn("q")
+    answer = turn[-1].answer
+    index = {c.chunk_id: c for c in CHUNKS}
+    assert stale_citations(answer, turn, index.get) == {}
+    changed = {**index, CHUNKS[0].chunk_id: dataclasses.replace(CHUNKS[0], text="something else entirely")}
+    del changed[CHUNKS[1].chunk_id]
+    # [1] changed, [2] vanished, [3] as shown, [7] made up: cites nothing, never stale.
+    assert stale_citations(answer, turn, changed.get) == {1: "changed", 2: "vanished"}
+    reflowed = {**index, CHUNKS[0].chunk_id: dataclasses.replace(CHUNKS[0], text="  " + CHUNKS[0].text.replace(" ", "\n"))}
+    assert stale_citations(answer, turn, reflowed.get) == {}  # whitespace is not a change
+
+
+def test_exports_mark_stale_citations_in_markdown_and_json(tmp_path):
+    store = ChatStore(tmp_path)
+    with store.create() as log:
+        record_turn(log, mixed_turn("what does the kv cache store"))
+    index = {c.chunk_id: c for c in CHUNKS}
+    index[CHUNKS[0].chunk_id] = dataclasses.replace(CHUNKS[0], text="rewritten since")
+    md = store.export(log.chat_id, tmp_path / "out.md", lookup=index.get).read_text()
+    assert md.count("**stale**") == 1 and "the source text has changed since this answer" in md
+    data = json.loads(store.export(log.chat_id, tmp_path / "out.json", lookup=index.get).read_text())
+    (turn,) = data["turns"]
+    assert turn["stale"] == {"1": "changed"} and turn["answer"]["unknown"] == [7]
+    assert turn["answer"]["citations"][0]["verdict"] == "supported"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from contextlib import asynccontextmanager
@@ -299,6 +300,26 @@ async def test_a_saved_chat_resumes_after_restarting_the_app(store):
             "and how big is it",
         ]
         assert len(store.list_chats()) == 1
+
+
+@pilot_test
+async def test_a_resumed_chat_marks_a_citation_whose_source_changed_as_stale(store):
+    async with chatting(store, ["The kv cache stores keys and values [1]."]) as (pilot, session, _, _):
+        await ask(pilot, "what does the kv cache store")
+    # The docs changed since: the cited chunk now says something else.
+    session2, _, retriever2 = real_session([])
+    cited = session.history[0].answer.citations[0].chunk_id
+    retriever2.chunks[cited] = dataclasses.replace(retriever2.chunks[cited], text="the kv cache was removed")
+    async with app_for(session2, store).run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("ctrl+o")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: pilot.app.chat.query(AnswerView))
+        view = pilot.app.chat.query_one(AnswerView)
+        await wait_for(pilot, lambda: view.finished)
+        assert view.stale == {1: "changed"}
+        assert "cite--stale" in marker_styles(view)["[1]"]
+        assert "1 stale" in str(view.query_one(".answer-footer", Static).content)
 
 
 @pilot_test

@@ -1,9 +1,10 @@
-"""Saved chats: the event codec (codec), the transcript files (store) and the Markdown export (markdown)."""
+"""Saved chats: the event codec (codec), the transcript files (store), stale sources (stale), exports (export)."""
 
 from agent.chats.codec import answer_from_dict, answer_to_dict, event_from_dict, event_to_dict
+from agent.chats.stale import stale_citations
 from agent.chats.store import ChatInfo, ChatLog, ChatStore, ChatStoreError, SavedChat, SavedTurn, excerpts
 
 __all__ = [
     "ChatInfo", "ChatLog", "ChatStore", "ChatStoreError", "SavedChat", "SavedTurn", "excerpts",
-    "answer_from_dict", "answer_to_dict", "event_from_dict", "event_to_dict",
+    "answer_from_dict", "answer_to_dict", "event_from_dict", "event_to_dict", "stale_citations",
 ]

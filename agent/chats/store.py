@@ -186,12 +186,17 @@ class ChatStore:
         return _parse(self._path(chat_id))
 
     def export(self, chat_id: str, dest: Path | None = None, lookup: Callable[[str], Chunk | None] | None = None) -> Path:
-        """Write the chat as Markdown with its sources as footnotes; returns the file written."""
+        """Write the chat as Markdown with its sources as footnotes (JSON when `dest` ends in .json); returns the
+        file written. With `lookup` (the index), citations whose source changed since are marked stale."""
+        from agent.chats.export import chat_json, chat_markdown
+
         chat = self.load(chat_id)
         dest = Path(dest) if dest is not None else self.root.parent / "exports" / f"{chat_id}.md"
-        from agent.chats.markdown import chat_markdown
-
-        atomic_write(dest, chat_markdown(chat, lookup).encode())  # never a half-written export
+        if dest.suffix == ".json":
+            data = (json.dumps(chat_json(chat, lookup), ensure_ascii=False, indent=2) + "\n").encode()
+        else:
+            data = chat_markdown(chat, lookup).encode()
+        atomic_write(dest, data)  # never a half-written export
         return dest
 
     def _path(self, chat_id: str) -> Path:

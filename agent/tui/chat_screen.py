@@ -12,7 +12,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
-from agent.chats import ChatLog, ChatStore
+from agent.chats import ChatLog, ChatStore, stale_citations
 from agent.errors import AgentError, UsageError
 from agent.events import AnswerFinished, ContextBuilt, SearchFinished
 from agent.session import Session
@@ -354,6 +354,7 @@ class ChatScreen(Screen):
         await self._clear()
         for turn_id, saved in turns:
             view = await self._add_turn(turn_id, saved.question)
+            view.stale = stale_citations(saved.answer, saved.events, self.conversation.chunk)
             for event in saved.complete_events:
                 await view.apply(event, replay=True)
                 self._after_event(view, event)

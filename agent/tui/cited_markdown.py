@@ -11,8 +11,11 @@ from agent.tui import verdicts as v
 from rag.verdicts import Verdict
 
 
-def cite_content(content: Content, verdicts: dict[int, Verdict], turn_id: int | None) -> Content:
-    """`content` with each citation number styled by its verdict; made-up numbers get a `?` and no link."""
+def cite_content(
+    content: Content, verdicts: dict[int, Verdict], turn_id: int | None, stale: frozenset[int] = frozenset()
+) -> Content:
+    """`content` with each citation number styled by its verdict; made-up numbers get a `?` and no link; a number
+    whose source changed since a saved answer was given is styled stale, whatever its verdict was."""
     found = list(v.markers(content.plain))
     if not found:
         return content
@@ -24,7 +27,7 @@ def cite_content(content: Content, verdicts: dict[int, Verdict], turn_id: int | 
         if verdict is Verdict.MADE_UP:
             digits_end = piece.plain.index(str(n)) + len(str(n))
             piece = piece[:digits_end] + "?" + piece[digits_end:]
-        piece = piece.stylize(f".{v.css_class(verdict)}")
+        piece = piece.stylize(f".{v.STALE_CLASS if n in stale else v.css_class(verdict)}")
         if verdict is not Verdict.MADE_UP and turn_id is not None:
             piece = piece.stylize(Style.from_meta({"@click": f"screen.open_citation({n}, {turn_id})"}))
         out = out + content[position:start] + piece
@@ -40,7 +43,7 @@ class _Citing:
         self.auto_links = False  # a link colour would hide the verdict colour of clickable markers
         markdown = self._markdown  # type: ignore[attr-defined]
         if isinstance(markdown, CitedMarkdown) and isinstance(self.content, Content):  # type: ignore[attr-defined]
-            self.set_content(cite_content(self.content, markdown.verdicts, markdown.turn_id))  # type: ignore
+            self.set_content(cite_content(self.content, markdown.verdicts, markdown.turn_id, markdown.stale))  # type: ignore
 
 
 _CITING: dict[type, type] = {}
@@ -60,7 +63,8 @@ class CitedMarkdown(Markdown):
     def __init__(self, markdown: str | None = None, *, turn_id: int | None = None, verdicts=None, **kwargs):
         super().__init__(markdown, open_links=False, **kwargs)
         self.turn_id = turn_id
-        self.verdicts: dict[int, str] = dict(verdicts or {})
+        self.verdicts: dict[int, Verdict] = dict(verdicts or {})
+        self.stale: frozenset[int] = frozenset()  # numbers whose source changed since a saved answer
 
     def get_block_class(self, block_name: str) -> type[MarkdownBlock]:
         return _citing(super().get_block_class(block_name))

@@ -78,6 +78,7 @@ class AnswerView(Vertical):
         self.answer: Answer | None = None
         self.context: ContextBuilt | None = None
         self.error: str | None = None
+        self.stale: dict[int, str] = {}  # saved answers only: number -> "changed" | "vanished"
         self._stream = None
 
     def compose(self) -> ComposeResult:
@@ -134,9 +135,12 @@ class AnswerView(Vertical):
         self.answer = answer
         markdown = self.query_one(CitedMarkdown)
         markdown.verdicts = v.verdict_map(answer)
+        markdown.stale = frozenset(self.stale)
         text = answer.text.strip() or "_(no text)_"
         await markdown.update(text)
         footer = footer_text(answer)
+        if self.stale:
+            footer += f" · {len(self.stale)} stale (source changed since)"
         if self.error and answer.status == "error":
             footer += f": {self.error}"
         self._footer(footer)

@@ -10,7 +10,8 @@ from agent.events import Answer
 from rag import markers as marker_grammar
 from rag.verdicts import ORDER, Verdict
 
-COMPONENT_CLASSES = {f"cite--{v}" for v in ORDER}
+STALE_CLASS = "cite--stale"  # a saved answer's source changed since: not a verdict, a fact about the index now
+COMPONENT_CLASSES = {f"cite--{v}" for v in ORDER} | {STALE_CLASS}
 
 
 def css_class(verdict: str) -> str:

@@ -1,10 +1,15 @@
-"""A saved chat as Markdown: each question, its answer with `[^n]` footnotes naming the source and its verdict."""
+"""A saved chat exported: Markdown with `[^n]` footnotes naming each source and its verdict, or JSON.
+
+Both mark a citation whose source changed or vanished since the answer was given (with a lookup of the index).
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Callable
 
+from agent.chats.codec import answer_to_dict
+from agent.chats.stale import stale_citations
 from agent.chats.store import SavedChat, excerpts
 from rag import markers
 from rag.types import Chunk, Hit
@@ -25,6 +30,7 @@ def chat_markdown(chat: SavedChat, lookup: Callable[[str], Chunk | None] | None 
         answer = turn.answer
         shown = excerpts(turn.events)
         verdicts = {c.n: c for c in answer.citations}
+        stale = stale_citations(answer, turn.events, lookup) if lookup else {}
         labels: dict[int, str] = {}
 
         def footnotes(numbers: tuple[int, ...]) -> str:
@@ -36,7 +42,7 @@ def chat_markdown(chat: SavedChat, lookup: Callable[[str], Chunk | None] | None 
                     continue
                 if number not in labels:
                     labels[number] = str(len(notes) + 1)
-                    notes.append(_note(labels[number], number, verdict, shown.get(number), lookup))
+                    notes.append(_note(labels[number], number, verdict, shown.get(number), lookup, stale.get(number)))
                 parts.append(f"[^{labels[number]}]")
             return "".join(parts)
 
@@ -53,7 +59,7 @@ def chat_markdown(chat: SavedChat, lookup: Callable[[str], Chunk | None] | None 
     return "\n".join(out)
 
 
-def _note(label: str, number: int, verdict: CitationVerdict | None, hit: Hit | None, lookup) -> str:
+def _note(label: str, number: int, verdict: CitationVerdict | None, hit: Hit | None, lookup, stale: str | None) -> str:
     chunk_id = (verdict.chunk_id if verdict else None) or (hit.chunk_id if hit else None)
     chunk = lookup(chunk_id) if (lookup and chunk_id) else None
     source = chunk or hit
@@ -66,4 +72,21 @@ def _note(label: str, number: int, verdict: CitationVerdict | None, hit: Hit | N
     else:
         where = f"excerpt {number} (source not recorded)"
     judged = f" — {verdict.verdict.label}" if verdict else ""
+    if stale:
+        judged += f" — **stale**: {STALE_NOTES[stale]}"
     return f"[^{label}]: {where}{judged}"
+
+
+STALE_NOTES = {
+    "changed": "the source text has changed since this answer",
+    "vanished": "the source is no longer in the index",
+}
+
+
+def chat_json(chat: SavedChat, lookup: Callable[[str], Chunk | None] | None = None) -> dict:
+    """The chat as one JSON object: each turn's question, answer (as `ask --json` prints it) and stale citations."""
+    turns = []
+    for turn in chat.turns:
+        stale = stale_citations(turn.answer, turn.events, lookup) if lookup else {}
+        turns.append({"question": turn.question, "answer": answer_to_dict(turn.answer), "stale": {str(n): why for n, why in sorted(stale.items())}})
+    return {"chat_id": chat.info.chat_id, "title": chat.info.title, "meta": chat.meta, "turns": turns}
