@@ -15,7 +15,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from models.bert_gguf import ensure_minilm_gguf, minilm_zip
+from models.bert_gguf import CachedGGUF, ensure_minilm_gguf, minilm_zip
 from models.config import default_threads
 from models.embedder import DEFAULT_BATCH_TOKENS, TEXTS_PER_CALL, LlamaEmbedder, minilm_model_id
 
@@ -128,9 +128,47 @@ def run(quick: bool = False) -> list[dict]:
                     # The configured setting has the target; the others are the sweep that chose it.
                     target="ratio >= 0.9" if default else "info: one setting changed",
                 ))
+        rows += _q8_rows(built, embedder(DEFAULT_BATCH_TOKENS, default_threads()), chunks, Path(tmp), quick, repeats)
         for e in embedders.values():
             e.close()
     return rows
+
+
+def _q8_rows(f16: CachedGGUF, configured: LlamaEmbedder, chunks: list[str], tmp: Path, quick: bool, repeats: int) -> list[dict]:
+    """Q8_0 weights against the f16 file: speed on the same chunks, closeness of the vectors, and (full run)
+    Recall@5 of the hybrid index over docs_corpus built with each."""
+    q8_file = ensure_minilm_gguf(folder=tmp, quant="q8_0")
+    q8 = LlamaEmbedder(q8_file.path, minilm_model_id(q8_file, "q8_0"))
+    rows = []
+    try:
+        f16_rate = q8_rate = 0.0
+        for _ in range(max(2, repeats)):  # interleaved, best of each: the machine's load moves under both alike
+            f16_rate = max(f16_rate, _rate(configured.embed, chunks, 1))
+            q8_rate = max(q8_rate, _rate(q8.embed, chunks, 1))
+        rows.append(dict(what="embeddings/s, Q8_0 weights vs f16 (as configured), same chunks", ours=q8_rate,
+                         baseline=f16_rate, ratio=q8_rate / f16_rate, target="info: Q8_0 taken only if faster"))
+        sample = make_chunks(configured, 40 if quick else 200)
+        cos = (q8.embed(sample) * configured.embed(sample)).sum(axis=1)
+        rows.append(dict(what=f"cosine Q8_0 vs f16 vectors, min over {len(sample)} chunks", ours=float(cos.min()),
+                         baseline=None, ratio=None, target="ours >= 0.995"))
+        if not quick:
+            r5 = {name: _recall_at_5(e, tmp / name) for name, e in (("f16", configured), ("q8_0", q8))}
+            rows.append(dict(what="hybrid chunk Recall@5 on docs_corpus, Q8_0 vs f16 index", ours=r5["q8_0"],
+                             baseline=r5["f16"], ratio=r5["q8_0"] / r5["f16"], target="info: within 0.01 of f16"))
+    finally:
+        q8.close()
+    return rows
+
+
+def _recall_at_5(embedder: LlamaEmbedder, index_dir: Path) -> float:
+    from models.tokenizer import load_tokenizer
+    from rag.index import open_index
+    from rag.metrics import load_questions
+    from rag.retrieval_eval import evaluate
+
+    index = open_index(None, load_tokenizer(), embedder, index_dir=index_dir)
+    (scores,) = [r for r in evaluate(index, load_questions(), ["hybrid"]) if r.level == "chunk"]
+    return scores.recall_at_5
 
 
 def _safetensors_mb() -> float:

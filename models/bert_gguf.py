@@ -1,4 +1,7 @@
-"""all-MiniLM-L6-v2 from its PyPI zip to an f16 GGUF for llama.cpp's BERT architecture, built once and cached.
+"""all-MiniLM-L6-v2 from its PyPI zip to a GGUF for llama.cpp's BERT architecture, built once and cached.
+
+Weight matrices are stored as f16 or as Q8_0 (`QUANTS`); biases, norms and the position and token-type tables
+stay f32 either way.
 
 The cache file is named by the sha256 of the source zip, written atomically, and trusted only while a sidecar
 written after the rename still matches its size and sha256; anything else is rebuilt.
@@ -34,6 +37,8 @@ MINILM_NAME = "all-MiniLM-L6-v2"
 CONVERTER_VERSION = 1  # bump whenever the bytes we write change, so old caches are not reused
 PHANTOM_SPACE = "\u2581"
 _ARCH = "bert"
+QUANTS = ("f16", "q8_0")
+_FILE_TYPE = {"f16": gguf.LlamaFileType.MOSTLY_F16, "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0}
 _CHUNK = 1 << 20
 
 
@@ -80,23 +85,25 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def cached_gguf_path(source_sha256: str, folder: Path | None = None) -> Path:
+def cached_gguf_path(source_sha256: str, folder: Path | None = None, quant: str = "f16") -> Path:
     folder = folder if folder is not None else cache_dir() / "models"
-    return folder / f"{MINILM_NAME}-f16-c{CONVERTER_VERSION}-{source_sha256[:16]}.gguf"
+    return folder / f"{MINILM_NAME}-{quant}-c{CONVERTER_VERSION}-{source_sha256[:16]}.gguf"
 
 
-def ensure_minilm_gguf(source: Path | None = None, folder: Path | None = None) -> CachedGGUF:
+def ensure_minilm_gguf(source: Path | None = None, folder: Path | None = None, quant: str = "f16") -> CachedGGUF:
     """The cached GGUF for `source` (default: the installed MiniLM zip), converting it first if missing or damaged."""
+    if quant not in QUANTS:
+        raise ValueError(f"unknown embedding weight type {quant!r}: choose one of {', '.join(QUANTS)}")
     source = source if source is not None else minilm_zip()
     try:
         source_sha = file_sha256(source)
     except OSError as exc:
         raise ModelNotFound(f"cannot read {source}: {exc.strerror or exc}: reinstall {MINILM_PACKAGE}") from None
-    target = cached_gguf_path(source_sha, folder)
+    target = cached_gguf_path(source_sha, folder, quant)
     if is_intact(target):
         return CachedGGUF(target, source_sha, built=False, seconds=0.0)
     start = time.perf_counter()
-    convert_minilm_zip(source, target)
+    convert_minilm_zip(source, target, quant)
     return CachedGGUF(target, source_sha, built=True, seconds=time.perf_counter() - start)
 
 
@@ -115,7 +122,7 @@ def is_intact(gguf_path: Path) -> bool:
         return False
 
 
-def convert_minilm_zip(source: Path, target: Path) -> None:
+def convert_minilm_zip(source: Path, target: Path, quant: str = "f16") -> None:
     """Write the GGUF for the sentence-transformers zip `source` to `target` (temp file + rename), then its sidecar."""
     try:
         with zipfile.ZipFile(source) as zf:
@@ -136,7 +143,7 @@ def convert_minilm_zip(source: Path, target: Path) -> None:
         ) from None
     tmp = Path(tmp_name)
     try:
-        _write_gguf(tmp, config, tokenizer, pooling, weights)
+        _write_gguf(tmp, config, tokenizer, pooling, weights, quant)
         with tmp.open("rb+") as fh:
             os.fsync(fh.fileno())
         size, sha = tmp.stat().st_size, file_sha256(tmp)
@@ -149,13 +156,13 @@ def convert_minilm_zip(source: Path, target: Path) -> None:
         ) from None
     finally:
         tmp.unlink(missing_ok=True)
-    _remove_stale(target)
+    _remove_stale(target, quant)
 
 
-def _remove_stale(target: Path) -> None:
-    """Drop conversions of older sources or converter versions: each is ~46 MB nobody will read again."""
+def _remove_stale(target: Path, quant: str) -> None:
+    """Drop conversions of older sources or converter versions: each is 25-46 MB nobody will read again."""
     keep = {target.name, sidecar_path(target).name}
-    for old in target.parent.glob(f"{MINILM_NAME}-f16-*"):
+    for old in target.parent.glob(f"{MINILM_NAME}-{quant}-*"):
         if old.name not in keep and not old.name.endswith(".tmp"):  # a .tmp may be another process's build
             with suppress(OSError):
                 old.unlink()
@@ -168,12 +175,14 @@ def _write_sidecar(target: Path, record: dict) -> None:
     os.replace(tmp, side)
 
 
-def _write_gguf(path: Path, config: dict, tokenizer: dict, pooling: dict, weights: dict[str, np.ndarray]) -> None:
+def _write_gguf(
+    path: Path, config: dict, tokenizer: dict, pooling: dict, weights: dict[str, np.ndarray], quant: str = "f16"
+) -> None:
     if config.get("model_type") != "bert" or config.get("hidden_act") != "gelu":
         raise ModelNotFound(f"expected a BERT model with GELU, got {config.get('model_type')}: reinstall {MINILM_PACKAGE}")
     writer = gguf.GGUFWriter(path, _ARCH)
     writer.add_name(MINILM_NAME)
-    writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
+    writer.add_file_type(_FILE_TYPE[quant])
     writer.add_context_length(config["max_position_embeddings"])
     writer.add_embedding_length(config["hidden_size"])
     writer.add_feed_forward_length(config["intermediate_size"])
@@ -184,7 +193,11 @@ def _write_gguf(path: Path, config: dict, tokenizer: dict, pooling: dict, weight
     writer.add_pooling_type(_pooling_type(pooling))
     _add_vocab(writer, tokenizer, config)
     for name, array in _gguf_tensors(weights, config["num_hidden_layers"]):
-        writer.add_tensor(name, array)
+        if quant == "q8_0" and array.dtype == np.float16:
+            packed = gguf.quants.quantize(array.astype(np.float32), gguf.GGMLQuantizationType.Q8_0)
+            writer.add_tensor(name, packed, raw_shape=packed.shape, raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+        else:
+            writer.add_tensor(name, array)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()

@@ -149,19 +149,20 @@ def _last_true(ok, upper: int) -> int:
     return lo
 
 
-_LOADED: dict[int, LlamaEmbedder] = {}
+_LOADED: dict[tuple[int, str], LlamaEmbedder] = {}
 _LOAD_LOCK = threading.Lock()
 
 
-def load_embedder(batch_tokens: int = DEFAULT_BATCH_TOKENS) -> LlamaEmbedder:
-    """The MiniLM embedder, converting the packaged model on first use; one instance per process."""
+def load_embedder(batch_tokens: int = DEFAULT_BATCH_TOKENS, quant: str = "f16") -> LlamaEmbedder:
+    """The MiniLM embedder, converting the packaged model on first use; one instance per process and setting."""
     with _LOAD_LOCK:
         if not _LOADED:
             atexit.register(_close_loaded)
-        if batch_tokens not in _LOADED:
-            cached = ensure_minilm_gguf()
-            _LOADED[batch_tokens] = LlamaEmbedder(cached.path, minilm_model_id(cached), batch_tokens=batch_tokens)
-        return _LOADED[batch_tokens]
+        key = (batch_tokens, quant)
+        if key not in _LOADED:
+            cached = ensure_minilm_gguf(quant=quant)
+            _LOADED[key] = LlamaEmbedder(cached.path, minilm_model_id(cached, quant), batch_tokens=batch_tokens)
+        return _LOADED[key]
 
 
 def _close_loaded() -> None:
@@ -171,6 +172,6 @@ def _close_loaded() -> None:
     _LOADED.clear()
 
 
-def minilm_model_id(cached: CachedGGUF) -> str:
+def minilm_model_id(cached: CachedGGUF, quant: str = "f16") -> str:
     """Names the model and its conversion, so indexes built from another conversion are not mixed in."""
-    return f"{MINILM_NAME}-f16-c{CONVERTER_VERSION}-{cached.short_hash}"
+    return f"{MINILM_NAME}-{quant}-c{CONVERTER_VERSION}-{cached.short_hash}"

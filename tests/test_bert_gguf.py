@@ -233,3 +233,28 @@ def test_unwritable_cache_folder_is_one_clear_line(tmp_path):
     with pytest.raises(ModelError) as info:
         ensure_minilm_gguf(folder=blocker / "models")
     assert "SMOLDOCS_CACHE" in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.real
+def test_q8_0_conversion_quantizes_the_matrices_and_embeds_like_f16(built, real_embedder):
+    from models.embedder import LlamaEmbedder, minilm_model_id
+
+    q8 = ensure_minilm_gguf(folder=built.path.parent, quant="q8_0")
+    assert q8.path.name.startswith("all-MiniLM-L6-v2-q8_0-") and is_intact(q8.path) and is_intact(built.path)
+    assert q8.path.stat().st_size < 0.6 * built.path.stat().st_size
+    tensors = {t.name: t for t in gguf.GGUFReader(q8.path).tensors}
+    assert tensors["blk.5.ffn_up.weight"].tensor_type == gguf.GGMLQuantizationType.Q8_0
+    assert tensors["blk.0.attn_q.bias"].tensor_type == gguf.GGMLQuantizationType.F32
+    assert list(tensors["blk.0.ffn_up.weight"].shape) == [384, 1536]
+    texts = ["The KV cache stores keys and values.", "BM25 ranks documents by term frequency.", "Ein deutscher Satz."]
+    embedder = LlamaEmbedder(q8.path, minilm_model_id(q8, "q8_0"))
+    try:
+        cos = (embedder.embed(texts) * real_embedder.embed(texts)).sum(axis=1)
+    finally:
+        embedder.close()
+    assert cos.min() >= 0.995, cos
+
+
+def test_an_unknown_weight_type_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="q8_0"):
+        ensure_minilm_gguf(folder=tmp_path, quant="q4")
