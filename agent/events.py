@@ -88,6 +88,7 @@ class Answer:
     total_time: float = 0.0
     tokens_per_second: float = 0.0
     stop_reason: str | None = None  # why generation was cut short by the agent (a loop guard), if it was
+    conflicts: tuple[dict, ...] = ()  # rag.conflicts.Conflict.to_json() of the excerpts shown: sources disagree
 
     @property
     def unknown(self) -> tuple[int, ...]:

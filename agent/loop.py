@@ -30,6 +30,7 @@ from models.grammar import json_schema_grammar
 from models.protocols import CancelToken, ChatModel
 from rag import markers
 from rag.citations import Citation
+from rag.conflicts import find_conflicts
 from rag.extractive import Quoter
 from rag.packing import Ledger, block
 from rag.search_tool import SEARCH_DOCS_DESCRIPTION, SEARCH_DOCS_NAME, SEARCH_DOCS_SCHEMA, search_docs_tool
@@ -185,14 +186,19 @@ class Agent:
 
     def _answer(self, question: str, prepared, ledger: Ledger, results: list[ToolResult], cancel) -> Iterator[Event]:
         blocks: dict[int, str] = {}
+        hits: dict[int, object] = {}
         for result in results:
             packed = getattr(result.payload, "packed", None)
             for hit in packed.used if packed else ():
                 n = ledger.peek(hit)
                 blocks.setdefault(n, block(n, hit))
+                hits.setdefault(n, hit)
         messages, built, shown_numbers = self.window.build(prepared, sorted(blocks.items()))
         yield built
-        base = Answer(question, "", "answered", prompt_tokens=built.prompt_tokens, n_ctx=built.n_ctx)
+        conflicts = tuple(c.to_json() for c in find_conflicts([(n, hits[n]) for n in shown_numbers if n in hits]))
+        base = Answer(
+            question, "", "answered", prompt_tokens=built.prompt_tokens, n_ctx=built.n_ctx, conflicts=conflicts
+        )
         shown = shown_excerpts(ledger.citations(), shown_numbers)
         if not shown:
             text = f"{NOT_COVERED} search_docs found no excerpt for this question."

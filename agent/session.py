@@ -109,6 +109,7 @@ def open_session(
     index_dir: str | Path | None = None,
     progress: Callable | None = None,
     settings: AgentSettings | None = None,
+    current_only: bool = False,
 ) -> ChatSession:
     """Load the model, the embedder and the index of `docs_dir` (building it on first use)."""
     from models.chat import load_chat_model
@@ -119,6 +120,8 @@ def open_session(
     model = load_chat_model(model_path)
     embedder = load_embedder()
     docs = Path(docs_dir) if docs_dir else default_docs_dir()
-    index = open_index(docs, model.tokenizer, embedder, index_dir=index_dir, progress=progress)
+    index = open_index(
+        docs, model.tokenizer, embedder, index_dir=index_dir, progress=progress, current_only=current_only
+    )
     settings = (settings or AgentSettings()).with_(policy=tools)
     return ChatSession(model, index, embedder=embedder, settings=settings, docs_dir=docs)

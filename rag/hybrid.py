@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -12,6 +12,7 @@ from rag.bm25 import BM25Index
 from rag.chunking import indexed_text
 from rag.dense import DenseIndex
 from rag.fusion import BM25_WEIGHT, FUSIONS, Ranked, fuse, top_rows
+from rag.sources import SourceInfo, source_info
 from rag.terms import TermSettings, terms
 from rag.types import Chunk, Hit
 
@@ -39,6 +40,8 @@ class HybridIndex:
         index_dir: Path | None = None,
         update=None,
         bm25: BM25Index | None = None,
+        sources: Mapping[str, SourceInfo] | None = None,
+        current_only: bool = False,
     ) -> None:
         if fusion not in FUSIONS:
             raise ValueError(f"unknown fusion {fusion!r}: choose one of {', '.join(FUSIONS)}")
@@ -64,6 +67,15 @@ class HybridIndex:
             raise ValueError(f"{len(self.chunks)} chunks but BM25 postings for {len(bm25)}")
         self.bm25 = bm25  # built from these chunks with term_settings (or loaded, when the store says so)
         self.dense = DenseIndex(embeddings)
+        # Documents not described (an index built without its files) still get the folder rule.
+        given = dict(sources or {})
+        self.sources = {d: given.get(d) or source_info(d) for d in self._doc_names}
+        self.current_only = current_only  # leave outdated documents out of every search
+        self._outdated_row = np.asarray([self.sources[d].outdated for d in doc_of_row], dtype=bool)
+
+    def source(self, doc_id: str) -> SourceInfo:
+        """The standing of a document: outdated or current, and its expiry."""
+        return self.sources.get(doc_id) or source_info(doc_id)
 
     def __len__(self) -> int:
         return len(self.chunks)
@@ -86,6 +98,8 @@ class HybridIndex:
         if k < 1:
             raise ValueError(f"k must be at least 1, got {k}")
         allowed = self._allowed(doc_ids)
+        if self.current_only and self._outdated_row.any():
+            allowed = ~self._outdated_row if allowed is None else allowed & ~self._outdated_row
         if not query.strip() or not len(self) or (allowed is not None and not allowed.any()):
             return []
         depth = max(CANDIDATE_DEPTH, k)
@@ -98,12 +112,16 @@ class HybridIndex:
         else:
             method = self.fusion if mode == "hybrid" else mode
             fused = fuse(method, lexical, semantic, self.bm25_weight)
+        # On a tie an outdated chunk goes after the current ones (the sort is stable otherwise).
+        fused = sorted(fused, key=lambda pair: (-round(float(pair[1]), 9), bool(self._outdated_row[pair[0]])))
         bm25_rank = {row: r for r, row in enumerate(lexical.rows.tolist(), start=1)}
         dense_rank = {row: r for r, row in enumerate(semantic.rows.tolist(), start=1)}
-        return [
-            Hit.from_chunk(self.chunks[row], float(score), bm25_rank.get(row), dense_rank.get(row))
-            for row, score in fused[:k]
-        ]
+        return [self._hit(row, float(score), bm25_rank.get(row), dense_rank.get(row)) for row, score in fused[:k]]
+
+    def _hit(self, row: int, score: float, bm25_rank: int | None, dense_rank: int | None) -> Hit:
+        chunk = self.chunks[row]
+        info = self.sources[chunk.doc_id]
+        return Hit.from_chunk(chunk, score, bm25_rank, dense_rank, outdated=info.outdated, expires=info.expires)
 
     def rank_bm25(self, query: str, depth: int, allowed: np.ndarray | None = None) -> Ranked:
         """Chunks sharing a term with the query, best BM25 score first."""

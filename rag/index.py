@@ -13,6 +13,7 @@ import numpy as np
 from models.protocols import Embedder, Tokenizer
 from rag import store
 from rag.chunking import ChunkSettings, chunk_document, indexed_text
+from rag.sources import source_info
 from rag.corpus import Corpus, check_docs_dir, default_docs_dir, load_corpus
 from rag.dense import embed_texts
 from rag.errors import IndexCorrupt
@@ -102,7 +103,7 @@ def open_index(
 ) -> HybridIndex:
     """The ready index of `docs_dir` (None: the bundled docs_corpus/), updated and saved if files changed.
 
-    `search_options` go to HybridIndex (fusion, term_settings, min_dense_score, bm25_weight).
+    `search_options` go to HybridIndex (fusion, term_settings, min_dense_score, bm25_weight, current_only).
     """
     started = time.perf_counter()
     emit = progress or (lambda event: None)
@@ -149,10 +150,16 @@ def open_index(
         skipped=dict(corpus.skipped),
         embed_seconds=embed_seconds,
     )
+    sources = {d.doc_id: source_info(d.doc_id, d.text) for d in corpus.documents}
+    for doc_id, info in sources.items():
+        if info.notice:
+            emit(IndexProgress("notice", message=f"{doc_id}: {info.notice}"))
     terms_wanted = search_options.get("term_settings", TermSettings()).to_dict()
     reusable = stored is not None and not update.modified and stored.bm25_terms == terms_wanted
     bm25 = stored.bm25 if reusable else None  # else HybridIndex builds it from the chunks
-    index = HybridIndex(chunks, embeddings, embedder, docs_dir=root, index_dir=target, bm25=bm25, **search_options)
+    index = HybridIndex(
+        chunks, embeddings, embedder, docs_dir=root, index_dir=target, bm25=bm25, sources=sources, **search_options
+    )
     if update.modified:
         emit(IndexProgress("save", 0, 1))
         try:

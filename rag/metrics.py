@@ -24,6 +24,7 @@ class Question:
     evidence: str | None
     difficulty: str
     alt_docs: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()  # what the question exercises: "conflict" (sources disagree), "outdated"
 
     @property
     def answerable(self) -> bool:
@@ -42,6 +43,7 @@ class Question:
             evidence=row.get("evidence"),
             difficulty=str(row.get("difficulty", "")),
             alt_docs=tuple(row.get("alt_docs") or ()),
+            tags=tuple(row.get("tags") or ()),
         )
 
 

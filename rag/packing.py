@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import operator
+import re
 import threading
 from collections import Counter as Tally
 from dataclasses import dataclass, field
@@ -10,10 +12,14 @@ from typing import Protocol, Sequence
 
 from rag.citations import Citation
 from rag.errors import BudgetError
+from rag.near_duplicates import check_threshold, jaccard, shingles
 
 ORDERS: tuple[str, ...] = ("rank", "lost_in_middle")
-REASONS: tuple[str, ...] = ("duplicate_id", "duplicate_text", "over_budget")
+REASONS: tuple[str, ...] = ("duplicate_id", "duplicate_text", "near_duplicate", "expired", "over_budget")
+DUPLICATE_REASONS = frozenset({"duplicate_id", "duplicate_text", "near_duplicate"})
 BLOCK_SEPARATOR = "\n"  # blocks end in "\n"; one more makes the blank line between them
+OUTDATED_TAG = "[outdated]"
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
 
 class HitLike(Protocol):
@@ -31,8 +37,9 @@ class CountsTokens(Protocol):
 
 
 def block(n: int, hit: HitLike) -> str:
-    """One excerpt as the model sees it: `[n] <uri>`, then the whole chunk text."""
-    return f"[{n}] {hit.uri}\n{hit.text}\n"
+    """One excerpt as the model sees it: `[n] <uri>` (`[outdated]` after it when it is), then the whole chunk text."""
+    tag = f" {OUTDATED_TAG}" if getattr(hit, "outdated", False) else ""
+    return f"[{n}] {hit.uri}{tag}\n{hit.text}\n"
 
 
 def join_blocks(blocks: Sequence[str]) -> str:
@@ -101,10 +108,13 @@ class Omission:
     uri: str
     reason: str  # one of REASONS
     tokens: int | None = None  # over_budget: the count the context would have had with this hit
+    duplicate_of: int | None = None  # near_duplicate: the excerpt number of the kept twin
 
     @property
     def why(self) -> str:
-        """The reason in words: `over budget`."""
+        """The reason in words: `over budget`, `near-duplicate of [2]`."""
+        if self.reason == "near_duplicate" and self.duplicate_of is not None:
+            return f"near-duplicate of [{self.duplicate_of}]"
         return self.reason.replace("_", " ")
 
 
@@ -128,6 +138,14 @@ class PackedContext:
         tally = Tally(o.reason for o in self.omissions)
         return {reason: tally[reason] for reason in REASONS}
 
+    @property
+    def dropped_as_duplicate(self) -> int:
+        return sum(o.reason in DUPLICATE_REASONS for o in self.omissions)
+
+    @property
+    def dropped_for_budget(self) -> int:
+        return sum(o.reason == "over_budget" for o in self.omissions)
+
 
 @dataclass
 class Packer:
@@ -137,32 +155,48 @@ class Packer:
     ledger: Ledger = field(default_factory=Ledger)
 
     def assemble(
-        self, query: str, hits: Sequence[HitLike], max_tokens: int, order: str = "rank"
+        self,
+        query: str,
+        hits: Sequence[HitLike],
+        max_tokens: int,
+        order: str = "rank",
+        jaccard_threshold: float | None = None,
+        today: dt.date | None = None,
     ) -> tuple[PackedContext, list[Citation]]:
-        """Pack `hits` into at most `max_tokens`; returns the context and the citations of its blocks."""
+        """Pack `hits` into at most `max_tokens`; returns the context and the citations of its blocks.
+
+        Hits whose document expired before `today` are left out; with `jaccard_threshold`, so is a hit whose
+        5-shingles are that similar to a kept one's (unless the two differ in numbers or in being outdated:
+        a disagreement stays visible).
+        """
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
             raise BudgetError(f"the token budget must be a whole number, not {max_tokens!r}")
         if max_tokens < 0:
             raise BudgetError(f"the token budget cannot be negative ({max_tokens}): give 0 or more tokens")
         if order not in ORDERS:
             raise ValueError(f"unknown order {order!r}: choose one of {', '.join(ORDERS)}")
+        threshold = check_threshold(jaccard_threshold)
+        today = today or dt.date.today()
         arrange = lost_in_middle if order == "lost_in_middle" else list
         # Held for the whole assembly: the number a block prints and the number recorded must agree.
         with self.ledger.lock:
             size_before = len(self.ledger)
             try:
-                return self._assemble(query, hits, max_tokens, order, arrange)
+                return self._assemble(query, hits, max_tokens, order, arrange, threshold, today)
             except BaseException:
                 self.ledger._rollback(size_before)
                 raise
 
-    def _assemble(self, query, hits, max_tokens, order, arrange) -> tuple[PackedContext, list[Citation]]:
+    def _assemble(
+        self, query, hits, max_tokens, order, arrange, threshold, today
+    ) -> tuple[PackedContext, list[Citation]]:
         kept_blocks: list[str] = []
         kept_hits: list = []
         citations: list[Citation] = []
         omissions: list[Omission] = []
         ids: set[str] = set()
         texts: set[str] = set()
+        twins: list[tuple[int, frozenset, frozenset, bool]] = []  # (number, shingles, numbers, outdated) kept
         text, tokens = "", None
         for rank, hit in enumerate(hits, start=1):
             normalized = _normalized(hit.text)
@@ -172,6 +206,16 @@ class Packer:
             if normalized in texts:
                 omissions.append(Omission(rank, hit.chunk_id, hit.uri, "duplicate_text"))
                 continue
+            if _expired(hit, today):
+                omissions.append(Omission(rank, hit.chunk_id, hit.uri, "expired"))
+                continue
+            signature = None
+            if threshold is not None:
+                signature = (shingles(hit.text), frozenset(_NUMBER.findall(hit.text)), _outdated(hit))
+                twin = _near_duplicate_of(signature, twins, threshold)
+                if twin is not None:
+                    omissions.append(Omission(rank, hit.chunk_id, hit.uri, "near_duplicate", duplicate_of=twin))
+                    continue
             candidate_blocks = [*kept_blocks, block(self.ledger.peek(hit), hit)]
             candidate = join_blocks(arrange(candidate_blocks))
             count = self._count(candidate)
@@ -179,7 +223,10 @@ class Packer:
                 # A later, shorter chunk may still fit: keep going.
                 omissions.append(Omission(rank, hit.chunk_id, hit.uri, "over_budget", count))
                 continue
-            citations.append(self.ledger.cite(hit))
+            citation = self.ledger.cite(hit)
+            citations.append(citation)
+            if signature is not None:
+                twins.append((citation.n, *signature))
             kept_blocks = candidate_blocks
             kept_hits.append(hit)
             ids.add(hit.chunk_id)
@@ -201,3 +248,28 @@ class Packer:
         if count < 0:
             raise ValueError(f"token counter returned a negative count ({count})")
         return count
+
+
+def _outdated(hit: HitLike) -> bool:
+    return bool(getattr(hit, "outdated", False))
+
+
+def _expired(hit: HitLike, today: dt.date) -> bool:
+    expires = getattr(hit, "expires", None)
+    if not expires:
+        return False
+    try:
+        return dt.date.fromisoformat(str(expires)) < today
+    except ValueError:
+        return False  # rag.sources only stores ISO dates; anything else was never an expiry
+
+
+def _near_duplicate_of(signature, twins, threshold: float) -> int | None:
+    """The number of the first kept excerpt this one nearly repeats, or None."""
+    grams, numbers, outdated = signature
+    for n, other_grams, other_numbers, other_outdated in twins:
+        if numbers != other_numbers or outdated != other_outdated:
+            continue  # they disagree, or one is outdated: both stay so the difference shows
+        if jaccard(grams, other_grams) >= threshold:
+            return n
+    return None

@@ -11,6 +11,7 @@ import jsonschema
 
 from rag.citations import Citation
 from rag.errors import BudgetError
+from rag.near_duplicates import DEFAULT_JACCARD, check_threshold
 from rag.packing import ORDERS, CountsTokens, Ledger, PackedContext, Packer
 from rag.types import Hit, Retriever
 
@@ -121,6 +122,7 @@ class SearchDocsTool:
     counter: CountsTokens
     max_tokens: int = DEFAULT_MAX_TOKENS
     order: str = "rank"
+    jaccard_threshold: float | None = DEFAULT_JACCARD  # near-duplicate collapse; None keeps every excerpt
     name: str = SEARCH_DOCS_NAME
     schema: dict = field(default_factory=lambda: SEARCH_DOCS_SCHEMA)
 
@@ -129,6 +131,7 @@ class SearchDocsTool:
             raise BudgetError(f"search_docs max tokens must be a whole number >= 0, not {self.max_tokens!r}")
         if self.order not in ORDERS:
             raise ValueError(f"unknown order {self.order!r}: choose one of {', '.join(ORDERS)}")
+        check_threshold(self.jaccard_threshold)
         self._packer = Packer(self.counter, self.ledger)
 
     def __call__(self, arguments: Mapping[str, Any] | str) -> SearchResult:
@@ -148,9 +151,14 @@ class SearchDocsTool:
         hits = list(self.retriever.search(query, k=k, doc_ids=doc_ids))
         if not hits:
             return SearchResult(text=NO_RESULTS, hits=hits)
-        packed, citations = self._packer.assemble(query, hits, self.max_tokens, order=self.order)
-        if not packed.used:
+        packed, citations = self._packer.assemble(
+            query, hits, self.max_tokens, order=self.order, jaccard_threshold=self.jaccard_threshold
+        )
+        if not packed.used and packed.dropped_for_budget:
             text = f"{NO_RESULTS}: {len(hits)} excerpts matched but none fits in {self.max_tokens} tokens"
+            return SearchResult(text=text, hits=hits, packed=packed)
+        if not packed.used:
+            text = f"{NO_RESULTS}: {len(hits)} excerpts matched but every one was left out ({_reasons(packed)})"
             return SearchResult(text=text, hits=hits, packed=packed)
         return SearchResult(text=packed.text, hits=hits, packed=packed, citations=citations)
 
@@ -175,6 +183,11 @@ def search_docs_tool(
     counter: CountsTokens,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     order: str = "rank",
+    jaccard_threshold: float | None = DEFAULT_JACCARD,
 ) -> SearchDocsTool:
     """The search_docs tool bound to a retriever and one run's ledger; call it with the arguments dict."""
-    return SearchDocsTool(retriever, ledger, counter, max_tokens, order)
+    return SearchDocsTool(retriever, ledger, counter, max_tokens, order, jaccard_threshold)
+
+
+def _reasons(packed: PackedContext) -> str:
+    return ", ".join(f"{n} {reason.replace('_', ' ')}" for reason, n in packed.dropped_by_reason().items() if n)

@@ -49,10 +49,18 @@ class Hit(_Located):
     line_end: int = 1
     bm25_rank: int | None = None
     dense_rank: int | None = None
+    outdated: bool = False  # its document is archived, deprecated or superseded (rag.sources)
+    expires: str | None = None  # ISO date after which its document must not be shown
 
     @classmethod
     def from_chunk(
-        cls, chunk: Chunk, score: float, bm25_rank: int | None = None, dense_rank: int | None = None
+        cls,
+        chunk: Chunk,
+        score: float,
+        bm25_rank: int | None = None,
+        dense_rank: int | None = None,
+        outdated: bool = False,
+        expires: str | None = None,
     ) -> "Hit":
         return cls(
             chunk_id=chunk.chunk_id,
@@ -65,6 +73,8 @@ class Hit(_Located):
             line_end=chunk.line_end,
             bm25_rank=bm25_rank,
             dense_rank=dense_rank,
+            outdated=outdated,
+            expires=expires,
         )
 
 

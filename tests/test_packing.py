@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import re
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -16,6 +18,7 @@ from hypothesis import strategies as st
 from models.fakes import WordTokenizer
 from rag.citations import Citation
 from rag.errors import BudgetError
+from rag.near_duplicates import jaccard, shingles
 from rag.packing import Ledger, PackedContext, Packer, block, lost_in_middle
 from rag.types import Hit
 
@@ -112,7 +115,9 @@ def test_budget_zero_gives_an_empty_context():
     ledger = Ledger()
     packed, citations = Packer(WordTokenizer(), ledger).assemble("q", WORKED_HITS, 0)
     assert (packed.text, packed.tokens, citations) == ("", 0, [])
-    assert packed.dropped_by_reason() == {"duplicate_id": 0, "duplicate_text": 0, "over_budget": 3}
+    assert packed.dropped_by_reason() == {
+        "duplicate_id": 0, "duplicate_text": 0, "near_duplicate": 0, "expired": 0, "over_budget": 3
+    }
     assert ledger.citations() == []
 
 
@@ -314,3 +319,80 @@ def test_real_tokenizer_budget_is_never_exceeded(real_tokenizer):
     exact = Packer(real_tokenizer, Ledger()).assemble("q", hits[:5], 10_000)[0]
     again = Packer(real_tokenizer, Ledger()).assemble("q", hits[:5], exact.tokens)[0]
     assert again.text == exact.text
+
+
+# -- issue 19: outdated headers, expiry, near-duplicates ------------------------------------------------------
+
+PARAGRAPH = (
+    "The prompt builder removes history one question and answer pair at a time and stops as soon as the "
+    "rendered prompt fits the window, so nothing is discarded that could have been kept in the context."
+)
+
+
+def test_an_outdated_hit_says_so_in_its_header():
+    old = Hit("archive/a.md#0", "archive/a.md", "archive/a.md", "old words", 1.0, outdated=True)
+    packed, _ = Packer(WordTokenizer(), Ledger()).assemble("q", [hit("docs/b.md#0", "new words"), old], 100)
+    assert packed.text == "[1] docs/b.md\nnew words\n\n[2] archive/a.md [outdated]\nold words\n"
+
+
+def test_an_expired_hit_is_left_out_with_reason_expired():
+    gone = Hit("docs/a.md#0", "docs/a.md", "docs/a.md", "stale words", 1.0, expires="2024-05-01")
+    fresh = hit("docs/b.md#0", "fresh words")
+    packer = Packer(WordTokenizer(), Ledger())
+    packed, citations = packer.assemble("q", [gone, fresh], 100, today=dt.date(2024, 5, 2))
+    assert [c.chunk_id for c in citations] == ["docs/b.md#0"]
+    assert [(o.chunk_id, o.reason, o.why) for o in packed.omissions] == [("docs/a.md#0", "expired", "expired")]
+    still, _ = Packer(WordTokenizer(), Ledger()).assemble("q", [gone], 100, today=dt.date(2024, 5, 1))
+    assert [h.chunk_id for h in still.used] == ["docs/a.md#0"]  # valid through the day it names
+
+
+def test_a_near_duplicate_collapses_into_the_higher_ranked_hit():
+    twin = PARAGRAPH.replace("context.", "context window.")  # one word more: 33 of 34 shingles shared
+    assert twin != PARAGRAPH
+    hits = [hit("docs/a.md#0", PARAGRAPH), hit("docs/c.md#0", "something else entirely"), hit("docs/b.md#4", twin)]
+    packed, citations = Packer(WordTokenizer(), Ledger()).assemble("q", hits, 1000, jaccard_threshold=0.85)
+    assert [c.chunk_id for c in citations] == ["docs/a.md#0", "docs/c.md#0"]
+    (o,) = packed.omissions
+    assert (o.rank, o.reason, o.duplicate_of, o.why) == (3, "near_duplicate", 1, "near-duplicate of [1]")
+    assert packed.dropped_as_duplicate == 1 and packed.dropped_for_budget == 0
+    kept, _ = Packer(WordTokenizer(), Ledger()).assemble("q", hits, 1000)  # off unless asked for
+    assert len(kept.used) == 3
+
+
+def test_near_duplicates_that_differ_in_numbers_or_standing_are_both_kept():
+    numbers = PARAGRAPH + " The window is 2048 tokens."
+    other = PARAGRAPH + " The window is 512 tokens."
+    outdated = Hit("archive/a.md#0", "archive/a.md", "archive/a.md", PARAGRAPH + " Old.", 0.5, outdated=True)
+    hits = [hit("docs/a.md#0", numbers), hit("docs/b.md#0", other), hit("docs/c.md#0", PARAGRAPH), outdated]
+    packed, _ = Packer(WordTokenizer(), Ledger()).assemble("q", hits, 1000, jaccard_threshold=0.5)
+    assert [h.chunk_id for h in packed.used] == ["docs/a.md#0", "docs/b.md#0", "docs/c.md#0", "archive/a.md#0"]
+
+
+@pytest.mark.parametrize("bad", [0, 0.0, -0.1, 1.01, True, "0.9"])
+def test_a_jaccard_threshold_out_of_range_is_refused(bad):
+    with pytest.raises(ValueError, match="Jaccard threshold"):
+        Packer(WordTokenizer(), Ledger()).assemble("q", [hit("docs/a.md#0", "x")], 10, jaccard_threshold=bad)
+
+
+def test_shingles_and_jaccard():
+    assert shingles("a b c") == frozenset({("a", "b", "c")})
+    assert len(shingles("one two three four five six")) == 2
+    assert jaccard(shingles("A b, c d e."), shingles("a B c d e")) == 1.0
+    assert jaccard(frozenset(), frozenset()) == 1.0
+    assert jaccard(shingles("a b c d e f"), shingles("x y z w v u")) == 0.0
+
+
+@settings(max_examples=150, deadline=None)
+@given(hits=hit_lists(), budget=st.integers(0, 60), threshold=st.sampled_from([None, 0.3, 0.85, 1.0]),
+       flags=st.lists(st.tuples(st.booleans(), st.booleans()), min_size=8, max_size=8))
+def test_budget_never_exceeded_with_duplicates_outdated_and_expired(hits, budget, threshold, flags):
+    hits = [replace(h, outdated=o, expires="2000-01-01" if e else None) for h, (o, e) in zip(hits, flags)]
+    counter = JoinCostCounter()
+    packed, citations = Packer(counter, Ledger()).assemble("q", hits, budget, jaccard_threshold=threshold)
+    assert packed.tokens <= budget and packed.tokens == counter.count(packed.text)
+    assert len(packed.used) + packed.dropped == len(hits)
+    assert not any(h.expires for h in packed.used)
+    assert packed.text == "\n".join(block(c.n, h) for c, h in zip(citations, packed.used))
+    for o in packed.omissions:
+        if o.reason == "near_duplicate":
+            assert o.duplicate_of in {c.n for c in citations}

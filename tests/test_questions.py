@@ -17,7 +17,8 @@ QUESTIONS = Path(os.environ.get("SMOLDOCS_QUESTIONS") or CORPUS / "questions.jso
 DIFFICULTIES = {"keyword", "paraphrase", "detail"}
 UNANSWERABLE = "unanswerable"
 REQUIRED_FIELDS = {"id", "q", "doc", "evidence", "difficulty"}
-ALLOWED_FIELDS = REQUIRED_FIELDS | {"alt_docs"}
+ALLOWED_FIELDS = REQUIRED_FIELDS | {"alt_docs", "tags"}
+TAGS = {"conflict", "outdated"}  # the docs disagree about the answer; the question touches an outdated page
 FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 
 
@@ -106,6 +107,9 @@ def test_fields_are_present_and_typed(questions):
                 problems.append((qid, "doc and evidence must be strings"))
             if q["difficulty"] not in DIFFICULTIES:
                 problems.append((qid, f"difficulty {q['difficulty']!r} not in {sorted(DIFFICULTIES)}"))
+        tags = q.get("tags", [])
+        if not (isinstance(tags, list) and set(tags) <= TAGS):
+            problems.append((qid, f"tags must be a list drawn from {sorted(TAGS)}"))
         alt = q.get("alt_docs", [])
         if not (isinstance(alt, list) and all(isinstance(a, str) for a in alt)):
             problems.append((qid, "alt_docs must be a list of strings"))
@@ -181,6 +185,15 @@ def test_questions_are_not_copied_evidence(answerable):
 def test_every_doc_is_answered_by_a_question(answerable):
     unanswered = sorted(corpus_docs() - {q["doc"] for q in answerable})
     assert not unanswered, f"docs with no question: {unanswered}"
+
+
+def test_conflict_and_outdated_pages_are_exercised(answerable):
+    """Issue 19: the archive page and the current page it contradicts both have questions tagged for it."""
+    tagged = {tag: [q for q in answerable if tag in q.get("tags", [])] for tag in TAGS}
+    assert len(tagged["conflict"]) >= 3, "want at least 3 questions where the docs disagree"
+    assert len(tagged["outdated"]) >= 3, "want at least 3 questions touching an outdated page"
+    docs = {d for q in tagged["conflict"] for d in [q["doc"], *q.get("alt_docs", [])]}
+    assert {"archive/context-defaults-2023.md", "docs/context-windows.md"} <= docs
 
 
 def test_fence_mask_tracks_nested_markers():

@@ -69,6 +69,7 @@ def answer_from_dict(data: dict) -> Answer:
         ClaimVerdict(**{**_known(ClaimVerdict, c), "verdict": Verdict.of(c.get("verdict", "")), "citations": tuple(c.get("citations", ()))})
         for c in data.get("claims", ())
     )
+    fields["conflicts"] = tuple(c for c in data.get("conflicts", ()) if isinstance(c, dict))
     if not data.get("stop_reason") and any("stopped" in t for t in data.get("trace", ()) if isinstance(t, dict)):
         fields["stop_reason"] = next(t["stopped"] for t in data["trace"] if isinstance(t, dict) and "stopped" in t)
     return Answer(**fields)

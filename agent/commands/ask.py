@@ -15,10 +15,11 @@ HELP = "ask one question about the docs and check the answer's citations"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from agent.commands.common import add_decoding_options, add_index_options
+    from agent.commands.common import add_current_only_option, add_decoding_options, add_index_options
 
     p.add_argument("question", help="the question, in quotes")
     add_index_options(p)
+    add_current_only_option(p)
     p.add_argument("--tools", choices=POLICIES, default="auto", help="who decides the searches (default: auto)")
     add_decoding_options(p)
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
@@ -59,6 +60,8 @@ def print_answer(answer: Answer, session, already_streamed: bool) -> None:
         out.write("\n")
     else:
         out.write(answer.text + "\n")
+    for conflict in answer.conflicts:
+        out.write(f"\nNote: {conflict['note']}\n")
     if answer.citations:
         out.write("\nCitations:\n")
         for c in answer.citations:

@@ -10,9 +10,10 @@ HELP = "chat with your docs in the terminal, every citation checked (the default
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from agent.commands.common import add_decoding_options, add_index_options
+    from agent.commands.common import add_current_only_option, add_decoding_options, add_index_options
 
     add_index_options(p)
+    add_current_only_option(p)
     add_decoding_options(p)
     p.add_argument("--tools", choices=POLICIES, default="auto", help="who decides the searches (default: auto)")
     p.add_argument("--theme", default=None, help="a Textual theme, e.g. textual-light (Ctrl+P > Theme switches live)")
@@ -33,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
 
     def session_factory(progress=None):
         return open_session(docs, args.model, tools=args.tools, index_dir=args.index, progress=progress,
-                            settings=settings)
+                            settings=settings, current_only=args.current_only)
 
     app = make_app(session_factory, ChatStore(), theme=args.theme)
     app.run()

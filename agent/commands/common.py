@@ -29,6 +29,12 @@ def add_index_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--index", metavar="DIR", default=None, help="where the index lives (default: a cache folder per docs folder)")
 
 
+def add_current_only_option(p: argparse.ArgumentParser) -> None:
+    """--current-only: leave outdated documents (archived, deprecated, superseded) out of every search."""
+    p.add_argument("--current-only", action="store_true",
+                   help="search only current documents: leave out archived, deprecated and superseded ones")
+
+
 def add_decoding_options(p: argparse.ArgumentParser) -> None:
     """--decoding, and --constrained as its shorthand; read back with decoding_from_args."""
     from agent.settings import DECODINGS
@@ -81,6 +87,7 @@ def open_index_from_args(
         return open_index(
             getattr(args, "docs", None), tokenizer, embedder,
             index_dir=getattr(args, "index", None), progress=bar, rebuild=rebuild,
+            current_only=bool(getattr(args, "current_only", False)),
         )
     finally:
         bar.close()

@@ -38,9 +38,10 @@ def _non_negative(text: str) -> float:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from agent.commands.common import add_decoding_options, add_index_options
+    from agent.commands.common import add_current_only_option, add_decoding_options, add_index_options
 
     add_index_options(p)
+    add_current_only_option(p)
     p.add_argument("--questions", metavar="FILE", default=None,
                    help="JSONL, one {id, q, doc, evidence, alt_docs?} a line; doc null = unanswerable "
                         "(default: questions.jsonl of --docs)")
@@ -57,6 +58,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--temperature", type=_non_negative, default=None, help="answer sampling temperature")
     p.add_argument("--repeat-penalty", type=_non_negative, default=None, help="answer repeat penalty")
     p.add_argument("--max-tokens", metavar="N", type=_positive_int, default=None, help="answer length limit in tokens")
+    p.add_argument("--no-model", action="store_true",
+                   help="search and pack each question as a search-first turn, without the model: retrieval "
+                        "and conflict-note rates only (fast)")
     p.add_argument("--json", action="store_true", help="print the whole report as JSON instead of the table")
     p.add_argument("--out", metavar="DIR", default=None, help="write report.json and report.md (one row per question)")
     p.add_argument("--min-recall5", type=_share, default=None, help="fail below this hybrid chunk Recall@5")
@@ -102,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--out {out} is a file: give a folder for report.json and report.md")
     settings = settings_from_args(args)
     thresholds = Thresholds(args.min_recall5, args.min_citation_precision, args.max_made_up_rate)
+    if args.no_model:
+        return _run_without_model(args, questions, settings, path)
 
     model = load_chat_model(args.model)
     embedder = load_embedder_from_args(args)
@@ -134,6 +140,29 @@ def run(args: argparse.Namespace) -> int:
         for reason in report["gate"]["invariants"] + report["gate"]["missed"]:
             print(f"smoldocs eval: {reason}", file=sys.stderr)
         return 1
+    return 0
+
+
+def _run_without_model(args: argparse.Namespace, questions, settings: AgentSettings, path: Path) -> int:
+    """Retrieval metrics and conflict notes over every question, with the tokenizer and embedder only."""
+    from agent.commands.common import load_embedder_from_args, load_tokenizer_from_args, open_index_from_args
+    from agent.eval.probe import probe_questions
+    from agent.eval.report import build_probe_report, format_probe
+    from agent.eval.runner import retrieval_rows
+
+    tokenizer = load_tokenizer_from_args(args)
+    embedder = load_embedder_from_args(args)
+    index = open_index_from_args(args, tokenizer=tokenizer, embedder=embedder, quiet=args.progress is False)
+    retrieval = retrieval_rows(index, questions, MODES)
+    records = list(probe_questions(index, tokenizer, questions, settings))
+    info = {"questions": str(path), "limit": args.limit, "chunks": len(index), "k": settings.k,
+            "current_only": bool(args.current_only), "model": None}
+    report = build_probe_report(records, retrieval, info)
+    print(json.dumps(report, ensure_ascii=False, indent=1) if args.json else format_probe(report))
+    if args.out:
+        from agent.eval.report import write_probe
+
+        print(f"smoldocs: wrote {write_probe(args.out, report)}", file=sys.stderr)
     return 0
 
 

@@ -6,8 +6,15 @@ import argparse
 import json
 from typing import Any
 
-from agent.commands.common import add_index_options, load_tokenizer_from_args, open_index_from_args
+from agent.commands.common import (
+    add_current_only_option,
+    add_index_options,
+    load_tokenizer_from_args,
+    open_index_from_args,
+)
 from agent.errors import UsageError
+from rag.conflicts import find_conflicts
+from rag.near_duplicates import DEFAULT_JACCARD
 from rag.packing import ORDERS, Ledger, PackedContext, Packer
 from rag.search_tool import DEFAULT_K, DEFAULT_MAX_TOKENS, MAX_K, MAX_QUERY_CHARS, MIN_K
 
@@ -20,8 +27,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"token budget for the packed excerpts (default {DEFAULT_MAX_TOKENS})")
     p.add_argument("-k", type=int, default=DEFAULT_K, metavar="N", help=f"hits to retrieve, {MIN_K}-{MAX_K} (default {DEFAULT_K})")
     p.add_argument("--order", choices=ORDERS, default="rank", help="block order: rank, or best at both ends")
+    p.add_argument("--jaccard-threshold", type=_threshold, default=DEFAULT_JACCARD, metavar="X",
+                   help="leave out an excerpt whose word 5-shingles overlap a kept one's this much (Jaccard, "
+                        f"above 0 and at most 1; default {DEFAULT_JACCARD}; 'off' keeps near-duplicates)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a report")
     add_index_options(p)
+    add_current_only_option(p)
+
+
+def _threshold(text: str) -> float | None:
+    if text.strip().lower() in ("off", "none"):
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number above 0 and at most 1, or off; got {text!r}") from None
+    if not 0.0 < value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number above 0 and at most 1, or off; got {text}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -29,8 +52,10 @@ def run(args: argparse.Namespace) -> int:
     tokenizer = load_tokenizer_from_args(args)
     index = open_index_from_args(args, tokenizer=tokenizer)
     hits = index.search(args.query, k=args.k)
-    packed, citations = Packer(tokenizer, Ledger()).assemble(args.query, hits, args.budget, order=args.order)
-    report = _report(packed, citations, len(hits), tokenizer.name)
+    packed, citations = Packer(tokenizer, Ledger()).assemble(
+        args.query, hits, args.budget, order=args.order, jaccard_threshold=args.jaccard_threshold
+    )
+    report = _report(packed, citations, len(hits), tokenizer.name, args.jaccard_threshold)
     print(json.dumps(report, indent=2) if args.json else _render(report))
     return 0
 
@@ -47,37 +72,50 @@ def _check(args: argparse.Namespace) -> None:
         raise UsageError(f"--budget {args.budget} is negative: give 0 or more tokens")
 
 
-def _report(packed: PackedContext, citations, hits_in: int, tokenizer: str) -> dict[str, Any]:
+def _report(
+    packed: PackedContext, citations, hits_in: int, tokenizer: str, threshold: float | None = None
+) -> dict[str, Any]:
+    numbered = list(zip((c.n for c in citations), packed.used))
     return {
         "query": packed.query,
         "budget": packed.max_tokens,
         "tokenizer": tokenizer,
         "order": packed.order,
+        "jaccard_threshold": threshold,
         "hits_in": hits_in,
         "hits_out": len(packed.used),
         "tokens": packed.tokens,
         "dropped": packed.dropped_by_reason(),
+        "dropped_as_duplicate": packed.dropped_as_duplicate,
+        "dropped_for_budget": packed.dropped_for_budget,
         "omissions": [
-            {"rank": o.rank, "chunk_id": o.chunk_id, "uri": o.uri, "reason": o.reason, "tokens": o.tokens}
+            {"rank": o.rank, "chunk_id": o.chunk_id, "uri": o.uri, "reason": o.reason, "tokens": o.tokens,
+             "duplicate_of": o.duplicate_of, "why": o.why}
             for o in packed.omissions
         ],
-        "citations": [{"n": c.n, "chunk_id": c.chunk_id, "doc_id": c.doc_id, "uri": c.uri} for c in citations],
+        "citations": [
+            {"n": c.n, "chunk_id": c.chunk_id, "doc_id": c.doc_id, "uri": c.uri, "outdated": bool(h.outdated)}
+            for c, h in zip(citations, packed.used)
+        ],
+        "conflicts": [c.to_json() for c in find_conflicts(numbered)],
         "text": packed.text,
     }
 
 
 def _render(report: dict[str, Any]) -> str:
-    dropped = ", ".join(f"{reason} {n}" for reason, n in report["dropped"].items())
+    dropped = ", ".join(f"{reason} {n}" for reason, n in report["dropped"].items() if n) or "none"
     lines = [
         f"query:     {report['query']}",
         f"budget:    {report['budget']} tokens ({report['tokenizer']} tokenizer, order {report['order']})",
         f"hits:      {report['hits_in']} in, {report['hits_out']} out",
         f"tokens:    {report['tokens']} used of {report['budget']}",
-        f"dropped:   {dropped}",
+        f"dropped:   {report['dropped_as_duplicate']} as duplicates, {report['dropped_for_budget']} for the budget"
+        f" ({dropped})",
     ]
     for o in report["omissions"]:
-        why = f"over_budget: {o['tokens']} tokens with it" if o["reason"] == "over_budget" else o["reason"]
+        why = f"over budget: {o['tokens']} tokens with it" if o["reason"] == "over_budget" else o["why"]
         lines.append(f"  - rank {o['rank']}: {o['chunk_id']} ({why})")
-    lines += [f"  [{c['n']}] {c['chunk_id']}" for c in report["citations"]]
+    lines += [f"  [{c['n']}] {c['chunk_id']}" + (" [outdated]" if c["outdated"] else "") for c in report["citations"]]
+    lines += [f"note: {c['note']}" for c in report["conflicts"]]
     lines += ["", report["text"] if report["text"] else "(nothing fits the budget)"]
     return "\n".join(lines)

@@ -7,7 +7,7 @@ import difflib
 import json
 import textwrap
 
-from agent.commands.common import add_index_options, open_index_from_args
+from agent.commands.common import add_current_only_option, add_index_options, open_index_from_args
 from agent.errors import UsageError
 from rag.hybrid import MODES
 from rag.types import Hit
@@ -19,6 +19,7 @@ PREVIEW_LINES = 3
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("query", metavar="QUERY", help="what to look for")
     add_index_options(p)
+    add_current_only_option(p)
     p.add_argument("-k", type=_positive, default=5, metavar="N", help="how many hits (default 5)")
     p.add_argument("--doc-id", action="append", dest="doc_ids", metavar="ID", help="only this document (repeatable)")
     p.add_argument("--mode", choices=MODES, default="hybrid", help="retriever or fusion to use (default hybrid)")
@@ -69,6 +70,8 @@ def hit_to_json(rank: int, hit: Hit) -> dict:
         "score": round(hit.score, 6),
         "bm25_rank": hit.bm25_rank,
         "dense_rank": hit.dense_rank,
+        "outdated": hit.outdated,
+        "expires": hit.expires,
         "text": hit.text,
     }
 
@@ -77,6 +80,8 @@ def format_hit(rank: int, hit: Hit) -> str:
     """Rank, id, lines, fused score and both ranks, the heading path, then the first lines of text."""
     ranks = f"bm25 {_rank(hit.bm25_rank)}  dense {_rank(hit.dense_rank)}"
     head = f"{rank:>2}. {hit.chunk_id}  lines {hit.lines}  score {hit.score:.4f}  {ranks}"
+    if hit.outdated:
+        head += "  [outdated]"
     lines = [line for line in hit.text.splitlines() if line.strip()]
     preview = [textwrap.shorten(line, 100, placeholder=" ...") for line in lines[:PREVIEW_LINES]]
     if len(lines) > PREVIEW_LINES:

@@ -11,6 +11,7 @@ from agent.eval.records import Record
 from rag.metrics import mean
 from rag.verdicts import Verdict
 
+CONFLICT_TAG = "conflict"  # questions.jsonl tag: the docs disagree about what the question asks
 _WORD = re.compile(r"[a-z0-9]+")
 _SPACE = re.compile(r"\s+")
 
@@ -112,6 +113,36 @@ def answer_metrics(records: Sequence[Record]) -> dict:
     }
 
 
+def source_metrics(records: Sequence[Record]) -> dict:
+    """Conflict notes where the docs disagree (questions tagged conflict) and nowhere else; answers that cite
+    only an outdated page although a current excerpt was shown."""
+    tagged = [r for r in records if CONFLICT_TAG in r.tags]
+    others = [r for r in records if CONFLICT_TAG not in r.tags]
+    with_current = [r for r in records if r.status == "answered" and set(r.shown_chunks) - set(r.shown_outdated)]
+    cite_outdated = [r for r in with_current if any(c.resolved and c.outdated for c in r.citations)]
+    outdated_only = [r for r in cite_outdated if cites_outdated_only(r)]
+    return {
+        "conflict_questions": len(tagged),
+        "conflict_noted": sum(bool(r.conflicts) for r in tagged),
+        "conflict_note_rate": ratio(sum(bool(r.conflicts) for r in tagged), len(tagged)),
+        "other_questions": len(others),
+        "other_noted": sum(bool(r.conflicts) for r in others),
+        "other_note_rate": ratio(sum(bool(r.conflicts) for r in others), len(others)),
+        "outdated_shown": sum(bool(r.shown_outdated) for r in records),
+        "answers_with_current_shown": len(with_current),
+        "cite_outdated": len(cite_outdated),
+        "cite_outdated_only": len(outdated_only),
+        "outdated_only_rate": ratio(len(outdated_only), len(cite_outdated)),
+    }
+
+
+def cites_outdated_only(record: Record) -> bool:
+    """Every resolved citation points into an outdated page, and a current excerpt was shown beside it."""
+    resolved = [c for c in record.citations if c.resolved]
+    current_shown = bool(set(record.shown_chunks) - set(record.shown_outdated))
+    return current_shown and bool(resolved) and all(c.outdated for c in resolved)
+
+
 def overflows(record: Record) -> bool:
     """The prompt plus the answer did not fit the context window."""
     return record.n_ctx > 0 and record.prompt_tokens + record.completion_tokens > record.n_ctx
@@ -165,4 +196,8 @@ def problems(record: Record) -> list[str]:
             out.append("gold chunk not retrieved")
     elif record.status == "answered":
         out.append("answered an unanswerable question")
+    if CONFLICT_TAG in record.tags and not record.conflicts:
+        out.append("no conflict note")
+    if record.status == "answered" and cites_outdated_only(record):
+        out.append("cites only the outdated page although a current one was shown")
     return out

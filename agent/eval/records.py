@@ -20,6 +20,7 @@ class CitedChunk:
     in_index: bool = False  # the chunk id is in the index
     shown: bool = False  # a search packed excerpt n, so the model could have seen it
     gold: bool = False  # a gold chunk, or a chunk whose text holds the evidence string
+    outdated: bool = False  # its document is archived, deprecated or superseded
 
     @property
     def flagged(self) -> bool:
@@ -79,6 +80,9 @@ class Record:
     tokens_per_second: float = 0.0
     tool_steps: tuple[ToolStep, ...] = ()  # model policy only
     agent_searches: int = 0  # searches the agent ran itself (search-first): not the model's calls
+    tags: tuple[str, ...] = ()  # what the question exercises: "conflict", "outdated"
+    conflicts: tuple[dict, ...] = ()  # rag.conflicts annotations among the shown excerpts
+    shown_outdated: tuple[str, ...] = ()  # chunk ids of shown excerpts whose document is outdated
     error: str | None = None
 
     @property
@@ -106,6 +110,8 @@ class Record:
         values = {k: v for k, v in row.items() if k in names}
         values["citations"] = tuple(CitedChunk(**{**c, "verdict": Verdict.of(c["verdict"])}) for c in row.get("citations", ()))
         values["tool_steps"] = tuple(ToolStep(**s) for s in row.get("tool_steps", ()))
-        for name in ("gold_docs", "gold_chunks", "markers", "packed", "retrieved", "queries", "shown_chunks"):
+        names = ("gold_docs", "gold_chunks", "markers", "packed", "retrieved", "queries", "shown_chunks", "tags",
+                 "conflicts", "shown_outdated")
+        for name in names:
             values[name] = tuple(row.get(name, ()))
         return cls(**values)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Sequence
 
 from agent.eval.gate import Thresholds, invariant_failures, threshold_failures
-from agent.eval.metrics import answer_metrics, citation_metrics, cites_gold, cost_metrics, problems
+from agent.eval.metrics import answer_metrics, citation_metrics, cites_gold, cost_metrics, problems, source_metrics
 from agent.eval.records import Record
 
 Section = tuple[str, list[tuple[str, str]]]
@@ -33,9 +33,48 @@ def build_report(records: Sequence[Record], retrieval: Sequence, settings: dict,
         "citations": citations,
         "answers": answer_metrics(records),
         "cost": cost_metrics(records),
+        "sources": source_metrics(records),
         "gate": {"ok": not broken and not missed, "invariants": broken, "thresholds": thresholds.as_dict(), "missed": missed},
         "rows": [dict(r.to_json(), problems=problems(r), cites_gold=cites_gold(r) if r.answerable else None) for r in records],
     }
+
+
+def build_probe_report(records: Sequence[Record], retrieval: Sequence, settings: dict) -> dict:
+    """The report of a run without the model: retrieval, and the conflict notes of what would be shown."""
+    return {
+        "settings": settings,
+        "questions": {
+            "n": len(records),
+            "answerable": sum(r.answerable for r in records),
+            "unanswerable": sum(not r.answerable for r in records),
+        },
+        "retrieval": [asdict(r) for r in retrieval],
+        "sources": source_metrics(records),
+        "rows": [
+            {"id": r.id, "tags": list(r.tags), "shown_chunks": list(r.shown_chunks),
+             "shown_outdated": list(r.shown_outdated), "conflicts": list(r.conflicts)}
+            for r in records
+        ],
+    }
+
+
+def format_probe(report: dict) -> str:
+    """The no-model report for a terminal: retrieval, the conflict-note rates, and each question with a note."""
+    q = report["questions"]
+    lines = [f"{q['n']} questions, searched and packed without the model", ""]
+    if report["retrieval"]:
+        lines += ["Retrieval", *_aligned([RETRIEVAL_HEADER, *retrieval_lines(report)], indent="  "), ""]
+    rows = source_lines(report["sources"])[:2]
+    width = max(len(label) for label, _ in rows)
+    lines += ["Sources", *[f"  {label:<{width}}  {value}" for label, value in rows], ""]
+    noted = [r for r in report["rows"] if r["conflicts"] or "conflict" in r["tags"]]
+    if noted:
+        lines.append("Conflict notes")
+        for r in noted:
+            tag = "conflict" if "conflict" in r["tags"] else "untagged"
+            notes = " | ".join(c["note"] for c in r["conflicts"]) or "(no note)"
+            lines.append(f"  {r['id']} ({tag}): {notes}")
+    return "\n".join(lines)
 
 
 def pct(value: float | None) -> str:
@@ -78,6 +117,7 @@ def sections(report: dict) -> list[Section]:
             ("evidence string in the answer", pct(a["evidence_contained"])),
             ("gold chunk among the agent's hits / shown excerpts", f"{pct(a['gold_retrieved'])} / {pct(a['gold_shown'])}"),
         ]),
+        ("Sources", source_lines(report["sources"])),
         ("Cost", [
             ("latency p50 / p95", f"{num(k['latency_p50'], 1)} s / {num(k['latency_p95'], 1)} s"),
             ("first token p50 / p95", f"{num(k['ttft_p50'])} s / {num(k['ttft_p95'])} s"),
@@ -85,6 +125,18 @@ def sections(report: dict) -> list[Section]:
             ("prompt tokens mean / max", f"{num(k['prompt_tokens_mean'], 0)} / {k['prompt_tokens_max']} (n_ctx {k['n_ctx']})"),
             ("tool calls", tools),
         ]),
+    ]
+
+
+def source_lines(s: dict) -> list[tuple[str, str]]:
+    """Conflict notes and outdated citations as labelled lines (targets: all, none, never)."""
+    return [
+        ("conflict note where the docs disagree", f"{pct(s['conflict_note_rate'])} "
+                                                  f"({s['conflict_noted']} of {s['conflict_questions']}; target all)"),
+        ("conflict note on other questions", f"{pct(s['other_note_rate'])} "
+                                             f"({s['other_noted']} of {s['other_questions']}; target none)"),
+        ("cites only the outdated page, current shown", f"{s['cite_outdated_only']} of {s['cite_outdated']} answers "
+                                                        f"citing an outdated page (target 0)"),
     ]
 
 
@@ -169,8 +221,10 @@ def _question_detail(row: dict) -> list[str]:
     if row["queries"]:
         out.append("  \nSearched: " + "; ".join(f"`{_cell(q)}`" for q in row["queries"]))
     out += ["", *[f"> {line}" for line in (row["answer"] or "(empty)").splitlines()], ""]
+    for conflict in row.get("conflicts", ()):
+        out.append(f"- note: {_cell(conflict.get('note', ''))}")
     for c in row["citations"]:
-        mark = "gold" if c["gold"] else "not gold"
+        mark = ("gold" if c["gold"] else "not gold") + (" · outdated" if c.get("outdated") else "")
         where = c["chunk_id"] or "no such excerpt"
         out.append(f"- [{c['n']}] {c['verdict']} · {where} · {mark}")
     if row["problems"]:
@@ -195,6 +249,14 @@ def write_report(out_dir: str | Path, report: dict) -> tuple[Path, Path]:
     _write_atomic(json_path, json.dumps(report, ensure_ascii=False, indent=1) + "\n")
     _write_atomic(md_path, format_markdown(report) + "\n")
     return json_path, md_path
+
+
+def write_probe(out_dir: str | Path, report: dict) -> Path:
+    """probe.json (a run without the model) in `out_dir`, written whole or not at all."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    _write_atomic(out / "probe.json", json.dumps(report, ensure_ascii=False, indent=1) + "\n")
+    return out / "probe.json"
 
 
 def _write_atomic(path: Path, text: str) -> None:

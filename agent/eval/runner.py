@@ -133,6 +133,8 @@ def to_record(
     searches = [e for e in events if isinstance(e, SearchFinished)]
     packed = {n for e in searches for n in e.packed}
     retrieved = tuple(dict.fromkeys(h.chunk_id for e in searches for h in e.hits))
+    shown = tuple(dict.fromkeys(chunk_id for e in searches for _n, chunk_id in e.excerpts))
+    outdated = {h.chunk_id for e in searches for h in e.hits if getattr(h, "outdated", False)}
     citations = []
     for c in answer.citations:
         chunk = index.chunk(c.chunk_id) if c.chunk_id else None
@@ -140,7 +142,10 @@ def to_record(
             c.chunk_id in gold or contains_evidence(chunk.text, question.evidence)
         )
         citations.append(
-            CitedChunk(c.n, c.verdict, c.chunk_id, c.doc_id, in_index=chunk is not None, shown=c.n in packed, gold=is_gold)
+            CitedChunk(
+                c.n, c.verdict, c.chunk_id, c.doc_id, in_index=chunk is not None, shown=c.n in packed, gold=is_gold,
+                outdated=chunk is not None and _outdated(index, chunk.doc_id),
+            )
         )
     steps, agent_searches = tool_steps(events)
     return Record(
@@ -168,9 +173,17 @@ def to_record(
         tokens_per_second=answer.tokens_per_second,
         tool_steps=tuple(steps),
         agent_searches=agent_searches,
-        shown_chunks=tuple(dict.fromkeys(chunk_id for e in searches for _n, chunk_id in e.excerpts)),
+        shown_chunks=shown,
+        shown_outdated=tuple(c for c in shown if c in outdated),
+        tags=question.tags,
+        conflicts=tuple(answer.conflicts),
         error=error,
     )
+
+
+def _outdated(index, doc_id: str) -> bool:
+    source = getattr(index, "source", None)
+    return bool(source is not None and source(doc_id).outdated)
 
 
 def _query(arguments) -> str:

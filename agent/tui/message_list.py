@@ -67,6 +67,11 @@ def footer_text(answer: Answer) -> str:
     return " · ".join(parts)
 
 
+def conflict_text(answer: Answer) -> Content:
+    """`⚠ The sources disagree on context window: 512 tokens [2] (outdated); 2048 tokens [1].`, one line each."""
+    return Content("\n").join([Content(f"⚠ {c.get('note', '')}") for c in answer.conflicts])
+
+
 class AnswerView(Vertical):
     """Consumes the events of one turn; `answer` is set once it finishes."""
 
@@ -138,6 +143,8 @@ class AnswerView(Vertical):
         markdown.stale = frozenset(self.stale)
         text = answer.text.strip() or "_(no text)_"
         await markdown.update(text)
+        if answer.conflicts and not self.query(".conflict-note"):
+            await self.mount(Static(conflict_text(answer), classes="conflict-note"), after=markdown)
         footer = footer_text(answer)
         if self.stale:
             footer += f" · {len(self.stale)} stale (source changed since)"
