@@ -13,6 +13,17 @@ OUTDATED_STATUSES = frozenset({"archived", "deprecated", "superseded", "obsolete
 OUTDATED_FOLDERS = frozenset({"archive", "archived", "deprecated"})
 # Unambiguous spellings only: "01/05/2024" could be January or May, so it is reported, not guessed.
 DATE_FORMATS = ("%Y/%m/%d", "%Y.%m.%d", "%d %B %Y", "%d %b %Y", "%B %d, %Y", "%b %d, %Y", "%B %d %Y", "%b %d %Y")
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that leaves dates as strings: `2024-13-01` must become one notice, not a failed file."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != _TIMESTAMP]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
 
 
@@ -40,8 +51,8 @@ def front_matter(text: str) -> tuple[dict[str, Any] | None, str | None]:
     if m is None:
         return None, None
     try:
-        data = yaml.safe_load(m.group(1))
-    except yaml.YAMLError as exc:
+        data = yaml.load(m.group(1), Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+    except (yaml.YAMLError, ValueError) as exc:
         where = getattr(exc, "problem_mark", None)
         line = f" (line {where.line + 2})" if where is not None else ""
         return None, f"front matter is not valid YAML{line}: indexed as text; fix the YAML between the --- lines"
