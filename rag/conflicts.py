@@ -4,8 +4,8 @@ different numbers, in different documents. Both excerpts stay; the annotation sa
 A statement is a number with a unit ("512 tokens", "40 %") outside code, with the key words of its clause
 around it ("the course default context was ... which"). Two statements from different documents are about the
 same subject when they share at least two key words and at least half of the smaller set, or one key word and
-a word of the excerpts' last headings. Statements about one subject form a group; the group is a conflict when
-two documents in it share no number.
+two words of the excerpts' last headings ("Context window defaults", "Defaults of the context window").
+Statements about one subject form a group; the group is a conflict when two documents in it share no number.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 
 MIN_SHARED = 2  # key words two statements must share to be about one subject
 MIN_SHARED_SHARE = 0.5  # ... and that share of the smaller statement's key words
+MIN_SHARED_HEADING = 2  # or one key word and this many words of the excerpts' last headings
 WORDS_BEFORE, WORDS_AFTER = 8, 4
 # A number, not part of a word, version, date or path; then an optional unit word or %.
 _QUANTITY = re.compile(
@@ -175,7 +176,7 @@ def same_subject(a: Statement, b: Statement) -> bool:
     shared = set(a.terms) & set(b.terms)
     if len(shared) >= MIN_SHARED and len(shared) >= MIN_SHARED_SHARE * min(len(a.terms), len(b.terms)):
         return True
-    return bool(shared) and bool(a.heading_terms & b.heading_terms)
+    return bool(shared) and len(a.heading_terms & b.heading_terms) >= MIN_SHARED_HEADING
 
 
 def key_terms(text: str) -> tuple[str, ...]:

@@ -99,3 +99,10 @@ def test_a_failure_inside_detection_gives_no_annotation(caplog):
     good = hit("docs/b.md", "The default context window is 2048 tokens.")
     assert find_conflicts([(1, broken), (2, good)]) == ()
     assert "conflict detection failed" in caplog.text
+
+
+def test_one_shared_word_and_one_shared_heading_word_are_not_enough():
+    # Seen in the bundled docs: two different token counts about prompts under headings sharing "rule".
+    a = hit("docs/a.md", "A sum of parts that says 2,040 tokens can belong to a prompt that is over.", ("The one budget rule",))
+    b = hit("docs/b.md", "Estimates are useless to decide whether the prompt fits the last 40 tokens.", ("Rule of thumb",))
+    assert detect_conflicts([(1, a), (2, b)]) == ()

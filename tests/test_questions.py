@@ -18,7 +18,7 @@ DIFFICULTIES = {"keyword", "paraphrase", "detail"}
 UNANSWERABLE = "unanswerable"
 REQUIRED_FIELDS = {"id", "q", "doc", "evidence", "difficulty"}
 ALLOWED_FIELDS = REQUIRED_FIELDS | {"alt_docs", "tags"}
-TAGS = {"conflict", "outdated"}  # the docs disagree about the answer; the question touches an outdated page
+TAGS = {"conflict", "outdated"}  # the docs disagree on the answer (numbers); the question touches an outdated page
 FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 
 
