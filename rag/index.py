@@ -13,11 +13,11 @@ import numpy as np
 from models.protocols import Embedder, Tokenizer
 from rag import store
 from rag.chunking import ChunkSettings, chunk_document, indexed_text
-from rag.sources import source_info
 from rag.corpus import Corpus, check_docs_dir, default_docs_dir, load_corpus
 from rag.dense import embed_texts
 from rag.errors import IndexCorrupt
 from rag.hybrid import HybridIndex
+from rag.sources import source_info
 from rag.terms import TermSettings
 from rag.types import Chunk
 
