@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from textual.widgets import Static
@@ -138,13 +139,15 @@ def test_source_metrics_count_notes_by_tag_and_outdated_only_citations():
         record("o5", cited=[cited(1, "archive/a.md#0", True)], shown=["archive/a.md#0"],
                shown_outdated=["archive/a.md#0"]),  # no current page was shown: not counted
     ]
+    about_old = replace(records[4], id="o6", doc="archive/a.md")  # "what did the 2023 notes say?": not counted
+    records.append(about_old)
     m = source_metrics(records)
     assert (m["conflict_noted"], m["conflict_questions"], m["conflict_note_rate"]) == (1, 2, 0.5)
-    assert (m["other_noted"], m["other_questions"]) == (1, 5)
+    assert (m["other_noted"], m["other_questions"]) == (1, 6)
     assert (m["cite_outdated_only"], m["cite_outdated"], m["outdated_only_rate"]) == (1, 2, 0.5)
     assert "no conflict note" in problems(records[1])
     assert "cites only the outdated page although a current one was shown" in problems(records[4])
-    assert not any("outdated" in p for p in problems(records[5]))
+    assert not any("outdated" in p for p in problems(records[5])) and not any("outdated" in p for p in problems(about_old))
 
 
 def test_records_keep_conflicts_tags_and_outdated_through_json():

@@ -115,10 +115,14 @@ def answer_metrics(records: Sequence[Record]) -> dict:
 
 def source_metrics(records: Sequence[Record]) -> dict:
     """Conflict notes where the docs disagree (questions tagged conflict) and nowhere else; answers that cite
-    only an outdated page although a current excerpt was shown."""
+    only an outdated page although a current excerpt was shown (questions about the outdated page itself, such
+    as "what did the 2023 edition use?", are left out: there the outdated page is the right source)."""
     tagged = [r for r in records if CONFLICT_TAG in r.tags]
     others = [r for r in records if CONFLICT_TAG not in r.tags]
-    with_current = [r for r in records if r.status == "answered" and set(r.shown_chunks) - set(r.shown_outdated)]
+    with_current = [
+        r for r in records
+        if r.status == "answered" and set(r.shown_chunks) - set(r.shown_outdated) and not asks_about_outdated(r)
+    ]
     cite_outdated = [r for r in with_current if any(c.resolved and c.outdated for c in r.citations)]
     outdated_only = [r for r in cite_outdated if cites_outdated_only(r)]
     return {
@@ -136,11 +140,21 @@ def source_metrics(records: Sequence[Record]) -> dict:
     }
 
 
+def asks_about_outdated(record: Record) -> bool:
+    """The question's gold document is an outdated page (seen among its shown or cited excerpts)."""
+    outdated_docs = {cid.rpartition("#")[0] for cid in record.shown_outdated}
+    outdated_docs |= {c.doc_id for c in record.citations if c.outdated}
+    return record.doc is not None and record.doc in outdated_docs
+
+
 def cites_outdated_only(record: Record) -> bool:
-    """Every resolved citation points into an outdated page, and a current excerpt was shown beside it."""
+    """Every resolved citation points into an outdated page, a current excerpt was shown beside it, and the
+    question is not about the outdated page itself."""
     resolved = [c for c in record.citations if c.resolved]
     current_shown = bool(set(record.shown_chunks) - set(record.shown_outdated))
-    return current_shown and bool(resolved) and all(c.outdated for c in resolved)
+    if not current_shown or not resolved or asks_about_outdated(record):
+        return False
+    return all(c.outdated for c in resolved)
 
 
 def overflows(record: Record) -> bool:

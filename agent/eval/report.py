@@ -135,8 +135,9 @@ def source_lines(s: dict) -> list[tuple[str, str]]:
                                                   f"({s['conflict_noted']} of {s['conflict_questions']}; target all)"),
         ("conflict note on other questions", f"{pct(s['other_note_rate'])} "
                                              f"({s['other_noted']} of {s['other_questions']}; target none)"),
-        ("cites only the outdated page, current shown", f"{s['cite_outdated_only']} of {s['cite_outdated']} answers "
-                                                        f"citing an outdated page (target 0)"),
+        ("cites only an outdated page, current shown", f"{s['cite_outdated_only']} of {s['cite_outdated']} answers "
+                                                       "citing an outdated page (target 0; questions about the "
+                                                       "outdated page itself left out)"),
     ]
 
 
