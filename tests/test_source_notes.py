@@ -8,8 +8,7 @@ from dataclasses import replace
 import pytest
 from textual.widgets import Static
 
-from agent.answer_json import answer_to_json
-from agent.chats import ChatStore, answer_from_dict, answer_to_dict, omission_reason
+from agent.chats import ChatStore, answer_from_dict, answer_to_dict
 from agent.eval.metrics import problems, source_metrics
 from agent.eval.records import CitedChunk, Record
 from agent.events import AnswerFinished
@@ -20,6 +19,7 @@ from models.fakes import HashEmbedder, ScriptedChatModel
 from rag.packing import Omission
 from rag.sources import source_info
 from rag.types import Chunk, Hit
+from rag.verdicts import Verdict
 from test_agent_loop import MemoryRetriever
 from test_tui import ask, ready
 from tui_support import pilot_test
@@ -61,14 +61,14 @@ def test_disagreeing_excerpts_give_a_conflict_note_and_the_outdated_one_is_tagge
     assert conflict["unit"] == "token" and len(conflict["outdated"]) == 1
     assert {v["value"] for v in conflict["values"]} == {"2048 tokens", "512 tokens"}
     assert conflict["note"].startswith("The sources disagree on ") and "(outdated)" in conflict["note"]
-    printed = answer_to_json(answer)
-    assert printed["conflicts"] == answer.conflicts
-    assert answer_from_dict(json.loads(json.dumps(answer_to_dict(answer)))).conflicts == answer.conflicts
+    printed = json.loads(json.dumps(answer_to_dict(answer)))  # what ask --json prints and chats save
+    assert printed["conflicts"] == list(answer.conflicts)
+    assert answer_from_dict(printed).conflicts == answer.conflicts
 
 
 def test_agreeing_excerpts_give_no_note():
     session, _ = session_over([NEW, OTHER], ["The default context window is 2048 tokens [1]."])
-    assert answer_of(session, "what is the course default context window").conflicts == []
+    assert answer_of(session, "what is the course default context window").conflicts == ()
 
 
 def test_a_conflict_detection_failure_answers_without_a_note(monkeypatch):
@@ -80,7 +80,7 @@ def test_a_conflict_detection_failure_answers_without_a_note(monkeypatch):
     monkeypatch.setattr(rag.conflicts, "detect_conflicts", boom)
     session, _ = session_over([NEW, OLD], ["The default context window is 2048 tokens [1]."])
     answer = answer_of(session, "what is the course default context window")
-    assert answer.status == "answered" and answer.conflicts == []
+    assert answer.status == "answered" and answer.conflicts == ()
 
 
 def test_the_ask_command_prints_the_note(monkeypatch, capsys):
@@ -108,11 +108,15 @@ async def test_the_tui_shows_the_conflict_note_under_the_answer(tmp_path):
         assert not view.query(".conflict-note")
 
 
-def test_a_near_duplicate_omission_reads_with_its_twin_number():
+def test_a_near_duplicate_omission_reads_with_its_twin_number_and_survives_a_saved_chat():
+    from agent.chats import event_from_dict, event_to_dict
+    from agent.events import SearchFinished
+
     o = Omission(3, "docs/b.md#0", "docs/b.md", "near_duplicate", duplicate_of=1)
-    assert omission_reason(o) == "near-duplicate of [1]"
-    assert omission_reason({"reason": "near_duplicate", "duplicate_of": 2}) == "near-duplicate of [2]"
-    assert omission_reason({"reason": "over_budget"}) == "over budget"
+    assert o.why == "near-duplicate of [1]"
+    event = SearchFinished("q", (), packed=(1,), dropped=1, omissions=(o,))
+    back = event_from_dict(json.loads(json.dumps(event_to_dict(event))))
+    assert back.omissions == (o,) and back.omissions[0].why == "near-duplicate of [1]"
 
 
 def record(id_, tags=(), conflicts=(), cited=(), shown=(), shown_outdated=(), status="answered") -> Record:
@@ -122,7 +126,7 @@ def record(id_, tags=(), conflicts=(), cited=(), shown=(), shown_outdated=(), st
 
 
 def cited(n, chunk, outdated):
-    return CitedChunk(n, "supported", chunk, chunk.split("#")[0], in_index=True, shown=True, outdated=outdated)
+    return CitedChunk(n, Verdict.SUPPORTED, chunk, chunk.split("#")[0], in_index=True, shown=True, outdated=outdated)
 
 
 def test_source_metrics_count_notes_by_tag_and_outdated_only_citations():
