@@ -396,3 +396,15 @@ def test_budget_never_exceeded_with_duplicates_outdated_and_expired(hits, budget
     for o in packed.omissions:
         if o.reason == "near_duplicate":
             assert o.duplicate_of in {c.n for c in citations}
+
+
+@pytest.mark.real
+def test_real_tokenizer_near_duplicates_collapse_and_the_budget_holds(real_tokenizer):
+    hits = [h for h in corpus_paragraphs() if len(h.text.split()) >= 40][:6]
+    assert len(hits) >= 3
+    twins = [replace(h, chunk_id=h.chunk_id + "0", text=h.text + " (copy)") for h in hits[:2]]
+    packed, citations = Packer(real_tokenizer, Ledger()).assemble("q", [*hits, *twins], 2000, jaccard_threshold=0.85)
+    assert [(o.chunk_id, o.why) for o in packed.omissions if o.reason == "near_duplicate"] == [
+        (twins[0].chunk_id, "near-duplicate of [1]"), (twins[1].chunk_id, "near-duplicate of [2]")
+    ]
+    assert packed.tokens <= 2000 and packed.tokens == real_tokenizer.count(packed.text)
