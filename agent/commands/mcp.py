@@ -1,0 +1,26 @@
+"""`smoldocs mcp`: serve search_docs, get_document, check_citations and the docs to an MCP client over stdio."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from agent.commands.common import add_index_options, load_embedder_from_args, load_tokenizer_from_args
+
+HELP = "serve the docs to other agents over MCP (stdio): search_docs, get_document, check_citations, resources"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_index_options(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    from agent.mcp_server import LiveIndex, build_server
+
+    # stdout carries the protocol: everything else, including loading notices, goes to stderr.
+    tokenizer = load_tokenizer_from_args(args)
+    embedder = load_embedder_from_args(args)
+    live = LiveIndex(args.docs, tokenizer, embedder, index_dir=args.index)
+    print(f"smoldocs mcp: serving {live.root} ({len(live.index)} chunks) on stdio", file=sys.stderr, flush=True)
+    build_server(live).run("stdio")
+    return 0
