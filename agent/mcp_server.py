@@ -144,7 +144,9 @@ class Sessions:
         self._by_session: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     def get(self, ctx: Context) -> SessionState:
-        key = ctx.session
+        # mcp 2 builds a ServerSession per request; the connection behind it lives as long as the MCP session.
+        # The SDK has no public accessor for it yet; over stdio there is one connection per process anyway.
+        key = getattr(ctx.session, "_connection", None) or self
         with self._lock:
             state = self._by_session.get(key)
             if state is None:
@@ -241,7 +243,7 @@ def build_server(
         with live.lock:
             index, note = _fresh()
             report = check_citations(answer, state.shown(), index, judge_embedder, changed=state.changed(index))
-        return _with_note(json.dumps(report.to_dict(), indent=1, ensure_ascii=False), note)
+        return _with_note(json.dumps(report.to_dict(), ensure_ascii=False), note)
 
     tools = [
         _tool(search_docs, SEARCH_DOCS_NAME, SEARCH_DOCS_DESCRIPTION, SEARCH_DOCS_SCHEMA, search_problem),
