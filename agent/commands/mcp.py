@@ -23,4 +23,5 @@ def run(args: argparse.Namespace) -> int:
     live = LiveIndex(args.docs, tokenizer, embedder, index_dir=args.index)
     print(f"smoldocs mcp: serving {live.root} ({len(live.index)} chunks) on stdio", file=sys.stderr, flush=True)
     build_server(live).run("stdio")
+    print("smoldocs mcp: the client closed the connection; stopped", file=sys.stderr, flush=True)
     return 0
