@@ -19,7 +19,8 @@ from mcp_types import Resource as MCPResource
 
 from agent import __version__
 from models.protocols import Embedder, Tokenizer
-from rag.answer_check import MAX_ANSWER_CHARS, check_citations
+from agent.chats.codec import verification_to_dict
+from rag.answer_check import MAX_ANSWER_CHARS, check_citations, supported_share
 from rag.citations import Citation
 from rag.corpus import TEXT_SUFFIXES, check_docs_dir, decode_text, default_docs_dir, iter_candidate_files
 from rag.document_tool import GET_DOCUMENT_DESCRIPTION, GET_DOCUMENT_NAME, GET_DOCUMENT_SCHEMA, GetDocumentTool
@@ -242,8 +243,9 @@ def build_server(
         state = sessions.get(ctx)
         with live.lock:
             index, note = _fresh()
-            report = check_citations(answer, state.shown(), index, judge_embedder, changed=state.changed(index))
-        return _with_note(json.dumps(report.to_dict(), ensure_ascii=False), note)
+            report = check_citations(answer, state.shown(), index.chunk, judge_embedder, changed=state.changed(index))
+        out = verification_to_dict(report) | {"supported_share": supported_share(report)}
+        return _with_note(json.dumps(out, ensure_ascii=False), note)
 
     tools = [
         _tool(search_docs, SEARCH_DOCS_NAME, SEARCH_DOCS_DESCRIPTION, SEARCH_DOCS_SCHEMA, search_problem),

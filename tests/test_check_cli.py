@@ -9,7 +9,7 @@ import pytest
 
 from agent.cli import main
 from agent.commands import common
-from rag.answer_check import check_citations
+from rag.answer_check import check_citations, supported_share
 from rag.errors import ShownUnreadable
 from rag.packing import block, join_blocks, sourced_block
 from rag.shown import UNMATCHED, read_shown
@@ -58,7 +58,7 @@ def test_an_excerpt_whose_text_no_chunk_has_is_kept_as_unmatched():
     edited = Chunk("docs/a.md#1", "docs/a.md", "docs/a.md", "Text that was edited since.", (), 1, 1)
     shown = read_shown(block(1, edited), CATALOG)
     assert shown[1].chunk_id == "docs/a.md" + UNMATCHED
-    assert check_citations("The cache keeps keys and values for every token [1].", shown, CATALOG, None).unresolved == (1,)
+    assert check_citations("The cache keeps keys and values for every token [1].", shown, CATALOG.chunk, None).unresolved == (1,)
 
 
 @pytest.mark.parametrize(
@@ -83,20 +83,21 @@ def test_verdicts_for_every_kind_of_marker():
         "Quantization shrinks the weights to four bits per value [1]. "
         "Prefix reuse is documented elsewhere [2]. BM25 was invented in 1994 by Robertson [7]."
     )
-    report = check_citations(answer, shown, CATALOG, None)
+    report = check_citations(answer, shown, CATALOG.chunk, None)
     verdicts = {c.n: c.verdict for c in report.citations}
     assert verdicts == {1: "unsupported", 2: "unresolved", 7: "made_up"}  # [1] keeps its weakest verdict
     assert [c.verdict for c in report.claims] == ["supported", "unsupported", "unresolved", "made_up"]
-    assert report.made_up == (7,) and report.unresolved == (2,) and report.supported_share == 0.25
-    uncited = check_citations("BM25 ranks documents by term frequency.", shown, CATALOG, None)
+    assert report.made_up == (7,) and report.unresolved == (2,) and supported_share(report) == 0.25
+    uncited = check_citations("BM25 ranks documents by term frequency.", shown, CATALOG.chunk, None)
     assert uncited.citations == () and [c.verdict for c in uncited.claims] == ["uncited"]
-    assert check_citations("Thanks!", shown, CATALOG, None).supported_share is None
+    assert supported_share(check_citations("Thanks!", shown, CATALOG.chunk, None)) is None
 
 
 def test_a_chunk_changed_since_it_was_shown_is_unresolved():
     shown = read_shown('[{"n": 1, "chunk_id": "docs/a.md#1"}]', CATALOG)
-    report = check_citations("The cache keeps keys and values for every earlier token [1].", shown, CATALOG, None, changed={1})
+    report = check_citations("The cache keeps keys and values for every earlier token [1].", shown, CATALOG.chunk, None, changed={1})
     assert report.unresolved == (1,) and "changed in the docs" in report.citations[0].reason
+    assert "changed in the docs" in report.claims[0].reason
 
 
 # -- the command, against the real index ------------------------------------------------------------------------

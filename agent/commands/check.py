@@ -9,8 +9,10 @@ from pathlib import Path
 
 from agent.commands.common import add_index_options, load_embedder_from_args, open_index_from_args
 from agent.errors import UsageError
-from rag.answer_check import MAX_ANSWER_CHARS, check_citations
+from agent.chats.codec import verification_to_dict
+from rag.answer_check import MAX_ANSWER_CHARS, check_citations, supported_share
 from rag.shown import read_shown
+from rag.verdicts import Verdict, Verification
 
 HELP = "check an answer's [n] citations against the excerpts it was shown (exit 1 on made-up or unresolved ones)"
 FAILED = 1  # a made-up or unresolved citation, or too few supported claims; 2 stays the usage-error code
@@ -54,6 +56,24 @@ def _read(path: str, what: str) -> str:
         raise UsageError(f"cannot read the {what} file {path}: {exc.strerror or exc}") from None
 
 
+def render(report: Verification, share: float | None) -> str:
+    """The verdicts for people: one line per cited number, then one per factual claim."""
+    lines = [f"citations: {len(report.citations)}" + ("" if report.citations else " (the answer cites nothing)")]
+    for c in report.citations:
+        score = f" {c.support:.2f}" if c.support is not None else ""
+        reason = f"  ({c.reason})" if c.reason and c.verdict.strength <= Verdict.UNSUPPORTED.strength else ""
+        lines.append(f"  {c.verdict.mark} [{c.n}] {c.verdict.label}{score}  {c.chunk_id or '-'}{reason}")
+    tally = ", ".join(f"{n} {v.label}" for v, n in report.counts().items() if n)
+    lines.append(f"claims: {len(report.claims)}" + (f" ({tally})" if tally else ""))
+    for c in report.claims:
+        marks = "".join(f"[{n}]" for n in c.citations)
+        text = " ".join(c.text.split())
+        text = text if len(text) <= 90 else text[:87] + "..."
+        lines.append(f"  {c.verdict.mark} {c.verdict.label:<12} {text} {marks}".rstrip())
+    lines.append("supported: " + ("no factual claims" if share is None else f"{share:.0%} of claims"))
+    return "\n".join(lines)
+
+
 def run(args: argparse.Namespace) -> int:
     if args.answer == "-" and args.shown == "-":
         raise UsageError("only one of ANSWER_FILE and --shown can read stdin: give the other as a file")
@@ -64,14 +84,15 @@ def run(args: argparse.Namespace) -> int:
     embedder = load_embedder_from_args(args)
     index = open_index_from_args(args, embedder=embedder, quiet=True)
     shown = read_shown(shown_text, index)
-    report = check_citations(answer, shown, index, embedder)
-    share = report.supported_share
+    report = check_citations(answer, shown, index.chunk, embedder)
+    share = supported_share(report)
     short = args.min_supported is not None and (share or 0.0) < args.min_supported
     if args.json:
-        out = report.to_dict() | {"min_supported": args.min_supported, "passed": not (report.made_up or report.unresolved or short)}
-        print(json.dumps(out, indent=2, ensure_ascii=False))
+        passed = not (report.made_up or report.unresolved or short)
+        extra = {"supported_share": share, "min_supported": args.min_supported, "passed": passed}
+        print(json.dumps(verification_to_dict(report) | extra, indent=2, ensure_ascii=False))
     else:
-        print(report.render())
+        print(render(report, share))
     failures = []
     if report.made_up:
         failures.append("made up: " + ", ".join(f"[{n}]" for n in report.made_up))
