@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, Protocol, Sequence
 
+from rag import markers
 from rag.citations import Citation
 from rag.errors import ShownUnreadable
 from rag.packing import source_of
@@ -15,8 +15,6 @@ USAGE = (
     'give a JSON list of {"n": 1, "chunk_id": "docs/kv-cache.md#3"} objects, or the numbered excerpts '
     "as smoldocs pack or search_docs printed them"
 )
-# An excerpt header as blocks print it: `[n] <uri>` (or `[n] <chunk id>` in smoldocs pack's list).
-_HEADER = re.compile(r"^\s*\[([1-9][0-9]*)\] (\S.*?)\s*$")
 UNMATCHED = "#?"  # appended to a uri whose printed text no indexed chunk has
 
 
@@ -78,6 +76,13 @@ def _from_json(data: Any, catalog: Catalog) -> dict[int, Citation]:
     return shown
 
 
+def _header(line: str) -> tuple[int, str] | None:
+    """An excerpt header as blocks print it, `[n] <uri>` (or `[n] <chunk id>` in smoldocs pack's list)."""
+    head, _, rest = line.strip().partition(" ")
+    numbers = markers.parse(head)
+    return (numbers[0], rest.strip()) if len(numbers) == 1 and rest.strip() else None
+
+
 def _from_excerpts(text: str, catalog: Catalog) -> dict[int, Citation]:
     lines = text.splitlines()
     by_uri: dict[str, list[Chunk]] = {}
@@ -85,14 +90,14 @@ def _from_excerpts(text: str, catalog: Catalog) -> dict[int, Citation]:
         by_uri.setdefault(chunk.uri, []).append(chunk)
     headers: list[tuple[int, int, str]] = []  # (line number, n, what follows the number)
     for i, line in enumerate(lines):
-        found = _HEADER.match(line)
+        found = _header(line)
         if found is None:
             continue
-        rest = found.group(2)
+        n, rest = found
         after = lines[i + 1] if i + 1 < len(lines) else ""
         # Chunk text may hold a line like `[2] see below`: only a known uri or id, or a provenance line, makes a header.
         if rest in by_uri or catalog.chunk(rest) is not None or source_of(after) or "#" in rest and " " not in rest:
-            headers.append((i, int(found.group(1)), rest))
+            headers.append((i, n, rest))
     if not headers:
         raise ShownUnreadable(f"SHOWN holds no numbered excerpt (a line like `[1] docs/kv-cache.md`): {USAGE}")
     shown: dict[int, Citation] = {}

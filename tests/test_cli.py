@@ -21,7 +21,7 @@ def test_help_lists_every_command(capsys):
         main(["--help"])
     assert done.value.code == 0
     text = capsys.readouterr().out
-    for command in ("chat", "ask", "search", "index", "pack", "eval"):
+    for command in ("chat", "ask", "search", "index", "pack", "eval", "check", "mcp"):
         assert command in text
 
 
