@@ -164,13 +164,16 @@ class Agent:
     def _model_steps(self, question, history, ledger, budget, cancel) -> Iterator[Event]:
         """The model chooses its searches: up to max_steps - 1 tool rounds, errors fed back as results."""
         registry = self._registry(ledger, budget)
-        messages = [{"role": "system", "content": tool_rules(registry.specs())}]
+        options = self.settings.tool_generation
+        specs = registry.specs()
+        if self.settings.tool_grammar and self.model.supports_grammar:
+            options = replace(options, grammar=tool_call_grammar(SEARCH_DOCS_NAME, json_schema_grammar(_grammar_schema())))
+            # The grammar only writes search_docs calls: telling the model of get_document would waste its prompt.
+            specs = [s for s in specs if s["name"] == SEARCH_DOCS_NAME]
+        messages = [{"role": "system", "content": tool_rules(specs)}]
         for q, a in history:
             messages += [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
         messages.append({"role": "user", "content": neutralize(question)})
-        options = self.settings.tool_generation
-        if self.settings.tool_grammar and self.model.supports_grammar:
-            options = replace(options, grammar=tool_call_grammar(SEARCH_DOCS_NAME, json_schema_grammar(_grammar_schema())))
         results: list[ToolResult] = []
         for _ in range(max(1, self.settings.max_steps - 1)):
             if cancel.cancelled:

@@ -61,3 +61,13 @@ def test_model_policy_source_not_found_goes_back_to_the_model():
     answer = final(session.ask("what does temperature do"))
     assert "source_not_found" in model.calls[1][-1]["content"]
     assert retriever.calls and answer.citations[0].chunk_id == "docs/sampling.md#0"
+
+
+def test_with_the_search_only_tool_grammar_the_model_is_not_told_of_get_document():
+    session, model, _ = make_session(
+        ['<tool_call>{"name": "search_docs", "arguments": {"query": "temperature logits"}}</tool_call>', "Temperature scales the logits [1]."],
+        policy="model",
+        tool_grammar=True,
+    )
+    final(session.ask("what does temperature do"))
+    assert "search_docs" in model.calls[0][0]["content"] and "get_document" not in model.calls[0][0]["content"]
