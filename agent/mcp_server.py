@@ -6,20 +6,25 @@ one chunk for the whole session; the index is checked for changed files before e
 
 from __future__ import annotations
 
+import json
 import threading
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+import anyio
+
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.server.mcpserver.tools import Tool
+from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR
 from mcp_types import Resource as MCPResource
 
 from agent import __version__
-from models.protocols import Embedder, Tokenizer
 from agent.chats.codec import verification_to_dict
+from models.protocols import Embedder, Tokenizer
 from rag.answer_check import MAX_ANSWER_CHARS, check_citations, supported_share
 from rag.citations import Citation
 from rag.corpus import TEXT_SUFFIXES, check_docs_dir, decode_text, default_docs_dir, iter_candidate_files
@@ -191,12 +196,15 @@ class DocsServer(MCPServer):
         super().__init__(**kwargs)
 
     async def list_resources(self) -> list[MCPResource]:
-        with self.live.lock:
+        # A refresh embeds changed files: off the event loop, like the tools.
+        return await anyio.to_thread.run_sync(self._documents)
+
+    def _documents(self) -> list[MCPResource]:
+        try:
             index, _ = self.live.current()
-            return [
-                MCPResource(uri=RESOURCE_PREFIX + doc_id, name=doc_id, mime_type="text/markdown")
-                for doc_id in index.doc_ids
-            ]
+        except RagError as exc:
+            raise MCPError(code=INTERNAL_ERROR, message=f"the docs cannot be read: {exc}") from None
+        return [MCPResource(uri=RESOURCE_PREFIX + d, name=d, mime_type="text/markdown") for d in index.doc_ids]
 
 
 def build_server(
@@ -238,8 +246,6 @@ def build_server(
         return _with_note(result.text, note)  # source_not_found is a result, not an error
 
     def check_citations_tool(answer: str, ctx: Context) -> str:
-        import json
-
         state = sessions.get(ctx)
         with live.lock:
             index, note = _fresh()

@@ -7,6 +7,7 @@ import shutil
 
 import anyio
 import pytest
+from mcp import MCPError
 
 from tests.mcp_support import excerpts, mcp_client
 
@@ -51,6 +52,8 @@ def test_a_changed_docs_folder_is_refreshed_and_said_so(docs, tmp_path):
         shutil.rmtree(docs)
         error, text = client.call("search_docs", {"query": "alpha valve", "k": 1})
         assert error and "docs folder not found" in text and "\n" not in text
+        with pytest.raises(MCPError, match="the docs cannot be read: docs folder not found"):
+            client.list_resources()
 
 
 def test_a_client_that_disconnects_mid_call_stops_the_server_cleanly(docs, tmp_path):
