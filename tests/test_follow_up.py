@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from agent.events import SearchStarted
+import dataclasses
+
+import pytest
+
+from agent.events import Answer, ContextBuilt, SearchFinished, SearchStarted
+from agent.session import ChatSession, Turn
+from agent.settings import AgentSettings
+from rag.verdicts import CitationVerdict, Verdict
 from agent.loop import cited_sources, renumber
 from tests.test_agent_loop import final, make_session
 
@@ -71,3 +78,24 @@ def test_with_the_search_only_tool_grammar_the_model_is_not_told_of_get_document
     )
     final(session.ask("what does temperature do"))
     assert "search_docs" in model.calls[0][0]["content"] and "get_document" not in model.calls[0][0]["content"]
+
+
+@pytest.mark.real
+def test_real_follow_up_shows_the_cited_excerpt_whole(real_model, real_index, real_embedder):
+    settings = AgentSettings(policy="search-first")
+    settings = settings.with_(generation=dataclasses.replace(settings.generation, max_tokens=48))
+    session = ChatSession(real_model, real_index, embedder=real_embedder, settings=settings)
+    # The first answer comes from history: a turn whose [2] is a known chunk, as a restored chat would have it.
+    cited = real_index.chunk("docs/kv-cache.md#1")
+    first = Answer("What does the KV cache store?", "It stores keys and values [2].", "answered",
+                   citations=(CitationVerdict(2, cited.chunk_id, cited.doc_id, cited.uri, Verdict.SUPPORTED),))  # fmt: skip
+    session.restore([Turn(first.question, first)])
+    events = list(session.ask("Show me the whole section of [2]."))
+    assert [e.query for e in events if isinstance(e, SearchStarted)] == [cited.chunk_id]
+    built = next(e for e in events if isinstance(e, ContextBuilt))
+    assert built.prompt_tokens <= built.n_ctx - built.reserve
+    found = next(e for e in events if isinstance(e, SearchFinished))
+    assert found.excerpts == ((1, cited.chunk_id),) and cited.text in found.result and found.error is None
+    answer = final(events)
+    assert answer.status in ("answered", "insufficient_evidence")
+    assert {c.chunk_id for c in answer.citations} <= {cited.chunk_id}  # [1] is the only excerpt it was shown
