@@ -223,20 +223,16 @@ def build_server(
     def _with_note(text: str, note: str | None) -> str:
         return f"{note}\n\n{text}" if note else text
 
-    def search_docs(query: str, ctx: Context, k: int = 5, doc_ids: list[str] | None = None) -> str:
-        state = sessions.get(ctx)
+    def _search(state: SessionState, args: dict[str, Any]) -> str:
         with live.lock:
             index, note = _fresh()
-            tool = SearchDocsTool(index, state.ledger, live.tokenizer, max_tokens, render=sourced_block)
-            args: dict[str, Any] = {"query": query, "k": k, **({"doc_ids": doc_ids} if doc_ids is not None else {})}
-            result = tool(args)
+            result = SearchDocsTool(index, state.ledger, live.tokenizer, max_tokens, render=sourced_block)(args)
             if result.error is not None:
                 raise ToolError(result.error)
             state.remember(result.citations, index)
         return _with_note(result.text, note)
 
-    def get_document(source_id: str, ctx: Context) -> str:
-        state = sessions.get(ctx)
+    def _document(state: SessionState, source_id: str) -> str:
         with live.lock:
             index, note = _fresh()
             result = GetDocumentTool(index, state.ledger, live.tokenizer, max_tokens)({"source_id": source_id})
@@ -245,13 +241,24 @@ def build_server(
             state.remember(result.citations, index)
         return _with_note(result.text, note)  # source_not_found is a result, not an error
 
-    def check_citations_tool(answer: str, ctx: Context) -> str:
-        state = sessions.get(ctx)
+    def _check(state: SessionState, answer: str) -> str:
         with live.lock:
             index, note = _fresh()
             report = check_citations(answer, state.shown(), index.chunk, judge_embedder, changed=state.changed(index))
         out = verification_to_dict(report) | {"supported_share": supported_share(report)}
         return _with_note(json.dumps(out, ensure_ascii=False), note)
+
+    # The work runs in a thread the call can abandon: a client that cancels or goes away gets no answer, and the
+    # server does not wait for the embedder to finish before it can stop.
+    async def search_docs(query: str, ctx: Context, k: int = 5, doc_ids: list[str] | None = None) -> str:
+        args: dict[str, Any] = {"query": query, "k": k, **({"doc_ids": doc_ids} if doc_ids is not None else {})}
+        return await anyio.to_thread.run_sync(_search, sessions.get(ctx), args, abandon_on_cancel=True)
+
+    async def get_document(source_id: str, ctx: Context) -> str:
+        return await anyio.to_thread.run_sync(_document, sessions.get(ctx), source_id, abandon_on_cancel=True)
+
+    async def check_citations_tool(answer: str, ctx: Context) -> str:
+        return await anyio.to_thread.run_sync(_check, sessions.get(ctx), answer, abandon_on_cancel=True)
 
     tools = [
         _tool(search_docs, SEARCH_DOCS_NAME, SEARCH_DOCS_DESCRIPTION, SEARCH_DOCS_SCHEMA, search_problem),

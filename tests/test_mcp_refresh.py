@@ -58,7 +58,7 @@ def test_a_changed_docs_folder_is_refreshed_and_said_so(docs, tmp_path):
 
 def test_a_client_that_disconnects_mid_call_stops_the_server_cleanly(docs, tmp_path):
     errlog = (tmp_path / "server.err").open("w+")
-    answer = " ".join(f"The beta pump moves {i} litres of water every minute [1]." for i in range(400))
+    answer = " ".join(f"The beta pump moves {i} litres of water every minute [1]." for i in range(300))  # ~17k characters
     with mcp_client("--docs", str(docs), "--index", str(tmp_path / "index"), errlog=errlog) as client:
         client.call("search_docs", {"query": "beta pump", "k": 1})
 
@@ -70,5 +70,6 @@ def test_a_client_that_disconnects_mid_call_stops_the_server_cleanly(docs, tmp_p
     # Leaving the client closed the server's stdin while a call may still have been running.
     errlog.seek(0)
     log = errlog.read()
-    assert "smoldocs mcp: the client closed the connection; stopped" in log
+    # The check takes seconds: the server stopped with it still running, and did not wait for it.
+    assert "smoldocs mcp: the client closed the connection; stopped (a call it left was still running)" in log
     assert "Traceback" not in log
