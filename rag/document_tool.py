@@ -11,6 +11,7 @@ import jsonschema
 from rag.errors import BudgetError
 from rag.packing import CountsTokens, Ledger, Omission, PackedContext, sourced_block
 from rag.search_tool import DEFAULT_MAX_TOKENS, NO_RESULTS, SearchResult, schema_errors
+from rag.sources import SourceInfo
 from rag.types import Hit, Retriever
 
 GET_DOCUMENT_NAME = "get_document"
@@ -91,10 +92,14 @@ class GetDocumentTool:
                 "docs/kv-cache.md#3: search_docs finds the excerpts"
             )
             return DocumentResult(text=text, not_found=True)
-        hit = Hit.from_chunk(chunk, score=1.0)
+        info = _source(self.retriever, chunk.doc_id)
+        if info is not None and info.expired():
+            # Like search_docs: a document past its expiry date is never shown.
+            return DocumentResult(text=f"{NO_RESULTS}: {source_id} belongs to a document that expired on {info.expires}")
+        hit = Hit.from_chunk(chunk, 1.0, outdated=bool(info and info.outdated), expires=info.expires if info else None)
         # Held while counting: the number the block prints must be the number recorded.
         with self.ledger.lock:
-            text = sourced_block(self.ledger.peek(hit), chunk)
+            text = sourced_block(self.ledger.peek(hit), hit)
             tokens = _whole(self.counter.count(text))
             if tokens > self.max_tokens:
                 omission = Omission(1, chunk.chunk_id, chunk.uri, "over_budget", tokens)
@@ -104,6 +109,12 @@ class GetDocumentTool:
             citation = self.ledger.cite(hit)
         packed = PackedContext(source_id, text, tokens, self.max_tokens, (hit,))
         return DocumentResult(text=text, hits=[hit], packed=packed, citations=[citation])
+
+
+def _source(retriever: Retriever, doc_id: str) -> SourceInfo | None:
+    """The document's standing (outdated, expiry) when the retriever knows it (HybridIndex does)."""
+    source = getattr(retriever, "source", None)
+    return source(doc_id) if callable(source) else None
 
 
 def _whole(count: Any) -> int:

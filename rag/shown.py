@@ -8,7 +8,7 @@ from typing import Any, Protocol, Sequence
 from rag import markers
 from rag.citations import Citation
 from rag.errors import ShownUnreadable
-from rag.packing import source_of
+from rag.packing import OUTDATED_TAG, source_of
 from rag.types import Chunk
 
 USAGE = (
@@ -80,7 +80,8 @@ def _header(line: str) -> tuple[int, str] | None:
     """An excerpt header as blocks print it, `[n] <uri>` (or `[n] <chunk id>` in smoldocs pack's list)."""
     head, _, rest = line.strip().partition(" ")
     numbers = markers.parse(head)
-    return (numbers[0], rest.strip()) if len(numbers) == 1 and rest.strip() else None
+    rest = rest.strip().removesuffix(OUTDATED_TAG).rstrip()
+    return (numbers[0], rest) if len(numbers) == 1 and rest else None
 
 
 def _from_excerpts(text: str, catalog: Catalog) -> dict[int, Citation]:

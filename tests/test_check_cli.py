@@ -11,7 +11,7 @@ from agent.cli import main
 from agent.commands import common
 from rag.answer_check import check_citations, supported_share
 from rag.errors import ShownUnreadable
-from rag.packing import block, join_blocks, sourced_block
+from rag.packing import OUTDATED_TAG, block, join_blocks, sourced_block
 from rag.shown import UNMATCHED, read_shown
 from rag.types import Chunk
 
@@ -46,6 +46,11 @@ def test_plain_excerpts_are_matched_to_chunks_by_their_text():
     text = join_blocks([block(1, A2), block(2, B1), block(3, A1)])
     # B1's own text holds a line `[2] see the table below`: it is not taken for a header.
     assert pairs(read_shown(text, CATALOG)) == [(1, "docs/a.md#2"), (2, "docs/b.md#1"), (3, "docs/a.md#1")]
+
+
+def test_an_outdated_tag_after_the_uri_is_read_past():
+    text = block(1, A2).replace("[1] docs/a.md\n", f"[1] docs/a.md {OUTDATED_TAG}\n")
+    assert pairs(read_shown(text, CATALOG)) == [(1, "docs/a.md#2")]
 
 
 def test_sourced_excerpts_name_their_chunk_even_when_it_is_gone():

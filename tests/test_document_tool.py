@@ -13,7 +13,8 @@ from rag.document_tool import (
     SOURCE_NOT_FOUND,
     get_document_tool,
 )
-from rag.packing import Ledger, source_of, sourced_block
+from rag.packing import OUTDATED_TAG, Ledger, source_of, sourced_block
+from rag.sources import SourceInfo
 from rag.search_tool import search_docs_tool
 from rag.types import Chunk
 from tests.test_search_tool import MemoryRetriever
@@ -115,3 +116,23 @@ def test_real_index_get_document_counts_with_the_real_tokenizer(real_index, real
     assert result.citations[0].chunk_id == chunk.chunk_id
     assert result.packed.tokens == real_tokenizer.count(result.text) <= 1024
     assert chunk.text in result.text
+
+
+class StandingRetriever(MemoryRetriever):
+    """A retriever that knows each document's standing, as HybridIndex does."""
+
+    def __init__(self, chunks, standing):
+        super().__init__(chunks)
+        self.standing = standing
+
+    def source(self, doc_id):
+        return self.standing.get(doc_id, SourceInfo())
+
+
+def test_an_outdated_document_is_tagged_and_an_expired_one_is_not_shown():
+    retriever = StandingRetriever(CHUNKS, {"docs/kv.md": SourceInfo(outdated=True), "docs/bm25.md": SourceInfo(expires="2001-01-01")})
+    ledger = Ledger()
+    get = get_document_tool(retriever, ledger, WordTokenizer())
+    assert get({"source_id": "docs/kv.md#1"}).text.startswith(f"[1] docs/kv.md {OUTDATED_TAG}\n(source: docs/kv.md#1;")
+    expired = get({"source_id": "docs/bm25.md#1"})
+    assert expired.ok and not expired.citations and "expired on 2001-01-01" in expired.text and len(ledger) == 1
