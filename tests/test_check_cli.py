@@ -48,6 +48,14 @@ def test_plain_excerpts_are_matched_to_chunks_by_their_text():
     assert pairs(read_shown(text, CATALOG)) == [(1, "docs/a.md#2"), (2, "docs/b.md#1"), (3, "docs/a.md#1")]
 
 
+def test_smoldocs_pack_report_is_read_by_its_list_of_chunk_ids():
+    report = "\n".join([
+        "query:     cache", "budget:    1024 tokens", "  - rank 3: docs/b.md#1 (duplicate_text)",
+        "  [1] docs/a.md#2", "  [2] docs/a.md#1", "", join_blocks([block(1, A2), block(2, A1)]),
+    ])  # fmt: skip
+    assert pairs(read_shown(report, CATALOG)) == [(1, "docs/a.md#2"), (2, "docs/a.md#1")]
+
+
 def test_an_outdated_tag_after_the_uri_is_read_past():
     text = block(1, A2).replace("[1] docs/a.md\n", f"[1] docs/a.md {OUTDATED_TAG}\n")
     assert pairs(read_shown(text, CATALOG)) == [(1, "docs/a.md#2")]
