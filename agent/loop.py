@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Iterator, Sequence
+from typing import Iterator, Mapping, Sequence
 
 from agent.context import ContextWindow
 from agent.events import (
@@ -32,6 +32,7 @@ from rag import markers
 from rag.citations import Citation
 from rag.conflicts import find_conflicts
 from rag.extractive import Quoter
+from rag.document_tool import GET_DOCUMENT_DESCRIPTION, GET_DOCUMENT_NAME, GET_DOCUMENT_SCHEMA, get_document_tool
 from rag.packing import Ledger, block
 from rag.search_tool import SEARCH_DOCS_DESCRIPTION, SEARCH_DOCS_NAME, SEARCH_DOCS_SCHEMA, search_docs_tool
 from rag.types import Retriever
@@ -73,8 +74,13 @@ class Agent:
     # -- the turn -------------------------------------------------------------------------------------------
 
     def run(
-        self, question: str, history: Sequence[tuple[str, str]] = (), cancel: CancelToken | None = None
+        self,
+        question: str,
+        history: Sequence[tuple[str, str]] = (),
+        cancel: CancelToken | None = None,
+        sources: Mapping[int, str] | None = None,
     ) -> Iterator[Event]:
+        """One turn. `sources` maps the previous answer's `[n]` to chunk ids, for follow-ups such as "more on [2]"."""
         cancel = cancel or CancelToken()
         self._calls_made = 0
         yield TurnStarted(question=question, turn=len(history), policy=self.policy)
@@ -84,10 +90,17 @@ class Agent:
             return
         # History answers lose their [n]: numbers belong to the ledger of the run that wrote them.
         history = [(q, markers.strip(a)) for q, a in history]
-        prepared = self.window.prepare(question, history)
+        # "Show me the whole section of [2]": the previous turn's [2] is read whole with get_document, and the
+        # question is renumbered to this turn's ledger, where that chunk becomes [1].
+        referenced = cited_sources(question, sources or {})
+        renumbered = renumber(question, {n: referenced.index(c) + 1 for n, c in (sources or {}).items() if c in referenced})
+        prepared = self.window.prepare(renumbered, history)
         ledger = Ledger()
         results: list[ToolResult] = []
-        if self.policy == "search-first":
+        if referenced:
+            calls = [(GET_DOCUMENT_NAME, {"source_id": chunk_id}) for chunk_id in referenced]
+            results += yield from self._run_calls(calls, ledger, prepared.evidence_budget)
+        elif self.policy == "search-first":
             query = follow_up_query(question, history)
             args = {"query": query.strip()[:MAX_QUERY_CHARS], "k": self.settings.k}
             results += yield from self._run_calls([(SEARCH_DOCS_NAME, args)], ledger, prepared.evidence_budget)
@@ -102,7 +115,11 @@ class Agent:
 
     def _registry(self, ledger: Ledger, budget: int) -> ToolRegistry:
         tool = search_docs_tool(self.retriever, ledger, self.model.tokenizer, max_tokens=budget, order=self.settings.order)
-        return ToolRegistry({SEARCH_DOCS_NAME: Tool(SEARCH_DOCS_NAME, SEARCH_DOCS_DESCRIPTION, SEARCH_DOCS_SCHEMA, tool)})
+        document = get_document_tool(self.retriever, ledger, self.model.tokenizer, max_tokens=budget)
+        return ToolRegistry({
+            SEARCH_DOCS_NAME: Tool(SEARCH_DOCS_NAME, SEARCH_DOCS_DESCRIPTION, SEARCH_DOCS_SCHEMA, tool),
+            GET_DOCUMENT_NAME: Tool(GET_DOCUMENT_NAME, GET_DOCUMENT_DESCRIPTION, GET_DOCUMENT_SCHEMA, document),
+        })  # fmt: skip
 
     def _run_calls(self, calls, ledger: Ledger, budget: int, by_model: bool = False) -> Iterator[Event]:
         """Run tool calls (in parallel threads when several), sharing the run's ledger; returns their results."""
@@ -114,7 +131,7 @@ class Agent:
             k = a.get("k", 5)
             doc_ids = a.get("doc_ids")
             yield SearchStarted(
-                query=str(a.get("query", "")),
+                query=_query_of(a),
                 k=k if isinstance(k, int) else 5,
                 doc_ids=tuple(map(str, doc_ids)) if isinstance(doc_ids, list) else (),
                 call_id=base + i,
@@ -130,7 +147,7 @@ class Agent:
             packed = getattr(payload, "packed", None)
             excerpts = tuple((ledger.peek(h), h.chunk_id) for h in (packed.used if packed else ()))
             yield SearchFinished(
-                query=str(result.arguments.get("query", "")) if isinstance(result.arguments, dict) else "",
+                query=_query_of(result.arguments),
                 hits=tuple(getattr(payload, "hits", ()) or ()),
                 packed=tuple(n for n, _ in excerpts),
                 dropped=packed.dropped if packed else 0,
@@ -147,13 +164,16 @@ class Agent:
     def _model_steps(self, question, history, ledger, budget, cancel) -> Iterator[Event]:
         """The model chooses its searches: up to max_steps - 1 tool rounds, errors fed back as results."""
         registry = self._registry(ledger, budget)
-        messages = [{"role": "system", "content": tool_rules(registry.specs())}]
+        options = self.settings.tool_generation
+        specs = registry.specs()
+        if self.settings.tool_grammar and self.model.supports_grammar:
+            options = replace(options, grammar=tool_call_grammar(SEARCH_DOCS_NAME, json_schema_grammar(_grammar_schema())))
+            # The grammar only writes search_docs calls: telling the model of get_document would waste its prompt.
+            specs = [s for s in specs if s["name"] == SEARCH_DOCS_NAME]
+        messages = [{"role": "system", "content": tool_rules(specs)}]
         for q, a in history:
             messages += [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
         messages.append({"role": "user", "content": neutralize(question)})
-        options = self.settings.tool_generation
-        if self.settings.tool_grammar and self.model.supports_grammar:
-            options = replace(options, grammar=tool_call_grammar(SEARCH_DOCS_NAME, json_schema_grammar(_grammar_schema())))
         results: list[ToolResult] = []
         for _ in range(max(1, self.settings.max_steps - 1)):
             if cancel.cancelled:
@@ -172,8 +192,8 @@ class Agent:
             if calls:
                 step = yield from self._run_calls([(c.name, c.arguments) for c in calls], ledger, budget, by_model=True)
             results += step
-            if any(r.ok for r in step):
-                break
+            if any(r.ok and not getattr(r.payload, "not_found", False) for r in step):
+                break  # a source_not_found goes back to the model like an error: it can search instead
             feedback = "; ".join([r.text for r in step] + [f"Error: {f.reason}" for f in failures])
             messages += [{"role": "assistant", "content": text}, {"role": "user", "content": f"Tool result: {feedback}"}]
         if not any(r.ok for r in results) and not cancel.cancelled:
@@ -277,6 +297,23 @@ def shown_excerpts(citations: Sequence[Citation], numbers: Sequence[int]) -> dic
     """The ledger's citations restricted to the numbers that reached the prompt."""
     wanted = set(numbers)
     return {c.n: c for c in citations if c.n in wanted}
+
+
+def cited_sources(question: str, sources: Mapping[int, str]) -> list[str]:
+    """The chunk ids of the previous answer's numbers that `question` cites, in order, each once."""
+    return list(dict.fromkeys(sources[n] for n in markers.numbers(question) if n in sources))
+
+
+def renumber(text: str, numbers: Mapping[int, int]) -> str:
+    """`text` with each marker's numbers mapped through `numbers` (others kept): [2] -> [1]."""
+    return markers.replace(text, lambda ns: "[" + ", ".join(map(str, dict.fromkeys(numbers.get(n, n) for n in ns))) + "]")
+
+
+def _query_of(arguments) -> str:
+    """What a search looked for, or which source get_document read."""
+    if not isinstance(arguments, dict):
+        return ""
+    return str(arguments.get("query", arguments.get("source_id", "")))
 
 
 def close_code(text: str) -> str:

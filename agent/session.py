@@ -12,6 +12,7 @@ from agent.settings import AgentSettings
 from models.protocols import CancelToken, ChatModel, Embedder
 from rag.extractive import QuoteFallback
 from rag.types import Chunk, Hit, Retriever
+from rag.verdicts import Verdict
 from rag.verify import Verifier
 
 
@@ -83,10 +84,20 @@ class ChatSession:
     def ask(self, question: str, cancel: CancelToken | None = None) -> Iterator[Event]:
         """Run one turn; a cancelled turn is kept with what streamed so far, marked cancelled."""
         history = [(t.question, t.answer.text) for t in self.history if t.answer.status != "error"]
-        for event in self.agent.run(question, history, cancel):
+        for event in self.agent.run(question, history, cancel, sources=self.last_sources()):
             if isinstance(event, AnswerFinished) and event.answer.text.strip():
                 self.history.append(Turn(question, event.answer))
             yield event
+
+    def last_sources(self) -> dict[int, str]:
+        """The last answer's citation numbers and the chunks they name (made-up and unresolved ones left out)."""
+        if not self.history:
+            return {}
+        return {
+            c.n: c.chunk_id
+            for c in self.history[-1].answer.citations
+            if c.chunk_id and c.verdict not in (Verdict.MADE_UP, Verdict.UNRESOLVED)
+        }
 
     def search(self, query: str, k: int = 5) -> list[Hit]:
         """Hits for `query` without asking the model (the TUI's /search)."""

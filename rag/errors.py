@@ -17,3 +17,7 @@ class IndexCorrupt(RagError):
 
 class BudgetError(RagError, ValueError):
     """A token budget that makes no sense (negative)."""
+
+
+class ShownUnreadable(RagError):
+    """What an agent was shown (`smoldocs check --shown`) cannot be read as excerpts or a JSON list."""

@@ -8,7 +8,7 @@ import re
 import threading
 from collections import Counter as Tally
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence
+from typing import Callable, Protocol, Sequence
 
 from rag.citations import Citation
 from rag.errors import BudgetError
@@ -40,6 +40,35 @@ def block(n: int, hit: HitLike) -> str:
     """One excerpt as the model sees it: `[n] <uri>` (`[outdated]` after it when it is), then the whole chunk text."""
     tag = f" {OUTDATED_TAG}" if getattr(hit, "outdated", False) else ""
     return f"[{n}] {hit.uri}{tag}\n{hit.text}\n"
+
+
+# The provenance line under `[n] <uri>` in a sourced block; `smoldocs check --shown` reads the source id back.
+_PROVENANCE = re.compile(r"^\(source: (?P<source>.+?); section: (?P<section>.*); lines (?P<lines>\d+-\d+)\)$")
+
+
+class Located(Protocol):
+    chunk_id: str
+    uri: str
+    text: str
+    heading: str
+    lines: str
+
+
+def provenance(chunk: Located) -> str:
+    """One line naming where an excerpt comes from: its source id (chunk id), heading path and line range."""
+    return f"(source: {chunk.chunk_id}; section: {chunk.heading or '(top)'}; lines {chunk.lines})"
+
+
+def source_of(line: str) -> str | None:
+    """The source id a provenance line names, or None when `line` is not one."""
+    found = _PROVENANCE.match(line.strip())
+    return found.group("source") if found else None
+
+
+def sourced_block(n: int, hit: Located) -> str:
+    """An excerpt for readers that fetch more by id (get_document, MCP clients): `[n] <uri>`, provenance, text."""
+    head, _, text = block(n, hit).partition("\n")
+    return f"{head}\n{provenance(hit)}\n{text}"
 
 
 def join_blocks(blocks: Sequence[str]) -> str:
@@ -153,6 +182,7 @@ class Packer:
 
     counter: CountsTokens
     ledger: Ledger = field(default_factory=Ledger)
+    render: Callable[[int, HitLike], str] = block  # or sourced_block
 
     def assemble(
         self,
@@ -216,7 +246,7 @@ class Packer:
                 if twin is not None:
                     omissions.append(Omission(rank, hit.chunk_id, hit.uri, "near_duplicate", duplicate_of=twin))
                     continue
-            candidate_blocks = [*kept_blocks, block(self.ledger.peek(hit), hit)]
+            candidate_blocks = [*kept_blocks, self.render(self.ledger.peek(hit), hit)]
             candidate = join_blocks(arrange(candidate_blocks))
             count = self._count(candidate)
             if count > max_tokens:

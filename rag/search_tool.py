@@ -5,14 +5,14 @@ from __future__ import annotations
 import difflib
 import json
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import jsonschema
 
 from rag.citations import Citation
 from rag.errors import BudgetError
 from rag.near_duplicates import DEFAULT_JACCARD, check_threshold
-from rag.packing import ORDERS, CountsTokens, Ledger, PackedContext, Packer
+from rag.packing import ORDERS, CountsTokens, Ledger, PackedContext, Packer, block
 from rag.types import Hit, Retriever
 
 SEARCH_DOCS_NAME = "search_docs"
@@ -77,9 +77,9 @@ def _describe(error: jsonschema.ValidationError) -> str:
     return f"{where}: {message}" if where else message
 
 
-def schema_errors(arguments: Any) -> list[str]:
-    """Every way `arguments` breaks the schema, each naming the property; empty when valid."""
-    errors = sorted(_VALIDATOR.iter_errors(arguments), key=lambda e: [str(p) for p in e.absolute_path])
+def schema_errors(arguments: Any, validator: jsonschema.protocols.Validator = _VALIDATOR) -> list[str]:
+    """Every way `arguments` breaks the schema (search_docs' by default), each naming the property; empty when valid."""
+    errors = sorted(validator.iter_errors(arguments), key=lambda e: [str(p) for p in e.absolute_path])
     return [_describe(e) for e in errors]
 
 
@@ -123,6 +123,7 @@ class SearchDocsTool:
     max_tokens: int = DEFAULT_MAX_TOKENS
     order: str = "rank"
     jaccard_threshold: float | None = DEFAULT_JACCARD  # near-duplicate collapse; None keeps every excerpt
+    render: Callable[[int, Any], str] = block  # sourced_block adds each excerpt's source id, section and lines
     name: str = SEARCH_DOCS_NAME
     schema: dict = field(default_factory=lambda: SEARCH_DOCS_SCHEMA)
 
@@ -132,7 +133,7 @@ class SearchDocsTool:
         if self.order not in ORDERS:
             raise ValueError(f"unknown order {self.order!r}: choose one of {', '.join(ORDERS)}")
         check_threshold(self.jaccard_threshold)
-        self._packer = Packer(self.counter, self.ledger)
+        self._packer = Packer(self.counter, self.ledger, self.render)
 
     def __call__(self, arguments: Mapping[str, Any] | str) -> SearchResult:
         """Run one search. Bad arguments give an `Error:` result; retrieval or counting failures raise."""
@@ -184,9 +185,10 @@ def search_docs_tool(
     max_tokens: int = DEFAULT_MAX_TOKENS,
     order: str = "rank",
     jaccard_threshold: float | None = DEFAULT_JACCARD,
+    render: Callable[[int, Any], str] = block,
 ) -> SearchDocsTool:
     """The search_docs tool bound to a retriever and one run's ledger; call it with the arguments dict."""
-    return SearchDocsTool(retriever, ledger, counter, max_tokens, order, jaccard_threshold)
+    return SearchDocsTool(retriever, ledger, counter, max_tokens, order, jaccard_threshold, render)
 
 
 def _reasons(packed: PackedContext) -> str:

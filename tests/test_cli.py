@@ -21,7 +21,7 @@ def test_help_lists_every_command(capsys):
         main(["--help"])
     assert done.value.code == 0
     text = capsys.readouterr().out
-    for command in ("chat", "ask", "search", "index", "pack", "eval"):
+    for command in ("chat", "ask", "search", "index", "pack", "eval", "check", "mcp"):
         assert command in text
 
 
@@ -54,3 +54,8 @@ def test_env_model_is_used(capsys, tmp_path, monkeypatch):
 def test_missing_docs_folder_is_one_line(capsys, tmp_path):
     err = _one_line_error(capsys, ["search", "kv cache", "--docs", str(tmp_path / "nowhere")])
     assert "nowhere" in err
+
+
+def test_mcp_with_a_missing_docs_folder_is_one_line(capsys, tmp_path):
+    err = _one_line_error(capsys, ["mcp", "--docs", str(tmp_path / "nowhere")])
+    assert "nowhere" in err and "--docs" in err

@@ -21,7 +21,7 @@ from agent.events import (
 )
 from rag.packing import Omission
 from rag.types import Hit
-from rag.verdicts import CitationVerdict, ClaimVerdict, Verdict
+from rag.verdicts import CitationVerdict, ClaimVerdict, Verdict, Verification
 
 _BY_NAME = {cls.__name__: cls for cls in EVENT_TYPES}
 
@@ -56,6 +56,18 @@ def answer_to_dict(answer: Answer) -> dict:
     data["unknown"] = list(answer.unknown)
     data["unresolved"] = list(answer.unresolved)
     return data
+
+
+def verification_to_dict(verification: Verification) -> dict:
+    """Every verdict of one checked text (`smoldocs check --json`, the MCP check_citations tool)."""
+    return {
+        "citations": [dataclasses.asdict(c) for c in verification.citations],
+        "claims": [dataclasses.asdict(c) for c in verification.claims],
+        "counts": {str(v): n for v, n in verification.counts().items()},
+        "made_up": list(verification.made_up),
+        "unresolved": list(verification.unresolved),
+        "lexical_only": verification.lexical_only,
+    }
 
 
 def answer_from_dict(data: dict) -> Answer:

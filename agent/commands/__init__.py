@@ -7,4 +7,6 @@ COMMANDS = {
     "index": "agent.commands.index",
     "pack": "agent.commands.pack",
     "eval": "agent.commands.eval",
+    "check": "agent.commands.check",
+    "mcp": "agent.commands.mcp",
 }

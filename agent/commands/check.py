@@ -1,0 +1,107 @@
+"""`smoldocs check`: any agent's answer checked against the excerpts it was shown, for people or CI."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from agent.commands.common import add_index_options, load_embedder_from_args, open_index_from_args
+from agent.errors import UsageError
+from agent.chats.codec import verification_to_dict
+from rag.answer_check import MAX_ANSWER_CHARS, check_citations, supported_share
+from rag.shown import read_shown
+from rag.verdicts import Verdict, Verification
+
+HELP = "check an answer's [n] citations against the excerpts it was shown (exit 1 on made-up or unresolved ones)"
+FAILED = 1  # a made-up or unresolved citation, or too few supported claims; 2 stays the usage-error code
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("answer", metavar="ANSWER_FILE", help="the answer, citing excerpts as [n] (- reads stdin)")
+    p.add_argument(
+        "--shown", metavar="SHOWN", required=True,
+        help="file of what the agent was shown: a JSON list of {n, chunk_id}, or the numbered excerpts as "
+             "smoldocs pack or search_docs printed them",
+    )  # fmt: skip
+    p.add_argument(
+        "--min-supported", type=_share, default=None, metavar="X",
+        help="also fail unless at least this share (0-1) of the answer's factual claims is supported",
+    )  # fmt: skip
+    p.add_argument("--json", action="store_true", help="print the verdicts as one JSON object")
+    add_index_options(p)
+
+
+def _share(value: str) -> float:
+    try:
+        x = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {value!r}") from None
+    if not 0.0 <= x <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {value}")
+    return x
+
+
+def _read(path: str, what: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        return Path(path).expanduser().read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        raise UsageError(f"{what} file not found: {path}") from None
+    except IsADirectoryError:
+        raise UsageError(f"{what} is a folder, not a file: {path}") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read the {what} file {path}: {exc.strerror or exc}") from None
+
+
+def render(report: Verification, share: float | None) -> str:
+    """The verdicts for people: one line per cited number, then one per factual claim."""
+    lines = [f"citations: {len(report.citations)}" + ("" if report.citations else " (the answer cites nothing)")]
+    for c in report.citations:
+        score = f" {c.support:.2f}" if c.support is not None else ""
+        reason = f"  ({c.reason})" if c.reason and c.verdict.strength <= Verdict.UNSUPPORTED.strength else ""
+        lines.append(f"  {c.verdict.mark} [{c.n}] {c.verdict.label}{score}  {c.chunk_id or '-'}{reason}")
+    tally = ", ".join(f"{n} {v.label}" for v, n in report.counts().items() if n)
+    lines.append(f"claims: {len(report.claims)}" + (f" ({tally})" if tally else ""))
+    for c in report.claims:
+        marks = "".join(f"[{n}]" for n in c.citations)
+        text = " ".join(c.text.split())
+        text = text if len(text) <= 90 else text[:87] + "..."
+        lines.append(f"  {c.verdict.mark} {c.verdict.label:<12} {text} {marks}".rstrip())
+    lines.append("supported: " + ("no factual claims" if share is None else f"{share:.0%} of claims"))
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.answer == "-" and args.shown == "-":
+        raise UsageError("only one of ANSWER_FILE and --shown can read stdin: give the other as a file")
+    answer = _read(args.answer, "answer")
+    if len(answer) > MAX_ANSWER_CHARS:
+        raise UsageError(f"the answer is {len(answer)} characters long, more than {MAX_ANSWER_CHARS}: check it in parts")
+    shown_text = _read(args.shown, "--shown")
+    embedder = load_embedder_from_args(args)
+    index = open_index_from_args(args, embedder=embedder, quiet=True)
+    shown = read_shown(shown_text, index)
+    report = check_citations(answer, shown, index.chunk, embedder)
+    share = supported_share(report)
+    short = args.min_supported is not None and (share or 0.0) < args.min_supported
+    if args.json:
+        passed = not (report.made_up or report.unresolved or short)
+        extra = {"supported_share": share, "min_supported": args.min_supported, "passed": passed}
+        print(json.dumps(verification_to_dict(report) | extra, indent=2, ensure_ascii=False))
+    else:
+        print(render(report, share))
+    failures = []
+    if report.made_up:
+        failures.append("made up: " + ", ".join(f"[{n}]" for n in report.made_up))
+    if report.unresolved:
+        failures.append("unresolved: " + ", ".join(f"[{n}]" for n in report.unresolved))
+    if short:
+        got = "no factual claim" if share is None else f"{share:.0%}"
+        failures.append(f"supported claims {got}, below --min-supported {args.min_supported:.0%}")
+    if failures:
+        print("smoldocs check: failed: " + "; ".join(failures), file=sys.stderr)
+        return FAILED
+    return 0

@@ -1,0 +1,39 @@
+"""`smoldocs mcp`: serve search_docs, get_document, check_citations and the docs to an MCP client over stdio."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from agent.commands.common import add_index_options, load_embedder_from_args, load_tokenizer_from_args
+
+HELP = "serve the docs to other agents over MCP (stdio): search_docs, get_document, check_citations, resources"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_index_options(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    from agent.mcp_server import LiveIndex, build_server
+
+    from rag.corpus import check_docs_dir
+
+    if args.docs is not None:
+        check_docs_dir(args.docs)  # a mistyped folder is one line, before seconds of model loading
+    # stdout carries the protocol: everything else, including loading notices, goes to stderr.
+    tokenizer = load_tokenizer_from_args(args)
+    embedder = load_embedder_from_args(args)
+    live = LiveIndex(args.docs, tokenizer, embedder, index_dir=args.index)
+    print(f"smoldocs mcp: serving {live.root} ({len(live.index)} chunks) on stdio", file=sys.stderr, flush=True)
+    build_server(live).run("stdio")
+    busy = not live.lock.acquire(blocking=False)
+    still = " (a call it left was still running)" if busy else ""
+    print(f"smoldocs mcp: the client closed the connection; stopped{still}", file=sys.stderr, flush=True)
+    if busy:
+        # An abandoned call is still inside llama.cpp: exit now rather than wait for it, or free the models under it.
+        sys.stdout.flush()
+        os._exit(0)
+    live.lock.release()
+    return 0

@@ -1,0 +1,283 @@
+"""`smoldocs mcp`: the docs index and the citation checker for other agents, as an MCP server over stdio.
+
+Built on the official `mcp` SDK's MCPServer (FastMCP before mcp 2). One ledger per MCP session, so `[n]` names
+one chunk for the whole session; the index is checked for changed files before every call.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import anyio
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR
+from mcp_types import Resource as MCPResource
+
+from agent import __version__
+from agent.chats.codec import verification_to_dict
+from models.protocols import Embedder, Tokenizer
+from rag.answer_check import MAX_ANSWER_CHARS, check_citations, supported_share
+from rag.citations import Citation
+from rag.corpus import TEXT_SUFFIXES, check_docs_dir, decode_text, default_docs_dir, iter_candidate_files
+from rag.document_tool import GET_DOCUMENT_DESCRIPTION, GET_DOCUMENT_NAME, GET_DOCUMENT_SCHEMA, GetDocumentTool
+from rag.document_tool import validate_arguments as document_problem
+from rag.errors import RagError
+from rag.hybrid import HybridIndex
+from rag.index import open_index
+from rag.packing import Ledger, sourced_block
+from rag.search_tool import (
+    DEFAULT_MAX_TOKENS,
+    SEARCH_DOCS_DESCRIPTION,
+    SEARCH_DOCS_NAME,
+    SEARCH_DOCS_SCHEMA,
+    SearchDocsTool,
+)
+from rag.search_tool import validate_arguments as search_problem
+
+RESOURCE_PREFIX = "smoldocs://doc/"
+CHECK_CITATIONS_NAME = "check_citations"
+CHECK_CITATIONS_DESCRIPTION = (
+    "Check an answer's [n] citations against the excerpts search_docs and get_document showed in this session. "
+    "Returns a verdict per cited number (supported, weak, unsupported, made_up, unresolved) and per factual "
+    "claim (the same, or uncited), as JSON."
+)
+CHECK_CITATIONS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "answer": {
+            "type": "string",
+            "maxLength": MAX_ANSWER_CHARS,
+            "description": "The answer text, citing excerpts as [n].",
+        },
+    },
+    "required": ["answer"],
+    "additionalProperties": False,
+}
+INSTRUCTIONS = (
+    "smoldocs searches a local docs folder. search_docs returns numbered excerpts `[n] <uri>` with a source id; "
+    "get_document(source_id) shows one excerpt whole; cite excerpts as [n] (a number keeps its meaning for the "
+    "whole session), then check_citations(answer) says which citations hold. Each document is also a resource "
+    f"at {RESOURCE_PREFIX}<uri>."
+)
+
+
+def _stamp(root: Path) -> tuple:
+    """What the docs folder looks like, cheaply: every text file's id, size and modification time."""
+    found = []
+    for doc_id, path in iter_candidate_files(check_docs_dir(root), {}):
+        if path.suffix.lower() in TEXT_SUFFIXES:
+            try:
+                info = path.stat()
+            except OSError:
+                continue
+            found.append((doc_id, info.st_size, info.st_mtime_ns))
+    return tuple(found)
+
+
+class LiveIndex:
+    """The index of one docs folder, reopened incrementally whenever a stat of its files shows a change."""
+
+    def __init__(self, docs_dir, tokenizer: Tokenizer, embedder: Embedder, index_dir=None) -> None:
+        self.root = check_docs_dir(docs_dir if docs_dir is not None else default_docs_dir())
+        self.tokenizer = tokenizer
+        self.embedder = embedder
+        self.index_dir = index_dir
+        # One lock for refreshing and for every use of the index: llama.cpp's embedder is not thread-safe.
+        self.lock = threading.RLock()
+        self.stamp = _stamp(self.root)
+        self.index: HybridIndex = open_index(self.root, tokenizer, embedder, index_dir=index_dir)
+        self.refreshes = 0
+
+    def current(self) -> tuple[HybridIndex, str | None]:
+        """The index as the files are now, and a one-line note when it had to be refreshed for that."""
+        with self.lock:
+            stamp = _stamp(self.root)  # DocsNotFound when the folder went away: an error, never the old index
+            if stamp == self.stamp:
+                return self.index, None
+            self.index = open_index(self.root, self.tokenizer, self.embedder, index_dir=self.index_dir)
+            self.stamp = stamp
+            self.refreshes += 1
+            return self.index, f"note: the docs changed, so the index was refreshed ({self.index.update.summary()})"
+
+    def document(self, doc_id: str) -> str | None:
+        """The current text of one indexed document, or None when the index holds no such document."""
+        index, _ = self.current()
+        if doc_id not in index.doc_ids:
+            return None
+        return decode_text((self.root / doc_id).read_bytes())
+
+
+@dataclass
+class SessionState:
+    """One MCP session: its ledger, and the text each number showed (to notice a chunk edited since)."""
+
+    ledger: Ledger = field(default_factory=Ledger)
+    shown_text: dict[int, str] = field(default_factory=dict)
+
+    def remember(self, citations: list[Citation], index: HybridIndex) -> None:
+        for c in citations:
+            chunk = index.chunk(c.chunk_id)
+            if chunk is not None:
+                self.shown_text[c.n] = chunk.text
+
+    def shown(self) -> dict[int, Citation]:
+        return {c.n: c for c in self.ledger.citations()}
+
+    def changed(self, index: HybridIndex) -> set[int]:
+        """Numbers whose chunk is still indexed but reads differently from what this session was shown."""
+        out = set()
+        for n, c in self.shown().items():
+            chunk = index.chunk(c.chunk_id)
+            if chunk is not None and n in self.shown_text and chunk.text != self.shown_text[n]:
+                out.add(n)
+        return out
+
+
+class Sessions:
+    """State per MCP session, forgotten with the session."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_session: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def get(self, ctx: Context) -> SessionState:
+        # mcp 2 builds a ServerSession per request; the connection behind it lives as long as the MCP session.
+        # The SDK has no public accessor for it yet; over stdio there is one connection per process anyway.
+        key = getattr(ctx.session, "_connection", None) or self
+        with self._lock:
+            state = self._by_session.get(key)
+            if state is None:
+                state = self._by_session[key] = SessionState()
+            return state
+
+
+class CheckedTool(Tool):
+    """A tool whose raw arguments are checked against its JSON schema by our validator: one clear line each."""
+
+    problem: Callable[[Any], str | None] | None = None
+
+    async def run(self, arguments: dict[str, Any], context: Context, convert_result: bool = False) -> Any:
+        if self.problem is not None and (why := self.problem(arguments)) is not None:
+            raise ToolError(f"Error executing tool {self.name}: {why}")
+        return await super().run(arguments, context, convert_result=convert_result)
+
+
+def _tool(fn: Callable, name: str, description: str, schema: dict, problem: Callable[[Any], str | None]) -> Tool:
+    base = CheckedTool.from_function(fn, name=name, description=description, structured_output=False)
+    # Advertise the exact schema the agent's own tools use, not the one derived from the Python signature.
+    return base.model_copy(update={"parameters": schema, "problem": problem})
+
+
+def _answer_problem(arguments: Any) -> str | None:
+    if not isinstance(arguments, dict) or set(arguments) - {"answer"}:
+        return 'invalid check_citations arguments: expected {"answer": "<text citing excerpts as [n]>"}'
+    answer = arguments.get("answer")
+    if not isinstance(answer, str):
+        return f"invalid check_citations arguments: answer must be a string, not {type(answer).__name__}"
+    if len(answer) > MAX_ANSWER_CHARS:
+        return f"answer is {len(answer)} characters long, more than {MAX_ANSWER_CHARS}: check it in parts"
+    return None
+
+
+class DocsServer(MCPServer):
+    """MCPServer whose resource list follows the docs folder as it is now."""
+
+    def __init__(self, live: LiveIndex, **kwargs) -> None:
+        self.live = live
+        super().__init__(**kwargs)
+
+    async def list_resources(self) -> list[MCPResource]:
+        # A refresh embeds changed files: off the event loop, like the tools.
+        return await anyio.to_thread.run_sync(self._documents)
+
+    def _documents(self) -> list[MCPResource]:
+        try:
+            index, _ = self.live.current()
+        except RagError as exc:
+            raise MCPError(code=INTERNAL_ERROR, message=f"the docs cannot be read: {exc}") from None
+        return [MCPResource(uri=RESOURCE_PREFIX + d, name=d, mime_type="text/markdown") for d in index.doc_ids]
+
+
+def build_server(
+    live: LiveIndex, max_tokens: int = DEFAULT_MAX_TOKENS, embedder_for_checks: Embedder | None = None
+) -> MCPServer:
+    """The MCP server over `live`: search_docs, get_document, check_citations, and one resource per document."""
+    sessions = Sessions()
+    judge_embedder = embedder_for_checks if embedder_for_checks is not None else live.embedder
+
+    def _fresh() -> tuple[HybridIndex, str | None]:
+        try:
+            return live.current()
+        except RagError as exc:
+            raise ToolError(f"the docs cannot be read: {exc}") from None
+
+    def _with_note(text: str, note: str | None) -> str:
+        return f"{note}\n\n{text}" if note else text
+
+    def _search(state: SessionState, args: dict[str, Any]) -> str:
+        with live.lock:
+            index, note = _fresh()
+            result = SearchDocsTool(index, state.ledger, live.tokenizer, max_tokens, render=sourced_block)(args)
+            if result.error is not None:
+                raise ToolError(result.error)
+            state.remember(result.citations, index)
+        return _with_note(result.text, note)
+
+    def _document(state: SessionState, source_id: str) -> str:
+        with live.lock:
+            index, note = _fresh()
+            result = GetDocumentTool(index, state.ledger, live.tokenizer, max_tokens)({"source_id": source_id})
+            if result.error is not None:
+                raise ToolError(result.error)
+            state.remember(result.citations, index)
+        return _with_note(result.text, note)  # source_not_found is a result, not an error
+
+    def _check(state: SessionState, answer: str) -> str:
+        with live.lock:
+            index, note = _fresh()
+            report = check_citations(answer, state.shown(), index.chunk, judge_embedder, changed=state.changed(index))
+        out = verification_to_dict(report) | {"supported_share": supported_share(report)}
+        return _with_note(json.dumps(out, ensure_ascii=False), note)
+
+    # The work runs in a thread the call can abandon: a client that cancels or goes away gets no answer, and the
+    # server does not wait for the embedder to finish before it can stop.
+    async def search_docs(query: str, ctx: Context, k: int = 5, doc_ids: list[str] | None = None) -> str:
+        args: dict[str, Any] = {"query": query, "k": k, **({"doc_ids": doc_ids} if doc_ids is not None else {})}
+        return await anyio.to_thread.run_sync(_search, sessions.get(ctx), args, abandon_on_cancel=True)
+
+    async def get_document(source_id: str, ctx: Context) -> str:
+        return await anyio.to_thread.run_sync(_document, sessions.get(ctx), source_id, abandon_on_cancel=True)
+
+    async def check_citations_tool(answer: str, ctx: Context) -> str:
+        return await anyio.to_thread.run_sync(_check, sessions.get(ctx), answer, abandon_on_cancel=True)
+
+    tools = [
+        _tool(search_docs, SEARCH_DOCS_NAME, SEARCH_DOCS_DESCRIPTION, SEARCH_DOCS_SCHEMA, search_problem),
+        _tool(get_document, GET_DOCUMENT_NAME, GET_DOCUMENT_DESCRIPTION, GET_DOCUMENT_SCHEMA, document_problem),
+        _tool(check_citations_tool, CHECK_CITATIONS_NAME, CHECK_CITATIONS_DESCRIPTION, CHECK_CITATIONS_SCHEMA,
+              _answer_problem),
+    ]  # fmt: skip
+    server = DocsServer(live, name="smoldocs", version=__version__, instructions=INSTRUCTIONS, tools=tools,
+                        log_level="WARNING")  # fmt: skip
+
+    @server.resource(RESOURCE_PREFIX + "{+doc_id}", name="document", description="One document of the docs folder")
+    def read_document(doc_id: str) -> str:
+        with live.lock:
+            try:
+                text = live.document(doc_id)
+            except (RagError, OSError) as exc:
+                raise ResourceError(f"cannot read {doc_id}: {exc}") from None
+        if text is None:
+            raise ResourceNotFoundError(f"no document {doc_id!r} in the docs folder: list the resources to see them")
+        return text
+
+    return server
