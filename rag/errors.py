@@ -15,5 +15,9 @@ class IndexCorrupt(RagError):
     """A stored index cannot be read; callers rebuild it."""
 
 
+class IndexNotSaved(RagError):
+    """The index was built but could not be written; the previous one is left as it was."""
+
+
 class BudgetError(RagError, ValueError):
     """A token budget that makes no sense (negative)."""

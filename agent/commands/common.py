@@ -76,6 +76,7 @@ def open_index_from_args(
     rebuild: bool = False,
     quiet: bool = False,
     stream: TextIO | None = None,
+    must_save: bool = False,
 ) -> HybridIndex:
     """The ready index for --docs/--index, updated if files changed, with a progress bar on stderr."""
     from rag.index import open_index
@@ -86,7 +87,7 @@ def open_index_from_args(
     try:
         return open_index(
             getattr(args, "docs", None), tokenizer, embedder,
-            index_dir=getattr(args, "index", None), progress=bar, rebuild=rebuild,
+            index_dir=getattr(args, "index", None), progress=bar, rebuild=rebuild, must_save=must_save,
             current_only=bool(getattr(args, "current_only", False)),
         )
     finally:

@@ -16,7 +16,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    index = open_index_from_args(args, rebuild=args.rebuild, quiet=args.quiet)
+    # Saving is the point of this command: a build that cannot be stored is an error (exit 2), not a notice.
+    index = open_index_from_args(args, rebuild=args.rebuild, quiet=args.quiet, must_save=True)
     update = index.update
     print(f"index of {index.docs_dir}: {update.summary()}")
     for label, names in (("added", update.added), ("changed", update.changed), ("removed", update.removed)):
