@@ -116,7 +116,8 @@ def open_index(
     emit = progress or (lambda event: None)
     root = check_docs_dir(docs_dir if docs_dir is not None else default_docs_dir())
     target = Path(index_dir).expanduser().resolve() if index_dir is not None else store.default_index_dir(root)
-    corpus = load_corpus(root)
+    emit(IndexProgress("scan", 0, 0))
+    corpus = load_corpus(root, on_document=lambda n: emit(IndexProgress("scan", n, 0)))
     emit(IndexProgress("scan", len(corpus.documents), len(corpus.documents)))
     wanted = index_settings(tokenizer, embedder, chunking)
     stored, reason = _previous(target, wanted, rebuild, emit)
@@ -126,12 +127,13 @@ def open_index(
     kept: dict[str, list[Chunk]] = {}
     fresh: dict[str, list[Chunk]] = {}
     for n, doc in enumerate(corpus.documents, start=1):
+        emit(IndexProgress("chunk", n - 1, len(corpus.documents), message=doc.doc_id))
         entry = old_files.get(doc.doc_id)
         if entry is not None and entry["sha256"] == doc.sha256:
             kept[doc.doc_id] = [stored.chunks[old_rows[cid]] for cid in entry["chunks"]]
         else:
             fresh[doc.doc_id] = chunk_document(doc.doc_id, doc.text, tokenizer, chunking.max_tokens)
-        emit(IndexProgress("chunk", n, len(corpus.documents)))
+        emit(IndexProgress("chunk", n, len(corpus.documents), message=doc.doc_id))
 
     new_chunks = [c for doc_chunks in fresh.values() for c in doc_chunks]
     embed_started = time.perf_counter()
