@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 
-
 from faults_support import cli, index_args, search_args
 
 # Every code point str.splitlines() breaks at, then CRLF.
