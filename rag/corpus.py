@@ -110,7 +110,7 @@ def _link_problem(path: Path, root: Path) -> str | None:
         return "symlink outside"
     if target.is_dir():
         # Walking it would revisit files already found at their real place, or loop when it is an ancestor.
-        return "symlink loop" if path.parent.resolve().is_relative_to(target) else "symlinked folder"
+        return "symlink loop" if Path(os.path.realpath(path.parent)).is_relative_to(target) else "symlinked folder"
     return None
 
 

@@ -228,20 +228,24 @@ def _clean(index_dir: Path, keep: set[str], previous: set[str]) -> None:
             path.unlink(missing_ok=True)
 
 
+class _Vanished(IndexCorrupt):
+    """A file the manifest names is gone: damage, or a concurrent save that replaced this generation."""
+
+
 def load(index_dir: Path, attempts: int = 3) -> StoredIndex | None:
     """The stored index, None if there is none yet, IndexCorrupt (with the reason) if it cannot be trusted.
 
-    A concurrent save may replace the manifest and delete the files it named while they are being read: that
-    is retried with the new manifest, not reported as damage.
+    A concurrent save may commit a new manifest and delete the files of the one being read: that is retried
+    with the new manifest rather than reported as damage.
     """
     index_dir = Path(index_dir)
-    for attempt in range(attempts):
+    for attempt in range(1, attempts + 1):
         try:
             return _load_once(index_dir)
-        except IndexCorrupt as exc:
-            if not exc.args or not str(exc).startswith("missing") or attempt == attempts - 1:
+        except _Vanished:
+            if attempt == attempts:
                 raise
-    raise AssertionError("unreachable")
+    return None
 
 
 def _load_once(index_dir: Path) -> StoredIndex | None:
@@ -313,7 +317,7 @@ def _read_verified(index_dir: Path, name: str, checksums: dict) -> bytes:
                 digest.update(block)
                 data += block
     except FileNotFoundError:
-        raise IndexCorrupt(f"missing {name}") from None
+        raise _Vanished(f"missing {name}") from None
     if digest.hexdigest() != expected["sha256"]:
         raise IndexCorrupt(f"{name} does not match its checksum")
     return bytes(data)

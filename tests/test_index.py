@@ -259,3 +259,20 @@ def test_any_text_round_trips_through_the_stored_index(tmp_path_factory, texts, 
     store.save(index_dir, {"s": doc_id}, files, chunks, np.zeros((len(chunks), 4), np.float32), bm25, {})
     loaded = store.load(index_dir)
     assert loaded.chunks == chunks and loaded.settings == {"s": doc_id} and list(loaded.files) == [doc_id]
+
+
+def test_a_load_racing_a_save_reads_the_new_generation_not_a_damage_notice(docs, tmp_path, monkeypatch):
+    open_(docs, tmp_path / "idx")
+    (docs / "guide.md").write_text("# Changed\n\nBrand new words.\n")
+    real_read = store._read_verified
+    raced: list[str] = []
+
+    def racing(index_dir, name, checksums):
+        if not raced:
+            raced.append(name)
+            open_(docs, tmp_path / "idx")  # another process commits a generation and deletes this one
+        return real_read(index_dir, name, checksums)
+
+    monkeypatch.setattr(store, "_read_verified", racing)
+    stored = store.load(tmp_path / "idx")
+    assert raced and any("Brand new words" in c.text for c in stored.chunks)
