@@ -192,7 +192,8 @@ def _locked(index_dir: Path):
     """An exclusive lock on the index folder itself (no lock file to leave behind), released on exit or death."""
     fd = os.open(index_dir, os.O_RDONLY)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        with contextlib.suppress(OSError):  # a filesystem without locks (some network mounts): commit unlocked
+            fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
         os.close(fd)
