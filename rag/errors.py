@@ -15,6 +15,10 @@ class IndexCorrupt(RagError):
     """A stored index cannot be read; callers rebuild it."""
 
 
+class IndexNotSaved(RagError):
+    """The index was built but could not be written; the previous one is left as it was."""
+
+
 class BudgetError(RagError, ValueError):
     """A token budget that makes no sense (negative)."""
 

@@ -15,7 +15,7 @@ from rag import store
 from rag.chunking import ChunkSettings, chunk_document, indexed_text
 from rag.corpus import Corpus, check_docs_dir, default_docs_dir, load_corpus
 from rag.dense import embed_texts
-from rag.errors import IndexCorrupt
+from rag.errors import IndexCorrupt, IndexNotSaved
 from rag.hybrid import HybridIndex
 from rag.sources import source_info
 from rag.terms import TermSettings
@@ -26,12 +26,16 @@ EMBEDDED_TEXT = "heading-path+text/v1"  # what each embedding row was computed f
 
 @dataclass(frozen=True)
 class IndexProgress:
-    """One step of opening an index, for a progress bar. `notice` events carry a one-line message."""
+    """One step of opening an index, for a progress bar. `notice` events carry a one-line message.
+
+    Every stage reports as it goes: scan per file found, chunk per file (before it starts, naming it, since one
+    big file can take a while), embed per batch, save at start and end.
+    """
 
     stage: str  # "scan" | "chunk" | "embed" | "save" | "notice" | "done"
     done: int = 0
-    total: int = 0
-    message: str = ""
+    total: int = 0  # 0: not known yet (scanning)
+    message: str = ""  # a notice's text; for "chunk", the file being chunked
     rate: float = 0.0  # items per second so far in this stage
 
 
@@ -99,17 +103,21 @@ def open_index(
     progress: ProgressFn | None = None,
     rebuild: bool = False,
     chunking: ChunkSettings = ChunkSettings(),
+    must_save: bool = False,
     **search_options,
 ) -> HybridIndex:
     """The ready index of `docs_dir` (None: the bundled docs_corpus/), updated and saved if files changed.
 
+    When it cannot be saved, a search can still use it from memory (one notice); with `must_save` (the `index`
+    command, whose whole point is saving) that is IndexNotSaved instead. Either way the previous index is intact.
     `search_options` go to HybridIndex (fusion, term_settings, min_dense_score, bm25_weight, current_only).
     """
     started = time.perf_counter()
     emit = progress or (lambda event: None)
     root = check_docs_dir(docs_dir if docs_dir is not None else default_docs_dir())
     target = Path(index_dir).expanduser().resolve() if index_dir is not None else store.default_index_dir(root)
-    corpus = load_corpus(root)
+    emit(IndexProgress("scan", 0, 0))
+    corpus = load_corpus(root, on_document=lambda n: emit(IndexProgress("scan", n, 0)))
     emit(IndexProgress("scan", len(corpus.documents), len(corpus.documents)))
     wanted = index_settings(tokenizer, embedder, chunking)
     stored, reason = _previous(target, wanted, rebuild, emit)
@@ -119,12 +127,13 @@ def open_index(
     kept: dict[str, list[Chunk]] = {}
     fresh: dict[str, list[Chunk]] = {}
     for n, doc in enumerate(corpus.documents, start=1):
+        emit(IndexProgress("chunk", n - 1, len(corpus.documents), message=doc.doc_id))
         entry = old_files.get(doc.doc_id)
         if entry is not None and entry["sha256"] == doc.sha256:
             kept[doc.doc_id] = [stored.chunks[old_rows[cid]] for cid in entry["chunks"]]
         else:
             fresh[doc.doc_id] = chunk_document(doc.doc_id, doc.text, tokenizer, chunking.max_tokens)
-        emit(IndexProgress("chunk", n, len(corpus.documents)))
+        emit(IndexProgress("chunk", n, len(corpus.documents), message=doc.doc_id))
 
     new_chunks = [c for doc_chunks in fresh.values() for c in doc_chunks]
     embed_started = time.perf_counter()
@@ -165,8 +174,13 @@ def open_index(
         try:
             store.save(target, wanted, files, chunks, embeddings, index.bm25, terms_wanted)
         except OSError as exc:
-            # Searching still works from memory; only the next start pays for the rebuild again.
             reason = exc.strerror or str(exc)
+            if must_save:
+                raise IndexNotSaved(
+                    f"could not save the index in {target} ({reason}); the previous index is unchanged: "
+                    "free some space, or pass --index DIR to a writable folder"
+                ) from None
+            # Searching still works from memory; only the next start pays for the rebuild again.
             emit(IndexProgress("notice", message=f"cannot save the index in {target} ({reason}); "
                                "using it unsaved: pass --index DIR to a writable folder"))
         emit(IndexProgress("save", 1, 1))

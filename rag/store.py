@@ -1,11 +1,15 @@
 """The index on disk: a manifest, chunks JSONL, embeddings .npy and BM25 postings .npz; a crash never breaks it.
 
 Chunks, embeddings and postings go to new generation-named files first; replacing manifest.json is the single commit
-point. A run killed at any moment leaves either the old manifest with its old files, or the new one.
+point. A run killed at any moment leaves either the old manifest with its old files, or the new one. A save that
+fails removes what it wrote. The manifest holds the size and SHA-256 of every file and of itself, checked at load:
+damage anywhere is an IndexCorrupt, never silently different results.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import io
 import json
@@ -25,9 +29,11 @@ from rag.errors import IndexCorrupt
 from rag.types import Chunk
 
 FORMAT = "smoldocs-index"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3  # 3: every file checksummed, ASCII-only JSON
 MANIFEST = "manifest.json"
 STALE_SECONDS = 600  # an unreferenced file this old was left by a killed run, not a concurrent save
+READ_BLOCK = 1 << 20
+SELF_SUM = "manifest_sha256"
 
 
 @dataclass
@@ -70,6 +76,21 @@ def atomic_write(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make a rename durable: the folder's entry, not only the file's bytes, must reach the disk."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some filesystems cannot fsync a folder; the rename itself already happened
+    finally:
+        os.close(fd)
 
 
 def chunk_to_json(chunk: Chunk) -> dict:
@@ -88,6 +109,16 @@ def chunk_from_json(row: dict) -> Chunk:
     return Chunk(row["id"], row["doc"], row["uri"], row["text"], tuple(row["heading"]), int(start), int(end))
 
 
+def to_json_line(row: dict) -> bytes:
+    """One JSON line that round-trips any str: ASCII only, so no code point (U+2028, a lone surrogate) can break it."""
+    return json.dumps(row, ensure_ascii=True).encode("ascii") + b"\n"
+
+
+def from_json_lines(data: bytes) -> list:
+    """The rows to_json_line wrote; only b"\\n" ends a line, unlike str.splitlines()."""
+    return [json.loads(line) for line in data.split(b"\n") if line]
+
+
 def save(
     index_dir: Path,
     settings: dict,
@@ -97,35 +128,75 @@ def save(
     bm25: BM25Index,
     bm25_terms: dict,
 ) -> None:
-    """Write a new generation, commit it by replacing the manifest, then delete older generations."""
+    """Write a new generation, commit it by replacing the manifest, then delete older generations.
+
+    On any failure (a full disk) the files this call wrote are removed and the previous index is left as it was.
+    """
     if embeddings.shape[0] != len(chunks):
         raise ValueError(f"{len(chunks)} chunks but {embeddings.shape[0]} embedding rows")
     index_dir = Path(index_dir)
     gen = uuid.uuid4().hex[:12]
-    chunks_name, emb_name, bm25_name = f"chunks-{gen}.jsonl", f"embeddings-{gen}.npy", f"bm25-{gen}.npz"
-    chunk_bytes = "".join(json.dumps(chunk_to_json(c), ensure_ascii=False) + "\n" for c in chunks).encode()
-    atomic_write(index_dir / chunks_name, chunk_bytes)
+    names = {"chunks": f"chunks-{gen}.jsonl", "embeddings": f"embeddings-{gen}.npy", "bm25": f"bm25-{gen}.npz"}
+    written: list[Path] = []
+    try:
+        checksums = {}
+        for key, data in _generation_bytes(chunks, embeddings, bm25):
+            path = index_dir / names[key]
+            written.append(path)
+            atomic_write(path, data)
+            checksums[names[key]] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+        manifest = {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "settings": settings,
+            "chunks_file": names["chunks"],
+            "embeddings_file": names["embeddings"],
+            "bm25_file": names["bm25"],
+            "checksums": checksums,
+            "bm25_terms": bm25_terms,
+            "n_chunks": len(chunks),
+            "files": files,
+        }
+        manifest[SELF_SUM] = _self_sum(manifest)
+        with _locked(index_dir):  # two writers: each deletes the generation it really replaced
+            previous = _referenced(index_dir / MANIFEST)
+            atomic_write(index_dir / MANIFEST, json.dumps(manifest, indent=1, ensure_ascii=True).encode("ascii"))
+            written.clear()  # committed: these files are the index now
+            with contextlib.suppress(OSError):  # saved either way; leftovers go on a later save
+                _clean(index_dir, keep=set(names.values()), previous=previous)
+    finally:
+        for path in written:
+            with contextlib.suppress(OSError):
+                path.unlink(missing_ok=True)
+
+
+def _generation_bytes(chunks: list[Chunk], embeddings: np.ndarray, bm25: BM25Index):
+    """(key, bytes) of each generation file, built one at a time."""
+    yield "chunks", b"".join(to_json_line(chunk_to_json(c)) for c in chunks)
     buf = io.BytesIO()
     np.save(buf, np.ascontiguousarray(embeddings, dtype=np.float32), allow_pickle=False)
-    atomic_write(index_dir / emb_name, buf.getvalue())
+    yield "embeddings", buf.getvalue()
     buf = io.BytesIO()
     np.savez(buf, **bm25.to_arrays())
-    atomic_write(index_dir / bm25_name, buf.getvalue())
-    manifest = {
-        "format": FORMAT,
-        "format_version": FORMAT_VERSION,
-        "settings": settings,
-        "chunks_file": chunks_name,
-        "chunks_sha256": hashlib.sha256(chunk_bytes).hexdigest(),
-        "embeddings_file": emb_name,
-        "bm25_file": bm25_name,
-        "bm25_terms": bm25_terms,
-        "n_chunks": len(chunks),
-        "files": files,
-    }
-    previous = _referenced(index_dir / MANIFEST)
-    atomic_write(index_dir / MANIFEST, json.dumps(manifest, indent=1, ensure_ascii=False).encode())
-    _clean(index_dir, keep={chunks_name, emb_name, bm25_name}, previous=previous)
+    yield "bm25", buf.getvalue()
+
+
+def _self_sum(manifest: dict) -> str:
+    """The manifest's checksum of its own content (every key but this one), independent of layout."""
+    body = {k: v for k, v in manifest.items() if k != SELF_SUM}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=True).encode("ascii")).hexdigest()
+
+
+@contextlib.contextmanager
+def _locked(index_dir: Path):
+    """An exclusive lock on the index folder itself (no lock file to leave behind), released on exit or death."""
+    fd = os.open(index_dir, os.O_RDONLY)
+    try:
+        with contextlib.suppress(OSError):  # a filesystem without locks (some network mounts): commit unlocked
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def _referenced(manifest_path: Path) -> set[str]:
@@ -158,27 +229,41 @@ def _clean(index_dir: Path, keep: set[str], previous: set[str]) -> None:
             path.unlink(missing_ok=True)
 
 
-def load(index_dir: Path) -> StoredIndex | None:
-    """The stored index, None if there is none yet, IndexCorrupt (with the reason) if it cannot be trusted."""
+class _Vanished(IndexCorrupt):
+    """A file the manifest names is gone: damage, or a concurrent save that replaced this generation."""
+
+
+def load(index_dir: Path, attempts: int = 3) -> StoredIndex | None:
+    """The stored index, None if there is none yet, IndexCorrupt (with the reason) if it cannot be trusted.
+
+    A concurrent save may commit a new manifest and delete the files of the one being read: that is retried
+    with the new manifest rather than reported as damage.
+    """
     index_dir = Path(index_dir)
+    for attempt in range(1, attempts + 1):
+        try:
+            return _load_once(index_dir)
+        except _Vanished:
+            if attempt == attempts:
+                raise
+    return None
+
+
+def _load_once(index_dir: Path) -> StoredIndex | None:
     manifest_path = index_dir / MANIFEST
-    if not manifest_path.exists():
+    try:
+        raw = manifest_path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
         return None
+    except OSError as exc:
+        raise IndexCorrupt(f"unreadable manifest: {exc.strerror or exc}") from None
+    manifest = _check_manifest(raw)
     try:
-        manifest = json.loads(manifest_path.read_bytes())
-    except (OSError, ValueError) as exc:
-        raise IndexCorrupt(f"unreadable manifest: {exc}") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise IndexCorrupt("not a smoldocs index manifest")
-    if manifest.get("format_version") != FORMAT_VERSION:
-        raise IndexCorrupt(f"index format {manifest.get('format_version')}, this smoldocs reads {FORMAT_VERSION}")
-    try:
-        chunk_bytes = (index_dir / manifest["chunks_file"]).read_bytes()
-        if hashlib.sha256(chunk_bytes).hexdigest() != manifest["chunks_sha256"]:
-            raise IndexCorrupt("chunks file does not match its checksum")
-        chunks = [chunk_from_json(json.loads(line)) for line in chunk_bytes.decode().splitlines() if line]
-        embeddings = np.load(index_dir / manifest["embeddings_file"], allow_pickle=False)
-        with np.load(index_dir / manifest["bm25_file"], allow_pickle=False) as npz:
+        data = {key: _read_verified(index_dir, manifest[f"{key}_file"], manifest["checksums"])
+                for key in ("chunks", "embeddings", "bm25")}
+        chunks = [chunk_from_json(row) for row in from_json_lines(data["chunks"])]
+        embeddings = np.load(io.BytesIO(data["embeddings"]), allow_pickle=False)
+        with np.load(io.BytesIO(data["bm25"]), allow_pickle=False) as npz:
             bm25 = BM25Index.from_arrays({key: npz[key] for key in npz.files})
         if not isinstance(manifest["bm25_terms"], dict):
             raise ValueError("bm25_terms is not an object")
@@ -202,3 +287,38 @@ def load(index_dir: Path) -> StoredIndex | None:
     if len(bm25) != n:
         raise IndexCorrupt(f"BM25 postings cover {len(bm25)} chunks, not {n}")
     return StoredIndex(manifest, chunks, embeddings, bm25)
+
+
+def _check_manifest(raw: bytes) -> dict:
+    try:
+        manifest = json.loads(raw)
+    except ValueError as exc:
+        raise IndexCorrupt(f"unreadable manifest: {exc}") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise IndexCorrupt("not a smoldocs index manifest")
+    if manifest.get("format_version") != FORMAT_VERSION:
+        raise IndexCorrupt(f"index format {manifest.get('format_version')}, this smoldocs reads {FORMAT_VERSION}")
+    if manifest.get(SELF_SUM) != _self_sum(manifest):
+        raise IndexCorrupt("manifest does not match its checksum")
+    return manifest
+
+
+def _read_verified(index_dir: Path, name: str, checksums: dict) -> bytes:
+    """The bytes of one generation file, after checking its size (cheap, first) and its SHA-256 (streamed)."""
+    expected = checksums[name]
+    path = index_dir / name
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size != expected["bytes"]:
+                raise IndexCorrupt(f"{name} has {size} bytes, the manifest says {expected['bytes']}")
+            digest = hashlib.sha256()
+            data = bytearray()
+            while block := fh.read(READ_BLOCK):
+                digest.update(block)
+                data += block
+    except FileNotFoundError:
+        raise _Vanished(f"missing {name}") from None
+    if digest.hexdigest() != expected["sha256"]:
+        raise IndexCorrupt(f"{name} does not match its checksum")
+    return bytes(data)

@@ -330,6 +330,36 @@ async def test_a_resumed_chat_marks_a_citation_whose_source_changed_as_stale(sto
 
 
 @pilot_test
+async def test_a_damaged_chat_is_listed_with_its_mark_and_resumes_its_intact_turns(store):
+    async with chatting(store, [REPLY, REPLY]) as (pilot, session, _, _):
+        await ask(pilot, "first question")
+        await ask(pilot, "second question")
+    path = store.list_chats()[0].path
+    lines = path.read_bytes().split(b"\n")
+    second = next(i for i, line in enumerate(lines) if b"second question" in line)
+    lines[second + 1] = b"\x00" * 40  # a zero-filled block inside the second turn
+    path.write_bytes(b"\n".join(lines))
+    damaged = path.read_bytes()
+    session2, model2, _ = real_session([REPLY])
+    async with app_for(session2, store).run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("ctrl+o")
+        options = pilot.app.screen.query_one(OptionList)
+        assert "damaged after turn 1" in str(options.get_option_at_index(0).prompt)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: pilot.app.chat.query(AnswerView))
+        assert len(pilot.app.chat.query(AnswerView)) == 1
+        assert any("Damaged after turn 1" in n.message for n in pilot.app._notifications)
+        assert path.read_bytes() == damaged  # opening it is not continuing it
+        await ask(pilot, "third question")
+    chat = store.load(path.stem)
+    assert [t.question for t in chat.turns] == ["first question", "third question"]
+    assert chat.info.damaged_after is None
+    [backup] = path.parent.glob(f"{path.name}.damaged-*")
+    assert backup.read_bytes() == damaged
+
+
+@pilot_test
 async def test_up_and_down_recall_earlier_inputs(store):
     async with chatting(store, [REPLY, REPLY]) as (pilot, session, _, _):
         await ask(pilot, "first question")

@@ -2,6 +2,10 @@
 
 Every line is one event, flushed and fsync'd as it is written, so killing the app loses at most the token
 in flight. A torn last line is ignored on load and cut off before the file is appended to again.
+
+A damaged line (garbled bytes, a zero-filled block, an event that does not parse) never hides a chat: it lists and
+loads with the turns intact before the damage, marked "damaged after turn N". Reading never writes; only when the
+user continues the chat is the file cut back to its intact turns, the damaged original kept beside it.
 """
 
 from __future__ import annotations
@@ -62,6 +66,8 @@ class ChatInfo:
     updated: float
     turns: int
     path: Path
+    damaged_after: int | None = None  # the intact turns before a damaged line; None when the file is whole
+    damage: str = ""  # what is wrong, e.g. "line 7 is not a saved event"
 
     @property
     def when(self) -> str:
@@ -76,24 +82,37 @@ class SavedChat:
 
 
 class ChatLog:
-    """The open file of one chat: `record(event)` appends one durable line."""
+    """The file of one chat: `record(event)` appends one durable line.
+
+    A resumed chat's file is opened (and a torn or damaged tail cut off) only at its first new line, so opening
+    a chat to read it never changes it.
+    """
 
     def __init__(self, path: Path, meta: dict | None = None) -> None:
         self.path = path
         self.chat_id = path.stem
-        path.parent.mkdir(parents=True, exist_ok=True)
-        _cut_torn_tail(path)
-        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        if meta is not None and os.fstat(self._fd).st_size == 0:
-            self._write({"type": "chat", "version": FORMAT_VERSION, "created": time.time(), **meta})
+        self.backup: Path | None = None  # where the damaged original went when the chat was continued
+        self._fd = -1
+        if meta is not None:
+            self._open()
+            if os.fstat(self._fd).st_size == 0:
+                self._write({"type": "chat", "version": FORMAT_VERSION, "created": time.time(), **meta})
 
     def record(self, event: Event) -> None:
         if isinstance(event, TextDelta) and not event.text:
             return
         self._write(event_to_dict(event))
 
+    def _open(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.backup = _cut_to_intact(self.path)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+
     def _write(self, data: dict) -> None:
-        line = (json.dumps(data, ensure_ascii=False, default=str) + "\n").encode()
+        if self._fd < 0:
+            self._open()
+        # A lone surrogate cannot be UTF-8: written as the JSON escape \\udcXX, it reads back as itself.
+        line = (json.dumps(data, ensure_ascii=False, default=str) + "\n").encode("utf-8", "backslashreplace")
         os.write(self._fd, line)
         os.fsync(self._fd)
 
@@ -109,37 +128,84 @@ class ChatLog:
         self.close()
 
 
-def _cut_torn_tail(path: Path) -> None:
-    """Drop a last line a kill left half-written, so the next line starts clean."""
+def _cut_to_intact(path: Path) -> Path | None:
+    """Before appending: drop a torn last line, or cut a damaged file back to its intact turns.
+
+    Returns where the damaged original was kept (None when nothing was damaged), so nothing is lost.
+    """
     if not path.exists():
-        return
+        return None
     data = path.read_bytes()
-    if data and not data.endswith(b"\n"):
+    scan = _scan(data)
+    if scan.intact_end == len(data):
+        return None
+    if not scan.damage:  # only a torn last line: the token in flight when the app died
         with open(path, "r+b") as f:
-            f.truncate(data.rfind(b"\n") + 1)
+            f.truncate(scan.intact_end)
+        return None
+    backup = path.with_name(f"{path.name}.damaged-{int(time.time())}")
+    atomic_write(backup, data)
+    atomic_write(path, data[: scan.intact_end])
+    return backup
 
 
-def _read_lines(path: Path) -> list[dict]:
-    lines = path.read_bytes().split(b"\n")
-    records = []
+@dataclass(frozen=True)
+class _Scan:
+    """The records of a chat file up to its first damaged line, and where its intact part ends (in bytes)."""
+
+    records: list[dict]
+    intact_end: int
+    damage: str = ""
+
+
+def _scan(data: bytes) -> _Scan:
+    lines = data.split(b"\n")
+    records: list[dict] = []
+    offset = 0
+    turn_record, turn_offset = -1, 0  # the running turn's TurnStarted: its index in records, its byte offset
+    finished = True  # whether the running turn has its AnswerFinished
     for i, raw in enumerate(lines):
+        start, offset = offset, offset + len(raw) + 1
         if not raw.strip():
             continue
+        record, problem = _read_line(raw)
+        if record is not None:
+            if record["type"] == "TurnStarted":
+                turn_record, turn_offset, finished = len(records), start, False
+            elif record["type"] == "AnswerFinished":
+                finished = True
+            records.append(record)
+            continue
+        if i == len(lines) - 1:  # no newline after it: torn by a kill mid-write, the token in flight
+            return _Scan(records, start)
+        if turn_record >= 0 and not finished:  # the damage fell inside a turn: keep the turns before it
+            return _Scan(records[:turn_record], turn_offset, f"line {i + 1} {problem}")
+        return _Scan(records, start, f"line {i + 1} {problem}")
+    return _Scan(records, len(data))
+
+
+def _read_line(raw: bytes) -> tuple[dict | None, str]:
+    """One saved record, or None and why the line is not one."""
+    try:
+        record = json.loads(raw)
+    except ValueError:  # UnicodeDecodeError included
+        return None, "is not readable JSON"
+    if not isinstance(record, dict) or not isinstance(record.get("type"), str):
+        return None, "is not a saved event"
+    if record["type"] != "chat":
         try:
-            records.append(json.loads(raw))
-        except ValueError:
-            if i == len(lines) - 1:  # torn by a kill mid-write: the token in flight
-                continue
-            raise ChatStoreError(f"saved chat {path} is damaged at line {i + 1}: delete or repair it")
-    return records
+            event_from_dict(record)
+        except (TypeError, KeyError, ValueError, AttributeError):
+            return None, f"is a damaged {record['type']} event"
+    return record, ""
 
 
 def _parse(path: Path) -> SavedChat:
-    records = _read_lines(path)
+    scan = _scan(path.read_bytes())
     meta: dict = {}
     turns: list[SavedTurn] = []
-    for data in records:
-        if data.get("type") == "chat":
+    for data in scan.records:
+        if data["type"] == "chat":
             meta = data
             continue
         event = event_from_dict(data)
@@ -148,9 +214,11 @@ def _parse(path: Path) -> SavedChat:
         elif event is not None and turns:
             turns[-1].events.append(event)
     stat = path.stat()
-    created = float(meta.get("created", stat.st_mtime))
-    title = turns[0].question if turns else "(empty chat)"
-    info = ChatInfo(path.stem, title, created, stat.st_mtime, len(turns), path)
+    created = meta.get("created")
+    created = float(created) if isinstance(created, (int, float)) else stat.st_mtime
+    title = turns[0].question if turns else ("(damaged chat)" if scan.damage else "(empty chat)")
+    damaged_after = len(turns) if scan.damage else None
+    info = ChatInfo(path.stem, title, created, stat.st_mtime, len(turns), path, damaged_after, scan.damage)
     return SavedChat(info, meta, turns)
 
 
@@ -171,15 +239,16 @@ class ChatStore:
         return ChatLog(self._path(chat_id))
 
     def list_chats(self) -> list[ChatInfo]:
-        """Saved chats, most recently updated first; unreadable files are skipped."""
+        """Saved chats, most recently updated first; a damaged one is listed with its intact turns and a mark."""
         if not self.root.is_dir():
             return []
         infos = []
         for path in self.root.glob("*.jsonl"):
             try:
                 infos.append(_parse(path).info)
-            except (ChatStoreError, OSError):
-                continue
+            except OSError as exc:  # unreadable (permissions): still listed, so the user knows it is there
+                why = f"cannot be read ({exc.strerror or exc})"
+                infos.append(ChatInfo(path.stem, "(unreadable chat)", 0.0, 0.0, 0, path, 0, why))
         return sorted(infos, key=lambda i: (i.updated, i.chat_id), reverse=True)
 
     def load(self, chat_id: str) -> SavedChat:

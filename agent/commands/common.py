@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from typing import TextIO
 
-from rag.index import IndexProgress
+from agent.progress import ProgressBar
 from rag.hybrid import HybridIndex
 
 
@@ -23,10 +22,14 @@ def add_model_option(p: argparse.ArgumentParser) -> None:
 
 
 def add_index_options(p: argparse.ArgumentParser) -> None:
-    """--docs, --model and --index: everything open_index_from_args reads."""
+    """--docs, --model, --index and --quiet: everything open_index_from_args reads."""
     add_docs_option(p)
     add_model_option(p)
     p.add_argument("--index", metavar="DIR", default=None, help="where the index lives (default: a cache folder per docs folder)")
+    p.add_argument(
+        "-q", "--quiet", action="store_true",
+        help="no indexing progress (by default: a live line on a terminal, a line every few seconds elsewhere)",
+    )
 
 
 def add_current_only_option(p: argparse.ArgumentParser) -> None:
@@ -76,65 +79,19 @@ def open_index_from_args(
     rebuild: bool = False,
     quiet: bool = False,
     stream: TextIO | None = None,
+    must_save: bool = False,
 ) -> HybridIndex:
-    """The ready index for --docs/--index, updated if files changed, with a progress bar on stderr."""
+    """The ready index for --docs/--index, updated if files changed, with progress on stderr (unless quiet)."""
     from rag.index import open_index
 
     tokenizer = tokenizer or load_tokenizer_from_args(args)
     embedder = embedder or load_embedder_from_args(args)
-    bar = ProgressBar(stream or sys.stderr, quiet=quiet)
+    bar = ProgressBar(stream or sys.stderr, quiet=quiet or getattr(args, "quiet", False))
     try:
         return open_index(
             getattr(args, "docs", None), tokenizer, embedder,
-            index_dir=getattr(args, "index", None), progress=bar, rebuild=rebuild,
+            index_dir=getattr(args, "index", None), progress=bar, rebuild=rebuild, must_save=must_save,
             current_only=bool(getattr(args, "current_only", False)),
         )
     finally:
         bar.close()
-
-
-class ProgressBar:
-    """Renders IndexProgress events: a live line on a terminal, only notices otherwise."""
-
-    WIDTH = 24
-    LABELS = {"scan": "scanning", "chunk": "chunking", "embed": "embedding", "save": "saving"}
-    UNITS = {"scan": "files", "chunk": "files", "embed": "chunks", "save": "index"}
-
-    def __init__(self, stream: TextIO, quiet: bool = False) -> None:
-        self.stream = stream
-        self.quiet = quiet
-        self.live = hasattr(stream, "isatty") and stream.isatty()
-        self._drawn = False
-        self._last = 0.0
-
-    def __call__(self, event: IndexProgress) -> None:
-        if event.stage == "notice":
-            self._clear()
-            print(f"smoldocs: {event.message}", file=self.stream, flush=True)
-            return
-        if self.quiet or not self.live or event.stage not in self.LABELS:
-            return
-        now = time.monotonic()
-        if event.done < event.total and now - self._last < 0.05:
-            return  # a terminal does not need more than ~20 redraws a second
-        self._last = now
-        self.stream.write("\r\033[K" + self.line(event))
-        self.stream.flush()
-        self._drawn = True
-
-    def line(self, event: IndexProgress) -> str:
-        """One progress line, e.g. `embedding [######......] 120/294 chunks  85 chunks/s`."""
-        filled = int(self.WIDTH * event.done / event.total) if event.total else self.WIDTH
-        bar = "#" * filled + "." * (self.WIDTH - filled)
-        unit = self.UNITS[event.stage]
-        rate = f"  {event.rate:.0f} {unit}/s" if event.rate else ""
-        return f"{self.LABELS[event.stage]:<9} [{bar}] {event.done}/{event.total} {unit}{rate}"
-
-    def close(self) -> None:
-        self._clear()
-
-    def _clear(self) -> None:
-        if self._drawn:
-            self.stream.write("\r\033[K")
-            self.stream.flush()
-            self._drawn = False

@@ -12,11 +12,11 @@ HELP = "build or refresh the search index of a docs folder"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_index_options(p)
     p.add_argument("--rebuild", action="store_true", help="re-chunk and re-embed every file")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar, only the summary")
 
 
 def run(args: argparse.Namespace) -> int:
-    index = open_index_from_args(args, rebuild=args.rebuild, quiet=args.quiet)
+    # Saving is the point of this command: a build that cannot be stored is an error (exit 2), not a notice.
+    index = open_index_from_args(args, rebuild=args.rebuild, must_save=True)
     update = index.update
     print(f"index of {index.docs_dir}: {update.summary()}")
     for label, names in (("added", update.added), ("changed", update.changed), ("removed", update.removed)):

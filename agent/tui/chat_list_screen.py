@@ -16,9 +16,13 @@ from agent.tui.format import plural
 
 
 def chat_line(info: ChatInfo, current: bool) -> Content:
+    """Title, then when, how many questions, and a damaged chat's mark (it is listed, never hidden)."""
     turns = plural(info.turns, "question")
     marker = " (open)" if current else ""
-    return Content.assemble(info.title, "\n", (f"{info.when} · {turns}{marker}", "dim"))
+    parts: list = [info.title, "\n", (f"{info.when} · {turns}{marker}", "dim")]
+    if info.damaged_after is not None:
+        parts.append((f" · damaged after turn {info.damaged_after}", "bold $warning"))
+    return Content.assemble(*parts)
 
 
 class ChatListScreen(ModalScreen[str | None]):

@@ -347,7 +347,7 @@ class ChatScreen(Screen):
             self.notify("Wait for the answer (or the loading) to finish first.", severity="warning")
             return
         try:
-            title, turns = self.conversation.resume(chat_id)
+            info, turns = self.conversation.resume(chat_id)
         except (OSError, AgentError) as exc:
             self.notify(f"Could not open the chat: {exc}", severity="error")
             return
@@ -358,4 +358,11 @@ class ChatScreen(Screen):
             for event in saved.complete_events:
                 await view.apply(event, replay=True)
                 self._after_event(view, event)
-        self.notify(f"Resumed “{title}”.")
+        if info.damaged_after is not None:
+            self.notify(
+                f"Damaged after turn {info.damaged_after} ({info.damage}): showing the turns before it. "
+                "Asking a question continues from there; the damaged file is kept as a copy.",
+                title="Damaged chat", severity="warning", timeout=12,
+            )
+        else:
+            self.notify(f"Resumed “{info.title}”.")

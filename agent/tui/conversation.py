@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent.chats import ChatLog, ChatStore, SavedTurn
+from agent.chats import ChatInfo, ChatLog, ChatStore, SavedTurn
 from agent.errors import UsageError
 from agent.session import Session
 from models.protocols import CancelToken
@@ -67,15 +67,15 @@ class Conversation:
             self.session.new_chat()
         self._close_log()
 
-    def resume(self, chat_id: str) -> tuple[str, list[tuple[int, SavedTurn]]]:
-        """Load a saved chat into the session; later questions append to its file. Returns its title and turns."""
+    def resume(self, chat_id: str) -> tuple[ChatInfo, list[tuple[int, SavedTurn]]]:
+        """Load a saved chat into the session; later questions append to its file. Returns its info and turns."""
         from agent.session import Turn
 
         chat = self.store.load(chat_id)
         self.session.restore([Turn(t.question, t.answer) for t in chat.turns])
         self._close_log()
         self.log = self.store.reopen(chat_id)
-        return chat.info.title, [(self._number(), turn) for turn in chat.turns]
+        return chat.info, [(self._number(), turn) for turn in chat.turns]
 
     def close(self) -> None:
         """On quit: stop the turn; a running turn's worker still owns the log until it ends."""

@@ -32,6 +32,10 @@ def describe_progress(progress: Any) -> LoadProgress:
     done, total = getattr(progress, "done", 0), getattr(progress, "total", 0)
     if total and unit:
         label = f"{label} {done}/{total} {unit}"
+    elif unit:  # scanning: the total is not known yet
+        label = f"{label} ({done} {unit} found)"
+    if stage == "chunk" and message:
+        label = f"{label}: {message}"
     return LoadProgress(label, done, total or None)
 
 
