@@ -38,6 +38,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv = ["chat", *argv]
     args = parser.parse_args(argv)
     try:
+        from agent import config
+
+        config.apply(args)  # flags > environment > config.toml > defaults
         return int(args._run(args) or 0)
     except USER_ERRORS as exc:
         print(f"smoldocs: error: {exc}", file=sys.stderr)

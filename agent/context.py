@@ -33,6 +33,13 @@ class Budgets:
     def prompt_limit(self) -> int:
         return self.n_ctx - self.reserve
 
+    @classmethod
+    def for_window(cls, n_ctx: int) -> "Budgets":
+        """The default budgets for a model whose window is not 2048: history and evidence scale with it."""
+        base = cls()
+        scale = n_ctx / base.n_ctx
+        return cls(n_ctx=n_ctx, history_max=int(base.history_max * scale), evidence_max=int(base.evidence_max * scale))
+
 
 @dataclass
 class Prepared:

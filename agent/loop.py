@@ -25,7 +25,7 @@ from agent.prompts import NOT_COVERED, UNSUPPORTED_NOTE, abstains, neutralize, p
 from agent.settings import AgentSettings
 from agent.toolcalls import ParseFailure, parse_tool_calls
 from agent.tools import Tool, ToolRegistry, ToolResult
-from models.errors import ModelError
+from models.errors import ModelError, ServerInterrupted
 from models.grammar import json_schema_grammar
 from models.protocols import CancelToken, ChatModel
 from rag import markers
@@ -48,6 +48,7 @@ class _Generation:
 
     text: str = ""
     failed: bool = False
+    interrupted: bool = False  # the server stopped mid-answer: what streamed is kept
     stop_reason: str | None = None
 
 
@@ -232,7 +233,7 @@ class Agent:
         if cancel.cancelled:
             status = "cancelled"
         elif generation.failed:
-            status = "error"
+            status = "interrupted" if generation.interrupted else "error"
         elif abstains(model_text):
             status = "insufficient_evidence"
         text, status, quoted, verification = self._check(question, model_text, status, shown)
@@ -274,6 +275,8 @@ class Agent:
         except (ModelError, ValueError) as exc:
             yield ErrorEvent(f"generation failed: {exc}", fatal=True)
             out.failed = True
+            # A server that died mid-answer leaves a partial answer worth keeping, marked as such.
+            out.interrupted = bool(pieces) and isinstance(exc, ServerInterrupted)
         out.text = "".join(pieces)
 
     def _check(self, question: str, model_text: str, status: str, shown) -> tuple[str, str, bool, Verification]:

@@ -56,7 +56,7 @@ class ChatSession:
         self.model = model
         self.retriever = retriever
         self.embedder = embedder
-        self.settings = settings or AgentSettings()
+        self.settings = fit_to_model(settings or AgentSettings(), model)
         self.docs_dir = docs_dir
         self.history: list[Turn] = []
         # The claim verifier and the extractive fallback, bound to the embedder (None: lexical only).
@@ -81,9 +81,16 @@ class ChatSession:
     def policy(self) -> str:
         return self.agent.policy
 
+    @property
+    def backend_note(self) -> str:
+        """What the TUI says about the model's backend: the tool policy in force, and what a server cannot do."""
+        if getattr(self.model, "supports_guard", True):
+            return ""  # in-process: the status line stays as it was
+        return f"tools: {self.policy} · n_ctx {self.n_ctx:,} · copy/marker guards: in-process only"
+
     def ask(self, question: str, cancel: CancelToken | None = None) -> Iterator[Event]:
         """Run one turn; a cancelled turn is kept with what streamed so far, marked cancelled."""
-        history = [(t.question, t.answer.text) for t in self.history if t.answer.status != "error"]
+        history = [(t.question, t.answer.text) for t in self.history if t.answer.status not in ("error", "interrupted")]
         for event in self.agent.run(question, history, cancel, sources=self.last_sources()):
             if isinstance(event, AnswerFinished) and event.answer.text.strip():
                 self.history.append(Turn(question, event.answer))
@@ -113,6 +120,15 @@ class ChatSession:
         self.history = list(turns)
 
 
+def fit_to_model(settings: AgentSettings, model: ChatModel) -> AgentSettings:
+    """The default budgets scaled to the model's window (a server may hold more, or less, than 2048 tokens)."""
+    from agent.context import Budgets
+
+    if settings.budgets == Budgets() and model.n_ctx != settings.budgets.n_ctx:
+        settings = settings.with_(budgets=Budgets.for_window(model.n_ctx))
+    return settings
+
+
 def open_session(
     docs_dir: str | Path | None = None,
     model_path: str | Path | None = None,
@@ -121,14 +137,15 @@ def open_session(
     progress: Callable | None = None,
     settings: AgentSettings | None = None,
     current_only: bool = False,
+    open_model: Callable[[], ChatModel] | None = None,
 ) -> ChatSession:
-    """Load the model, the embedder and the index of `docs_dir` (building it on first use)."""
+    """Load the model (`open_model()`, else the GGUF at `model_path`), the embedder and the index of `docs_dir`."""
     from models.chat import load_chat_model
     from models.embedder import load_embedder
     from rag.corpus import default_docs_dir
     from rag.index import open_index
 
-    model = load_chat_model(model_path)
+    model = open_model() if open_model is not None else load_chat_model(model_path)
     embedder = load_embedder()
     docs = Path(docs_dir) if docs_dir else default_docs_dir()
     index = open_index(

@@ -33,6 +33,7 @@ MODULES = {
     "end_to_end": "cold `smoldocs ask` to first token and to the verified answer; its peak RSS",
     "memory": "peak RSS of the TUI with a loaded chat",
     "verify": "claim verification and the quoted fallback per answer vs embedding every sentence",
+    "server": "decode tok/s and first token through a local llama_cpp.server vs in-process; the count-check probe",
 }
 
 

@@ -107,6 +107,7 @@ class GenerationStats:
     time_to_first_token: float = 0.0  # seconds from call to first text delta
     total_time: float = 0.0
     finish_reason: str = ""  # "stop" | "length" | "cancelled"
+    completion_source: str = "sampled"  # sampled (in-process) | server (its usage) | counted (the text, whole)
 
     @property
     def tokens_per_second(self) -> float:
@@ -121,7 +122,8 @@ class ChatModel(Protocol):
     """Streams a chat completion as text deltas; `last_stats` describes the last call once it ends.
 
     Capabilities are declared, not probed: `n_params` (None when unknown) lets `auto` pick a tool policy, and
-    `supports_grammar` says whether `GenerationOptions.grammar` and `.guard` are honoured.
+    `supports_grammar` says whether `GenerationOptions.grammar` and `.guard` are honoured; a model served over HTTP
+    also declares `supports_guard = False`: its logits never leave the server.
     """
 
     name: str

@@ -78,6 +78,17 @@ class LlamaTokenizer:
         with self._lock:
             return self._renderer.render(messages, add_generation_prompt)[0]
 
+    def render_prompt(self, messages: Sequence[Message]) -> tuple[str, list[str]]:
+        """The prompt text to send to a server (with the generation prompt) and the template's stop strings."""
+        with self._lock:
+            prompt, _added_special, stop = self._renderer.render(messages)
+            model = self._llm._model
+            bos = model.token_get_text(model.token_bos()) if model.add_bos_token() and model.token_bos() != -1 else ""
+        # A server prepends BOS itself when the vocabulary asks for it: a template that writes one would double it.
+        if bos and prompt.startswith(bos):
+            prompt = prompt[len(bos):]
+        return prompt, stop
+
     def chat_tokens(self, messages: Sequence[Message], add_generation_prompt: bool = True) -> list[int]:
         with self._lock:
             return self._renderer.tokens(messages, add_generation_prompt)

@@ -14,6 +14,7 @@ import pytest  # noqa: E402
 _TMP_ROOT = tempfile.mkdtemp(prefix="smoldocs-tests-")
 os.environ.setdefault("SMOLDOCS_CACHE", os.path.join(_TMP_ROOT, "cache"))
 os.environ.setdefault("SMOLDOCS_DATA", os.path.join(_TMP_ROOT, "data"))
+os.environ.setdefault("SMOLDOCS_CONFIG", os.path.join(_TMP_ROOT, "config.toml"))  # never the user's settings file
 
 
 @pytest.fixture(scope="session")

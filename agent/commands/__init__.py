@@ -9,4 +9,5 @@ COMMANDS = {
     "eval": "agent.commands.eval",
     "check": "agent.commands.check",
     "mcp": "agent.commands.mcp",
+    "config": "agent.commands.config",
 }

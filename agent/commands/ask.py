@@ -20,7 +20,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("question", help="the question, in quotes")
     add_index_options(p)
     add_current_only_option(p)
-    p.add_argument("--tools", choices=POLICIES, default="auto", help="who decides the searches (default: auto)")
+    p.add_argument("--tools", choices=POLICIES, default=None, help="who decides the searches (default: auto)")
     add_decoding_options(p)
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
 
     from agent.commands.common import decoding_from_args
 
-    session = open_cli_session(args, tools=args.tools, decoding=decoding_from_args(args))
+    session = open_cli_session(args, tools=args.tools or "auto", decoding=decoding_from_args(args))
     answer: Answer | None = None
     streaming = not args.json and sys.stdout.isatty()
     for event in session.ask(args.question):
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(answer_to_dict(answer), ensure_ascii=False, indent=2))
     else:
         print_answer(answer, session, already_streamed=streaming)
-    return 0 if answer.status != "error" else 1
+    return 0 if answer.status not in ("error", "interrupted") else 1
 
 
 def print_answer(answer: Answer, session, already_streamed: bool) -> None:

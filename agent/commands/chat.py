@@ -15,7 +15,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_index_options(p)
     add_current_only_option(p)
     add_decoding_options(p)
-    p.add_argument("--tools", choices=POLICIES, default="auto", help="who decides the searches (default: auto)")
+    p.add_argument("--tools", choices=POLICIES, default=None, help="who decides the searches (default: auto)")
     p.add_argument("--theme", default=None, help="a Textual theme, e.g. textual-light (Ctrl+P > Theme switches live)")
 
 
@@ -26,15 +26,15 @@ def run(args: argparse.Namespace) -> int:
     from rag.corpus import check_docs_dir
 
     # A wrong --docs is a one-line error before the screen opens; model and index errors show inside the app.
-    from agent.commands.common import decoding_from_args
+    from agent.commands.common import decoding_from_args, open_chat_model
     from agent.settings import AgentSettings
 
     docs = check_docs_dir(args.docs) if args.docs else None
     settings = AgentSettings(decoding=decoding_from_args(args))
 
     def session_factory(progress=None):
-        return open_session(docs, args.model, tools=args.tools, index_dir=args.index, progress=progress,
-                            settings=settings, current_only=args.current_only)
+        return open_session(docs, args.model, tools=args.tools or "auto", index_dir=args.index, progress=progress,
+                            settings=settings, current_only=args.current_only, open_model=lambda: open_chat_model(args))
 
     app = make_app(session_factory, ChatStore(), theme=args.theme)
     app.run()

@@ -19,6 +19,57 @@ def add_model_option(p: argparse.ArgumentParser) -> None:
         "--model", metavar="PATH", default=None,
         help="chat GGUF to answer with and whose tokenizer measures chunks (default: $SMOLDOCS_MODEL or the packaged SmolLM2-135M)",
     )
+    server = p.add_argument_group("model server (an OpenAI-compatible API instead of an in-process GGUF)")
+    server.add_argument("--base-url", metavar="URL", default=None,
+                        help="e.g. http://127.0.0.1:8080/v1 (llama-server, vLLM, Ollama; also $SMOLDOCS_BASE_URL)")
+    server.add_argument("--api-key", metavar="KEY", default=None,
+                        help="prefer $SMOLDOCS_API_KEY or api_key_file in config.toml: a flag shows in `ps`")
+    server.add_argument("--model-name", metavar="NAME", default=None, help="the served model (default: the only one)")
+    server.add_argument("--tokenizer", metavar="PATH", default=None,
+                        help="a GGUF of the served model, for exact counts where the server serves no tokenizer")
+    server.add_argument("--n-ctx", metavar="N", type=_positive_int, default=None,
+                        help="context window when the server does not report one (default 2048)")
+    server.add_argument("--connect-timeout", metavar="S", type=float, default=None, help="seconds (default 5)")
+    server.add_argument("--first-token-timeout", metavar="S", type=float, default=None,
+                        help="seconds to wait for the first piece of an answer (default 120)")  # fmt: skip
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text}")
+    return value
+
+
+def open_chat_model(args: argparse.Namespace):
+    """The chat model: a server at --base-url (checked: reachable, model served, counts exact) or a GGUF in-process."""
+    base_url = getattr(args, "base_url", None)
+    if not base_url:
+        from models.chat import load_chat_model
+
+        return load_chat_model(getattr(args, "model", None), n_ctx=getattr(args, "n_ctx", None) or 2048)
+    from agent.errors import UsageError
+    from models.server import open_server_model
+    from models.server_api import ServerConfig
+
+    if getattr(args, "decoding", None) == "guarded":
+        raise UsageError("--decoding guarded needs the model's logits, in-process only: use free or constrained with --base-url")
+    config = ServerConfig(
+        base_url=base_url,
+        api_key=getattr(args, "api_key", None),
+        model=getattr(args, "model_name", None),
+        tokenizer=getattr(args, "tokenizer", None),
+        n_ctx=getattr(args, "n_ctx", None),
+        connect_timeout=getattr(args, "connect_timeout", None) or 5.0,
+        first_token_timeout=getattr(args, "first_token_timeout", None) or 120.0,
+    )
+    model = open_server_model(config)
+    if getattr(args, "decoding", None) == "constrained" and not model.supports_grammar:
+        raise UsageError(f"--decoding constrained needs a server grammar; the {model.info.family} server at {base_url} has none: use free")
+    return model
 
 
 def add_index_options(p: argparse.ArgumentParser) -> None:
@@ -51,6 +102,9 @@ def add_decoding_options(p: argparse.ArgumentParser) -> None:
 
 
 def decoding_from_args(args: argparse.Namespace) -> str:
+    given = getattr(args, "settings_sources", {}).get("decoding", "flag").startswith("flag")
+    if args.constrained and not given:
+        return "constrained"  # the flag wins over the environment and the settings file
     if args.constrained and args.decoding not in (None, "constrained"):
         from agent.errors import UsageError
 
@@ -59,7 +113,9 @@ def decoding_from_args(args: argparse.Namespace) -> str:
 
 
 def load_tokenizer_from_args(args: argparse.Namespace):
-    """The chat model's tokenizer named by --model (vocab only, fast)."""
+    """The chat model's tokenizer named by --model (vocab only, fast), or the served model's with --base-url."""
+    if getattr(args, "base_url", None):
+        return open_chat_model(args).tokenizer
     from models.tokenizer import load_tokenizer
 
     return load_tokenizer(getattr(args, "model", None))

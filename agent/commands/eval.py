@@ -47,7 +47,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(default: questions.jsonl of --docs)")
     p.add_argument("--limit", metavar="N", type=_positive_int, default=None,
                    help="a fixed sample of N questions spread evenly over the file, with at least 2 unanswerable")
-    p.add_argument("--tools", choices=POLICIES, default="auto", help="who decides the searches (default: auto)")
+    p.add_argument("--tools", choices=POLICIES, default=None, help="who decides the searches (default: auto)")
     add_decoding_options(p)
     p.add_argument("--few-shot", action=argparse.BooleanOptionalAction, default=True,
                    help="add one worked example after the system rules (default: on)")
@@ -76,7 +76,7 @@ def settings_from_args(args: argparse.Namespace) -> AgentSettings:
     from agent.commands.common import decoding_from_args
 
     settings = AgentSettings(
-        policy=args.tools, decoding=decoding_from_args(args), fallback=args.fallback, few_shot=args.few_shot
+        policy=args.tools or "auto", decoding=decoding_from_args(args), fallback=args.fallback, few_shot=args.few_shot
     )
     if args.k is not None:
         settings = replace(settings, k=args.k)
@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     from agent.eval.report import build_report, format_terminal, write_report
     from agent.eval.runner import default_question_file, load_question_file, retrieval_rows, run_questions, stratified
     from agent.session import ChatSession
-    from models.chat import load_chat_model
+    from agent.commands.common import open_chat_model
 
     # Cheap checks first: a typo in a path should not cost a model load.
     path = Path(args.questions) if args.questions else default_question_file(Path(args.docs) if args.docs else None)
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     if args.no_model:
         return _run_without_model(args, questions, settings, path)
 
-    model = load_chat_model(args.model)
+    model = open_chat_model(args)
     embedder = load_embedder_from_args(args)
     index = open_index_from_args(args, tokenizer=model.tokenizer, embedder=embedder, quiet=args.progress is False)
     session = ChatSession(model, index, embedder=embedder, settings=settings, docs_dir=index.docs_dir)

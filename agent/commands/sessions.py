@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 
 from agent.session import ChatSession
 from agent.settings import AgentSettings
@@ -10,11 +11,14 @@ from agent.settings import AgentSettings
 
 def open_cli_session(args: argparse.Namespace, tools: str = "auto", decoding: str = "free") -> ChatSession:
     """Load the chat model named by --model, the embedder, and the index of --docs (with a progress bar)."""
-    from agent.commands.common import load_embedder_from_args, open_index_from_args
-    from models.chat import load_chat_model
+    from agent.commands.common import load_embedder_from_args, open_chat_model, open_index_from_args
 
-    model = load_chat_model(getattr(args, "model", None))
+    model = open_chat_model(args)
     embedder = load_embedder_from_args(args)
     index = open_index_from_args(args, tokenizer=model.tokenizer, embedder=embedder)
     settings = AgentSettings(policy=tools, decoding=decoding)
+    changes = {name: getattr(args, name, None) for name in ("temperature", "max_tokens")}
+    changes = {name: value for name, value in changes.items() if value is not None}
+    if changes:  # from config.toml or the environment: `ask` has no such flags
+        settings = settings.with_(generation=replace(settings.generation, **changes))
     return ChatSession(model, index, embedder=embedder, settings=settings, docs_dir=getattr(index, "docs_dir", None))

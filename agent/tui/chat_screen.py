@@ -128,7 +128,10 @@ class ChatScreen(Screen):
     async def on_session_ready(self, message: SessionReady) -> None:
         session = self.conversation.session = message.session
         self.query_one(LoadingPanel).display = False
-        self.query_one(StatusLine).set(model=session.model_name, index_size=session.index_size, docs=session.docs_dir)
+        self.query_one(StatusLine).set(
+            model=session.model_name, index_size=session.index_size, docs=session.docs_dir,
+            note=getattr(session, "backend_note", ""),
+        )
         for welcome in self.query(".welcome").results(Static):
             welcome.update(welcome_text(session.docs_dir))
         if self.pending:

@@ -32,6 +32,7 @@ STATUS = {
     "insufficient_evidence": "○ the docs do not say",
     "cancelled": "■ cancelled — what streamed is kept",
     "error": "✗ error",
+    "interrupted": "✗ interrupted — the server stopped; what streamed is kept",
 }
 
 

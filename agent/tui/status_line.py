@@ -8,9 +8,13 @@ from textual.content import Content
 from textual.widgets import Static
 
 
-def status_text(model: str | None, tokens_per_second: float | None, index_size: int | None, docs: Path | None) -> Content:
+def status_text(
+    model: str | None, tokens_per_second: float | None, index_size: int | None, docs: Path | None, note: str = ""
+) -> Content:
     parts: list = [("smoldocs", "bold")]
     parts += ["  ", model or "loading…"]
+    if note:  # a server backend: the tool policy in force and what only runs in-process
+        parts += ["  ", (note, "dim")]
     if tokens_per_second:
         parts += ["  ", f"{tokens_per_second:.1f} tok/s"]
     if index_size is not None:
@@ -27,8 +31,9 @@ class StatusLine(Static):
         self.tokens_per_second: float | None = None
         self.index_size: int | None = None
         self.docs: Path | None = None
+        self.note = ""
 
     def set(self, **values) -> None:
         for name, value in values.items():
             setattr(self, name, value)
-        self.update(status_text(self.model, self.tokens_per_second, self.index_size, self.docs))
+        self.update(status_text(self.model, self.tokens_per_second, self.index_size, self.docs, self.note))

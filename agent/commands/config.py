@@ -1,0 +1,34 @@
+"""`smoldocs config`: the effective settings and where each came from (flag, environment, config.toml, default)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+HELP = "print the effective settings and where each comes from (flags > environment > config.toml > defaults)"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from agent.commands.common import add_docs_option, add_model_option
+
+    add_docs_option(p)
+    add_model_option(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    from agent.config import KEYS, resolve
+
+    effective = getattr(args, "effective_settings", None)  # what main() resolved before the flags were filled
+    if effective is None:
+        flags = {k.name: getattr(args, k.name, None) for k in KEYS}
+        effective = resolve({**flags, "api_key": getattr(args, "api_key", None)}, os.environ)
+    state = "" if effective.file_found else " (not found: defaults apply; create it to keep settings)"
+    print(f"settings file: {effective.path}{state}")
+    width = max(len(k.name) for k in KEYS)
+    for key in KEYS:
+        value = effective.values[key.name]
+        shown = "-" if value is None else str(value)
+        print(f"{key.name:<{width}}  {shown:<44}  {effective.sources[key.name]}")
+    key_note = "set, not shown" if effective.api_key else "-"
+    print(f"{'api_key':<{width}}  {key_note:<44}  {effective.api_key_source}")
+    return 0

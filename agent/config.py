@@ -1,0 +1,183 @@
+"""The settings file, config.toml in the platform's config folder, and where each effective setting came from.
+
+Precedence: command-line flags over environment variables over the file over defaults. An API key never lives in
+the file: it comes from a flag, $SMOLDOCS_API_KEY, or a file only the user can read (`api_key_file`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import stat
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+import platformdirs
+
+from agent.errors import UsageError
+from agent.settings import DECODINGS, POLICIES
+
+CONFIG_ENV = "SMOLDOCS_CONFIG"  # another settings file: tests, or several setups
+API_KEY_ENV = "SMOLDOCS_API_KEY"
+
+
+class ConfigError(UsageError):
+    """The settings file, or an environment setting, cannot be used as written."""
+
+
+@dataclass(frozen=True)
+class Key:
+    name: str  # in config.toml, and the argparse dest
+    kind: type  # str | int | float | Path
+    flag: str | None
+    env: str | None
+    default: object = None
+    choices: tuple[str, ...] = ()
+    example: str = ""
+
+
+KEYS = (
+    Key("docs", Path, "--docs", "SMOLDOCS_DOCS", example='"~/notes"'),
+    Key("model", Path, "--model", "SMOLDOCS_MODEL", example='"~/models/SmolLM2-1.7B-Instruct-Q4_K_M.gguf"'),
+    Key("base_url", str, "--base-url", "SMOLDOCS_BASE_URL", example='"http://127.0.0.1:8080/v1"'),
+    Key("model_name", str, "--model-name", "SMOLDOCS_MODEL_NAME", example='"smollm2-1.7b"'),
+    Key("tokenizer", Path, "--tokenizer", "SMOLDOCS_TOKENIZER", example='"~/models/SmolLM2-1.7B-Instruct-Q4_K_M.gguf"'),
+    Key("n_ctx", int, "--n-ctx", "SMOLDOCS_N_CTX", example="8192"),
+    Key("tools", str, "--tools", "SMOLDOCS_TOOLS", "auto", POLICIES, '"auto"'),
+    Key("decoding", str, "--decoding", "SMOLDOCS_DECODING", "free", DECODINGS, '"free"'),
+    Key("temperature", float, "--temperature", None, example="0.2"),
+    Key("max_tokens", int, "--max-tokens", None, example="256"),
+    Key("connect_timeout", float, "--connect-timeout", "SMOLDOCS_CONNECT_TIMEOUT", 5.0, example="5"),
+    Key("first_token_timeout", float, "--first-token-timeout", "SMOLDOCS_FIRST_TOKEN_TIMEOUT", 120.0, example="120"),
+    Key("api_key_file", Path, None, "SMOLDOCS_API_KEY_FILE", example='"~/.config/smoldocs/api_key"'),
+)
+BY_NAME = {k.name: k for k in KEYS}
+
+
+def config_path(environ: Mapping[str, str] = os.environ) -> Path:
+    root = environ.get(CONFIG_ENV)
+    return Path(root).expanduser() if root else Path(platformdirs.user_config_dir("smoldocs")) / "config.toml"
+
+
+@dataclass(frozen=True)
+class Effective:
+    """Every setting's value and where it came from: `flag --x`, `env X`, `file`, or `default`."""
+
+    values: dict
+    sources: dict
+    path: Path
+    file_found: bool
+    api_key: str | None = None
+    api_key_source: str = "none"
+
+
+def read_file(path: Path) -> dict:
+    """The settings file's values, checked; {} when there is none."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise ConfigError(f"cannot read the settings file {path}: {exc.strerror or exc}: fix its permissions") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"the settings file {path} is not valid TOML ({exc}): fix it, e.g. base_url = \"http://127.0.0.1:8080/v1\"") from None
+    values = {}
+    for name, value in data.items():
+        if name in ("api_key", "key", "openai_api_key"):
+            raise ConfigError(
+                f"{path}: {name}: an API key does not belong in the settings file; put it in a file only you can "
+                f"read and set api_key_file = \"PATH\", or set {API_KEY_ENV}"
+            )
+        key = BY_NAME.get(name)
+        if key is None:
+            raise ConfigError(f"{path}: unknown key {name!r}: remove it; known keys are {', '.join(BY_NAME)}")
+        values[name] = _convert(key, value, f"{path}: {name}")
+    return values
+
+
+def _convert(key: Key, value, where: str):
+    example = f"{key.name} = {key.example}" if key.example else key.name
+    try:
+        if key.kind is Path:
+            if not isinstance(value, str) or not value:
+                raise ValueError
+            converted = Path(value).expanduser()
+        elif key.kind is str:
+            if not isinstance(value, str) or not value:
+                raise ValueError
+            converted = value
+        elif key.kind is int:
+            converted = int(value) if not isinstance(value, (bool, float)) else None
+            if converted is None or converted < 1:
+                raise ValueError
+        else:
+            converted = float(value) if not isinstance(value, bool) else None
+            if converted is None or converted < 0:
+                raise ValueError
+    except (TypeError, ValueError):
+        kind = {Path: "a path in quotes", str: "text in quotes", int: "a whole number >= 1", float: "a number >= 0"}
+        raise ConfigError(f"{where} = {value!r} is not {kind[key.kind]}: write it like {example}") from None
+    if key.choices and converted not in key.choices:
+        raise ConfigError(f"{where} = {value!r} is not one of {', '.join(key.choices)}: write it like {example}")
+    return converted
+
+
+def resolve(flags: Mapping[str, object], environ: Mapping[str, str] = os.environ) -> Effective:
+    """Flags (None: not given) over environment over file over defaults, with the source of each value."""
+    path = config_path(environ)
+    file_values = read_file(path)
+    values, sources = {}, {}
+    for key in KEYS:
+        flag_value = flags.get(key.name)
+        if flag_value is not None:
+            values[key.name], sources[key.name] = flag_value, f"flag {key.flag}"
+        elif key.env and environ.get(key.env, "").strip():
+            values[key.name] = _convert(key, environ[key.env].strip(), key.env)
+            sources[key.name] = f"env {key.env}"
+        elif key.name in file_values:
+            values[key.name], sources[key.name] = file_values[key.name], "file"
+        else:
+            values[key.name], sources[key.name] = key.default, "default"
+    api_key, api_source = _api_key(flags.get("api_key"), environ, values["api_key_file"], sources["api_key_file"])
+    return Effective(values, sources, path, path.is_file(), api_key, api_source)
+
+
+def _api_key(flag, environ, key_file: Path | None, key_file_source: str) -> tuple[str | None, str]:
+    if flag:
+        return str(flag), "flag --api-key"
+    if environ.get(API_KEY_ENV, "").strip():
+        return environ[API_KEY_ENV].strip(), f"env {API_KEY_ENV}"
+    if key_file is None:
+        return None, "none"
+    try:
+        info = key_file.stat()
+        if info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+            raise ConfigError(
+                f"api_key_file {key_file} can be read by other users: run `chmod 600 {key_file}` (the key stays unread)"
+            )
+        text = key_file.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise ConfigError(f"api_key_file {key_file}: {exc.strerror or exc}: fix the path ({key_file_source})") from None
+    if not text:
+        raise ConfigError(f"api_key_file {key_file} is empty: write the key in it, alone on one line")
+    return text, f"api_key_file ({key_file_source})"
+
+
+def apply(args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> Effective:
+    """Fill every option this command has and the user did not give, from the environment, the file or defaults."""
+    flags = {k.name: getattr(args, k.name, None) for k in KEYS}
+    flags["api_key"] = getattr(args, "api_key", None)
+    effective = resolve(flags, environ)
+    for key in KEYS:
+        if hasattr(args, key.name) and getattr(args, key.name) is None:
+            value = effective.values[key.name]
+            setattr(args, key.name, str(value) if isinstance(value, Path) else value)
+    if hasattr(args, "api_key"):
+        args.api_key = effective.api_key
+    args.settings_sources = effective.sources
+    args.effective_settings = effective
+    return effective

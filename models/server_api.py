@@ -1,0 +1,214 @@
+"""Talking to a model server over the OpenAI HTTP API: what it serves, what it knows, and its errors as one line.
+
+The OpenAI endpoints go through the official `openai` SDK; the few that are not OpenAI's (llama-server `/props`
+and `/tokenize`, vLLM `/tokenize`, llama-cpp-python `/extras/tokenize`) through `httpx`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx2 as httpx  # the HTTP client the openai SDK is built on
+import openai
+
+from models.errors import ModelError, ServerInterrupted, ServerRefused, ServerUnreachable
+
+NO_KEY = "no-key"  # the SDK insists on a key; servers started without one ignore it
+
+# Which body field carries a GBNF grammar, per server family (None: the server has no grammar support we know).
+GRAMMAR_FIELD = {"llama-server": "grammar", "llama-cpp-python": "grammar", "vllm": "guided_grammar", "openai": None}
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    base_url: str  # as the OpenAI SDK takes it, e.g. http://127.0.0.1:8080/v1
+    api_key: str | None = None
+    model: str | None = None  # the served model's name; None: the only one it serves
+    tokenizer: Path | None = None  # a GGUF of the same model, loaded vocabulary-only
+    n_ctx: int | None = None  # the context window, when the server does not say
+    connect_timeout: float = 5.0
+    first_token_timeout: float = 120.0  # also the longest wait between two streamed pieces
+
+    @property
+    def root(self) -> str:
+        """The server's address without the OpenAI `/v1` suffix: where its own endpoints live."""
+        url = self.base_url.rstrip("/")
+        return url[: -len("/v1")] if url.endswith("/v1") else url
+
+    def __repr__(self) -> str:  # never print the key
+        return f"ServerConfig(base_url={self.base_url!r}, model={self.model!r}, api_key={'set' if self.api_key else None})"
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """What the server says about itself at start-up."""
+
+    family: str  # llama-server | vllm | llama-cpp-python | openai (anything else, e.g. Ollama)
+    model: str
+    models: tuple[str, ...]
+    n_ctx: int | None = None  # llama-server /props, vLLM max_model_len
+    n_params: int | None = None  # llama-server /v1/models meta
+    chat_template: str | None = None  # llama-server /props
+    bos_token: str = ""
+    eos_token: str = ""
+
+    @property
+    def grammar_field(self) -> str | None:
+        return GRAMMAR_FIELD.get(self.family)
+
+    @property
+    def tokenize_path(self) -> str | None:
+        return {"llama-server": "/tokenize", "vllm": "/tokenize", "llama-cpp-python": "/extras/tokenize"}.get(self.family)
+
+
+class ServerAPI:
+    """One server: an OpenAI SDK client for /v1 and an httpx client for the server's own endpoints."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        timeout = httpx.Timeout(config.first_token_timeout, connect=config.connect_timeout)
+        self.openai = openai.OpenAI(
+            base_url=config.base_url, api_key=config.api_key or NO_KEY, max_retries=0, timeout=timeout
+        )
+        headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
+        self.http = httpx.Client(base_url=config.root, headers=headers, timeout=timeout)
+
+    def close(self) -> None:
+        self.openai.close()
+        self.http.close()
+
+    # -- the server's own endpoints ----------------------------------------------------------------------------
+
+    def get_json(self, path: str) -> dict | None:
+        """GET an optional endpoint: its JSON, or None when the server has no such endpoint."""
+        try:
+            response = self.http.get(path)
+        except httpx.HTTPError as exc:
+            raise explain(exc, self.config) from None
+        if response.status_code in (401, 403):
+            raise explain_status(response.status_code, response.text, self.config)
+        if response.status_code != 200:
+            return None
+        try:
+            data = response.json()
+        except ValueError:
+            return None
+        return data if isinstance(data, dict) else None
+
+    def post_json(self, path: str, body: dict) -> dict:
+        try:
+            response = self.http.post(path, json=body)
+        except httpx.HTTPError as exc:
+            raise explain(exc, self.config) from None
+        if response.status_code != 200:
+            raise explain_status(response.status_code, response.text, self.config)
+        return response.json()
+
+    def has_endpoint(self, path: str, body: dict) -> bool:
+        try:
+            return self.http.post(path, json=body).status_code == 200
+        except httpx.HTTPError as exc:
+            raise explain(exc, self.config) from None
+
+    # -- discovery ---------------------------------------------------------------------------------------------
+
+    def discover(self) -> ServerInfo:
+        """Which model the server runs, its family, context window and parameter count where it says."""
+        try:
+            entries = [m.model_dump() for m in self.openai.models.list().data]
+        except (openai.OpenAIError, httpx.HTTPError) as exc:
+            raise explain(exc, self.config) from None
+        ids = tuple(str(e.get("id")) for e in entries)
+        model = self.config.model
+        if model is None:
+            if len(ids) != 1:
+                raise ServerRefused(
+                    f"the server at {self.config.base_url} serves {len(ids)} models ({', '.join(ids) or 'none'}): "
+                    "name one with --model-name"
+                )
+            model = ids[0]
+        elif model not in ids:
+            raise ServerRefused(
+                f"the server at {self.config.base_url} has no model {model!r} (it serves: {', '.join(ids) or 'none'}): "
+                "fix --model-name"
+            )
+        entry = entries[ids.index(model)]
+        meta = entry.get("meta") if isinstance(entry.get("meta"), dict) else {}
+        n_params = _int(meta.get("n_params"))
+        props = self.get_json("/props")
+        if props is not None and ("default_generation_settings" in props or "chat_template" in props):
+            settings = props.get("default_generation_settings") or {}
+            return ServerInfo(
+                "llama-server", model, ids,
+                n_ctx=_int(props.get("n_ctx")) or _int(settings.get("n_ctx")),
+                n_params=n_params,
+                chat_template=props.get("chat_template") or None,
+                bos_token=str(props.get("bos_token") or ""),
+                eos_token=str(props.get("eos_token") or ""),
+            )  # fmt: skip
+        if entry.get("owned_by") == "vllm" or "max_model_len" in entry:
+            return ServerInfo("vllm", model, ids, n_ctx=_int(entry.get("max_model_len")), n_params=n_params)
+        if self.has_endpoint("/extras/tokenize", {"input": "a", "model": model}):
+            return ServerInfo("llama-cpp-python", model, ids, n_params=n_params)
+        return ServerInfo("openai", model, ids, n_params=n_params)
+
+
+def _int(value) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def explain(exc: BaseException, config: ServerConfig, streaming: bool = False) -> ModelError:
+    """One line for a failed call: what happened at which URL, and what to do."""
+    url = config.base_url
+    if isinstance(exc, openai.APIStatusError):
+        return explain_status(exc.status_code, str(exc.message), config)
+    cause = exc.__cause__ if isinstance(exc, openai.APIConnectionError) and exc.__cause__ is not None else exc
+    if isinstance(cause, httpx.ConnectTimeout):
+        return ServerUnreachable(
+            f"the model server at {url} did not accept a connection within {config.connect_timeout:g} s: "
+            "check that it is running, or raise --connect-timeout"
+        )
+    if isinstance(cause, (httpx.ReadTimeout, openai.APITimeoutError)):
+        return ServerUnreachable(
+            f"the model server at {url} sent nothing for {config.first_token_timeout:g} s: "
+            "it may be overloaded; raise --first-token-timeout or check the server"
+        )
+    if isinstance(cause, httpx.ConnectError) or type(exc) is openai.APIConnectionError and exc.__cause__ is None:
+        return ServerUnreachable(
+            f"cannot connect to the model server at {url} ({_reason(cause)}): start the server, or fix --base-url"
+        )
+    if streaming or isinstance(cause, (httpx.RemoteProtocolError, httpx.ReadError)):
+        return ServerInterrupted(
+            f"the model server at {url} stopped answering mid-stream ({_reason(cause)}): "
+            "the partial answer is kept, marked interrupted; check the server and ask again"
+        )
+    return ServerUnreachable(f"the model server at {url} failed ({_reason(cause)}): check the server and --base-url")
+
+
+def explain_status(status: int, detail: str, config: ServerConfig) -> ModelError:
+    url = config.base_url
+    detail = " ".join(detail.split())[:160]
+    if status in (401, 403):
+        return ServerRefused(
+            f"the model server at {url} refused the API key (HTTP {status}): "
+            "set SMOLDOCS_API_KEY (or api_key_file in config.toml) to a key it accepts"
+        )
+    if status == 404:
+        return ServerRefused(
+            f"the model server at {url} has no model {config.model!r} or no such endpoint (HTTP 404): "
+            "check --model-name and that --base-url ends in /v1"
+        )
+    if status >= 500:
+        return ServerRefused(f"the model server at {url} failed (HTTP {status}: {detail}): check its log and ask again")
+    return ServerRefused(f"the model server at {url} rejected the request (HTTP {status}: {detail})")
+
+
+def _reason(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    if "refused" in text.lower():
+        return "connection refused"
+    return text[:120] or type(exc).__name__
