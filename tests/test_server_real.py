@@ -154,6 +154,7 @@ def _server_count(model, prompt) -> int:
 def test_model_policy_calls_tools_through_the_server_grammar(sessions, server_model):
     session = sessions(server_model, "model")
     assert session.policy == "model" and session.settings.tool_grammar  # llama-cpp-python takes GBNF grammars
+    assert "tools: model" in session.backend_note and "guards: in-process only" in session.backend_note  # the TUI's
     _built, answer = _turn(session, "What is BM25?")
     steps = [t for t in answer.trace if "tool_step" in t]
     # The grammar shapes every call; what the agent still refuses (a query copied from the example) is retried.
@@ -166,7 +167,7 @@ def test_eval_limit_12_through_the_server(local_server, capsys):
     from agent.cli import main
 
     code = main(["eval", "--limit", "12", "--base-url", local_server.base_url, "--tokenizer", str(default_model_path()),
-                 "--k", "3", "--max-tokens", "24", "--json", "--no-progress"])  # fmt: skip
+                 "--k", "2", "--max-tokens", "16", "--json", "--no-progress"])  # fmt: skip
     report = json.loads(capsys.readouterr().out)
     assert code == 0, report["gate"]
     assert report["questions"]["n"] == 12 and report["settings"]["n_ctx"] == 2048
