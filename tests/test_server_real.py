@@ -16,7 +16,7 @@ from dataclasses import replace
 import openai
 import pytest
 
-from agent.events import AnswerFinished, ContextBuilt, ErrorEvent, TextDelta
+from agent.events import AnswerFinished, ContextBuilt, ErrorEvent, SearchFinished, TextDelta, ToolStep
 from agent.session import ChatSession
 from agent.settings import AgentSettings
 from models.errors import ContextTooSmall, GenerationError, NoTokenizer, ServerRefused, ServerUnreachable
@@ -153,14 +153,15 @@ def _server_count(model, prompt) -> int:
 
 def test_model_policy_calls_tools_through_the_server_grammar(sessions, server_model):
     session = sessions(server_model, "model")
-    assert session.policy == "model" and session.settings.tool_grammar  # llama-cpp-python takes GBNF grammars
+    assert session.policy == "model" and server_model.supports_grammar  # llama-cpp-python takes GBNF grammars
     assert "tools: model" in session.backend_note and "guards: in-process only" in session.backend_note  # the TUI's
-    _built, answer = _turn(session, "What is BM25?")
-    steps = [t for t in answer.trace if "tool_step" in t]
+    events = list(session.ask("What is BM25?"))
+    steps = [e for e in events if isinstance(e, ToolStep)]
     # The grammar shapes every call; what the agent still refuses (a query copied from the example) is retried.
-    assert steps and all(t["tool_step"].startswith("<tool_call>{") for t in steps)
-    assert all(reason.startswith("the query was copied") for t in steps for reason in t["parse_errors"])
-    assert any("hits" in t for t in answer.trace) and answer.status in ("answered", "insufficient_evidence")
+    assert steps and all(step.text.startswith("<tool_call>{") for step in steps)
+    assert all(reason.startswith("the query was copied") for step in steps for reason in step.parse_errors)
+    assert any(isinstance(e, SearchFinished) and e.ok for e in events)
+    assert events[-1].answer.status in ("answered", "insufficient_evidence")
 
 
 def test_eval_limit_12_through_the_server(local_server, capsys):
