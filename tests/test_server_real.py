@@ -217,7 +217,7 @@ def test_prompt_larger_than_the_server_context_is_one_line(local_server):
 def test_server_killed_mid_answer_keeps_the_partial_answer(real_index, real_embedder):
     with LocalServer(default_model_path(), n_ctx=2048) as server:
         model = ServerChatModel(ServerConfig(server.base_url, tokenizer=default_model_path()))
-        session = ChatSession(model, real_index, embedder=real_embedder, settings=AgentSettings(policy="search-first"))
+        session = ChatSession(model, real_index, embedder=real_embedder, settings=AgentSettings(policy="search-first", k=2))
         events = []
         for event in session.ask("How does llama.cpp reuse the KV cache?"):
             events.append(event)
