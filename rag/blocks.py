@@ -1,7 +1,8 @@
 """Document structure: a text split into headings, paragraphs and atomic code blocks, with char offsets.
 
-Markdown (ATX `#` and setext), asciidoc (`==`), reStructuredText (underlined and overlined titles) and
-plain text (read as Markdown). Nothing here counts tokens; rag.chunking decides where chunks end.
+Markdown (ATX `#` and setext), reStructuredText (underlined and overlined titles) and plain text (read as
+Markdown); AsciiDoc lives in rag.formats.asciidoc and HTML/PDF in rag.formats, all built of these Units.
+Nothing here counts tokens; rag.chunking decides where chunks end.
 """
 
 from __future__ import annotations
@@ -9,12 +10,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-SYNTAX_BY_SUFFIX = {".md": "md", ".markdown": "md", ".txt": "md", ".rst": "rst", ".adoc": "adoc"}
-
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
-_ADOC_HEADING = re.compile(r"^(={1,6})[ \t]+(\S.*?)[ \t]*$")
 _MD_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_ADOC_DELIMITER = re.compile(r"^(-{4,}|\.{4,}|\+{4,}|\*{4,}|_{4,}|={4,}|/{4,})[ \t]*$")
+ADOC_DELIMITER = re.compile(r"^(-{4,}|\.{4,}|\+{4,}|\*{4,}|_{4,}|={4,}|/{4,})[ \t]*$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _THEMATIC_BREAK = re.compile(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
 _RST_ADORNMENT = re.compile(r"^([=\-~^\"'`#*+_:.<>!$%&,;?@\\|/])\1+[ \t]*$")
@@ -37,12 +35,9 @@ class Unit:
     closer: str = ""  # fences: the closing line (synthesized when missing)
 
 
-def syntax_for(doc_id: str) -> str:
-    suffix = doc_id[doc_id.rfind(".") :].lower() if "." in doc_id else ""
-    return SYNTAX_BY_SUFFIX.get(suffix, "md")
+class Lines:
+    """The lines of a text and the char offset where each starts."""
 
-
-class _Lines:
     def __init__(self, text: str) -> None:
         self.lines = text.split("\n")
         self.offsets = []
@@ -58,7 +53,7 @@ class _Lines:
         return self.offsets[i] + len(self.lines[i])
 
 
-def _fence_end(lines: list[str], i: int, syntax: str) -> tuple[int, str] | None:
+def fence_end(lines: list[str], i: int, syntax: str) -> tuple[int, str] | None:
     """(index of the closing line or len(lines) if unclosed, fence marker) when line i opens a fence."""
     line = lines[i]
     m = _MD_FENCE.match(line)
@@ -67,7 +62,7 @@ def _fence_end(lines: list[str], i: int, syntax: str) -> tuple[int, str] | None:
         if marker[0] == "`" and "`" in line[m.end() :]:
             return None  # an inline code span, not a fence
         close = re.compile(r"^ {0,3}" + re.escape(marker[0]) + "{" + str(len(marker)) + r",}[ \t]*$")
-    elif syntax == "adoc" and _ADOC_DELIMITER.match(line):
+    elif syntax == "adoc" and ADOC_DELIMITER.match(line):
         marker = line.strip()
         close = re.compile(r"^" + re.escape(marker) + r"[ \t]*$")
     else:
@@ -78,9 +73,22 @@ def _fence_end(lines: list[str], i: int, syntax: str) -> tuple[int, str] | None:
     return len(lines), marker
 
 
+def fence_unit(ls: Lines, i: int, j: int, marker: str, start: int | None = None) -> Unit:
+    """The fence opened at line i and closed at line j (j == len(lines): unclosed, closed by `marker`)."""
+    lines, n = ls.lines, len(ls.lines)
+    closed = j < n
+    last = j if closed else n - 1
+    body_start = ls.start(i + 1) if i + 1 < n else ls.end(i)
+    body_end = ls.start(j) if closed else ls.end(last)
+    return Unit(
+        "fence", ls.start(i) if start is None else start, ls.end(last), body_start=body_start,
+        body_end=max(body_start, body_end), opener=lines[i], closer=lines[j] if closed else marker,
+    )
+
+
 def parse_units(text: str, syntax: str = "md") -> list[Unit]:
-    """Split `text` into units in document order; blank lines and thematic breaks fall between units."""
-    ls = _Lines(text)
+    """Split Markdown or reStructuredText (`syntax` "md" or "rst") into units in document order; blank lines and thematic breaks fall between units."""
+    ls = Lines(text)
     lines = ls.lines
     units: list[Unit] = []
     rst_styles: dict[tuple[str, bool], int] = {}
@@ -119,25 +127,16 @@ def parse_units(text: str, syntax: str = "md") -> list[Unit]:
                     continue
             i += 1
             continue
-        fence = _fence_end(lines, i, syntax)
+        fence = fence_end(lines, i, syntax)
         if fence is not None:
             close_para()
-            j, marker = fence
-            closed = j < n
-            last = j if closed else n - 1
-            body_start = ls.start(i + 1) if i + 1 < n else ls.end(i)
-            body_end = ls.start(j) if closed else ls.end(last)
-            units.append(
-                Unit("fence", ls.start(i), ls.end(last), body_start=body_start, body_end=max(body_start, body_end),
-                     opener=line, closer=lines[j] if closed else marker)
-            )
-            i = j + 1
+            units.append(fence_unit(ls, i, *fence))
+            i = fence[0] + 1
             continue
         if syntax == "rst" and _RST_DIRECTIVE.match(line) and not para:
             i = _take_indented(ls, units, i, include_first=True)
             continue
-        m = _ADOC_HEADING.match(line) if syntax == "adoc" else None
-        m = m or (_ATX.match(line) if syntax in ("md", "adoc") else None)
+        m = _ATX.match(line) if syntax == "md" else None
         if m:
             close_para()
             heading(i, i, len(m.group(1)), m.group(2) or "")
@@ -171,7 +170,7 @@ def parse_units(text: str, syntax: str = "md") -> list[Unit]:
     return units
 
 
-def _take_indented(ls: _Lines, units: list[Unit], i: int, include_first: bool = False) -> int:
+def _take_indented(ls: Lines, units: list[Unit], i: int, include_first: bool = False) -> int:
     """Consume an indented rst block (literal or directive body) as one literal unit; return the next line."""
     lines = ls.lines
     first = i

@@ -15,11 +15,12 @@ from dataclasses import asdict, dataclass
 from typing import Iterable, Iterator
 
 from models.protocols import Counter
-from rag.blocks import Unit, parse_units, syntax_for
+from rag.blocks import Unit
 from rag.errors import BudgetError
+from rag.formats import Layout, parse_text
 from rag.types import Chunk
 
-CHUNKER_VERSION = 2
+CHUNKER_VERSION = 3  # 3: AsciiDoc titles, lists and blocks; HTML and PDF layouts
 DEFAULT_MAX_TOKENS = 200
 MIN_MAX_TOKENS = 16
 MAX_CHARS_PER_TOKEN = 64
@@ -58,17 +59,31 @@ def split_chunk_id(cid: str) -> tuple[str, int] | None:
 
 
 def chunk_document(doc_id: str, text: str, counter: Counter, max_tokens: int = DEFAULT_MAX_TOKENS) -> list[Chunk]:
-    """The chunks of one document, numbered from 0 in document order."""
+    """The chunks of one text document, numbered from 0 in document order."""
+    return chunk_layout(doc_id, parse_text(doc_id, text), counter, max_tokens)
+
+
+def chunk_layout(doc_id: str, layout: Layout, counter: Counter, max_tokens: int = DEFAULT_MAX_TOKENS) -> list[Chunk]:
+    """The chunks of one parsed document (any format), with lines of its file or the pages they come from."""
     ChunkSettings(max_tokens)  # validates the budget
-    cutter = _Cutter(text, counter, max_tokens)
+    cutter = _Cutter(layout.text, counter, max_tokens)
     chunks: list[Chunk] = []
-    for path, units in _groups(parse_units(text, syntax_for(doc_id))):
+    for path, units in _groups(list(layout.units)):
         for a, b in cutter.cut(units):
             body, first, last = cutter.render(a, b)
             if body:
                 cid = chunk_id(doc_id, len(chunks))
-                chunks.append(Chunk(cid, doc_id, doc_id, body, path, first, last))
+                chunks.append(Chunk(cid, doc_id, doc_id, body, path, *_provenance(layout, first, last)))
     return chunks
+
+
+def _provenance(layout: Layout, first: int, last: int) -> tuple[int, int, int, int]:
+    """(line_start, line_end, page_start, page_end) of rendered lines first..last (pages 0 when not paged)."""
+    if layout.line_sources:
+        return layout.line_sources[first - 1], layout.line_sources[last - 1], 0, 0
+    if layout.line_pages:
+        return first, last, layout.line_pages[first - 1], layout.line_pages[last - 1]
+    return first, last, 0, 0
 
 
 def indexed_text(chunk: Chunk, with_heading: bool = True) -> str:

@@ -16,8 +16,9 @@ from typing import Callable
 
 import rag
 from rag.errors import DocsNotFound
+from rag.formats import FILE_FORMATS, SUFFIXES, TEXT_FORMATS, stream_digest
 
-TEXT_SUFFIXES = (".md", ".markdown", ".txt", ".rst", ".adoc")
+TEXT_SUFFIXES = tuple(TEXT_FORMATS)
 # Folders that hold generated output or tooling, never docs a user wrote.
 SKIPPED_DIRS = frozenset(
     {"build", "_build", "dist", "site", "target", "node_modules", "__pycache__", "venv", "env", "out"}
@@ -177,6 +178,12 @@ def load_corpus(docs_dir: str | os.PathLike[str], on_document: Callable[[int], N
     skipped: dict[str, int] = {}
     documents: list[Document] = []
     for doc_id, path in iter_candidate_files(root, skipped):
+        if path.suffix.lower() in FILE_FORMATS:  # a PDF is read when it is chunked, if it changed: hash it only
+            try:
+                documents.append(Document(doc_id=doc_id, path=path, text="", sha256=stream_digest(path)))
+            except OSError:
+                skipped["unreadable"] = skipped.get("unreadable", 0) + 1
+            continue
         if path.suffix.lower() not in TEXT_SUFFIXES:
             _count(skipped, "not text")
             continue
@@ -193,7 +200,7 @@ def load_corpus(docs_dir: str | os.PathLike[str], on_document: Callable[[int], N
             on_document(len(documents))
     if not documents:
         raise DocsNotFound(
-            f"no text files in {root} (looked for {', '.join(TEXT_SUFFIXES)}): "
+            f"no text files in {root} (looked for {', '.join(SUFFIXES)}): "
             "pass --docs DIR to a folder of docs"
         )
     documents.sort(key=lambda d: d.doc_id)

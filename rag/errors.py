@@ -25,3 +25,11 @@ class BudgetError(RagError, ValueError):
 
 class ShownUnreadable(RagError):
     """What an agent was shown (`smoldocs check --shown`) cannot be read as excerpts or a JSON list."""
+
+
+class Unreadable(RagError):
+    """A file of the docs folder skipped with a short reason the index counts ("encrypted PDF", ...)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason

@@ -7,6 +7,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from models.embedder import SEMANTIC_OFF
 from models.protocols import Embedder
 from rag.bm25 import BM25Index
 from rag.chunking import indexed_text
@@ -25,13 +26,16 @@ MIN_DENSE_SCORE = 0.25
 
 
 class HybridIndex:
-    """Search over chunks with BM25, dense embeddings or both; implements rag.types.Retriever."""
+    """Search over chunks with BM25, dense embeddings or both; implements rag.types.Retriever.
+
+    With no embedder (MiniLM not installed) there is no dense half: every mode but "dense" ranks by BM25 alone.
+    """
 
     def __init__(
         self,
         chunks: Sequence[Chunk],
         embeddings: np.ndarray,
-        embedder: Embedder,
+        embedder: Embedder | None,
         term_settings: TermSettings = TermSettings(),
         fusion: str = DEFAULT_FUSION,
         bm25_weight: float = BM25_WEIGHT,
@@ -81,6 +85,16 @@ class HybridIndex:
         return len(self.chunks)
 
     @property
+    def has_dense(self) -> bool:
+        """True when there is an embedder and an embedding row per chunk (MiniLM is installed)."""
+        return self.embedder is not None and self.dense.matrix.shape[1] > 0
+
+    @property
+    def notice(self) -> str:
+        """One line for the TUI header and --json when search is missing a part; "" when it is whole."""
+        return "" if self.has_dense else SEMANTIC_OFF
+
+    @property
     def doc_ids(self) -> list[str]:
         """Every document id with at least one chunk, sorted."""
         return list(self._doc_names)
@@ -95,6 +109,10 @@ class HybridIndex:
         """The best `k` chunks for `query`, optionally only from `doc_ids`; [] when nothing matches."""
         if mode not in MODES:
             raise ValueError(f"unknown search mode {mode!r}: choose one of {', '.join(MODES)}")
+        if not self.has_dense:
+            if mode == "dense":
+                raise ValueError(SEMANTIC_OFF)
+            mode = "bm25"
         if k < 1:
             raise ValueError(f"k must be at least 1, got {k}")
         allowed = self._allowed(doc_ids)

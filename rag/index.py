@@ -10,12 +10,14 @@ from typing import Callable
 
 import numpy as np
 
+from models.embedder import SEMANTIC_OFF
 from models.protocols import Embedder, Tokenizer
 from rag import store
-from rag.chunking import ChunkSettings, chunk_document, indexed_text
-from rag.corpus import Corpus, check_docs_dir, default_docs_dir, load_corpus
+from rag.chunking import ChunkSettings, chunk_layout, indexed_text
+from rag.corpus import Document, check_docs_dir, default_docs_dir, load_corpus
 from rag.dense import embed_texts
-from rag.errors import IndexCorrupt, IndexNotSaved
+from rag.errors import IndexCorrupt, IndexNotSaved, Unreadable
+from rag.formats import read_layout
 from rag.hybrid import HybridIndex
 from rag.sources import source_info
 from rag.terms import TermSettings
@@ -32,7 +34,7 @@ class IndexProgress:
     big file can take a while), embed per batch, save at start and end.
     """
 
-    stage: str  # "scan" | "chunk" | "embed" | "save" | "notice" | "done"
+    stage: str  # "scan" | "chunk" | "read" (pages of one long file) | "embed" | "save" | "notice" | "done"
     done: int = 0
     total: int = 0  # 0: not known yet (scanning)
     message: str = ""  # a notice's text; for "chunk", the file being chunked
@@ -58,6 +60,8 @@ class IndexUpdate:
     skipped: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     embed_seconds: float = 0.0
+    parts: tuple[str, ...] = ("bm25", "dense")  # which halves the index has: no "dense" without MiniLM
+    refreshed: bool = False  # the dense half was added or dropped, or the list of unreadable files changed
 
     @property
     def files(self) -> int:
@@ -66,7 +70,7 @@ class IndexUpdate:
     @property
     def modified(self) -> bool:
         """True when the stored index was (re)written."""
-        return self.rebuilt or bool(self.added or self.changed or self.removed)
+        return self.rebuilt or self.refreshed or bool(self.added or self.changed or self.removed)
 
     def summary(self) -> str:
         """One line for the CLI: files, chunks, what changed, how long."""
@@ -78,27 +82,32 @@ class IndexUpdate:
             what = "up to date"
         rate = f", {self.chunks_embedded / self.embed_seconds:.0f} chunks/s" if self.embed_seconds > 0 else ""
         skipped = sum(self.skipped.values())
-        return (
-            f"{self.files} files, {self.chunks} chunks; {what}; embedded {self.chunks_embedded} chunks"
-            f"{rate}; {skipped} files skipped; {self.seconds:.2f} s"
-        )
+        embedded = f"embedded {self.chunks_embedded} chunks{rate}" if "dense" in self.parts else "BM25 only"
+        return f"{self.files} files, {self.chunks} chunks; {what}; {embedded}; {skipped} files skipped; {self.seconds:.2f} s"
 
 
-def index_settings(tokenizer: Tokenizer, embedder: Embedder, chunking: ChunkSettings) -> dict:
-    """Everything the stored chunks and embeddings depend on besides the files themselves."""
+DENSE_KEYS = ("embedding_model", "embedding_dim", "embedded_text")
+
+
+def index_settings(tokenizer: Tokenizer, embedder: Embedder | None, chunking: ChunkSettings) -> dict:
+    """Everything the stored chunks and embeddings depend on besides the files themselves.
+
+    Without an embedder the dense keys are None: the index holds its BM25 half only, and the chunks stay
+    reusable when an embedder appears (only the embeddings are then computed).
+    """
     return {
         "tokenizer": tokenizer.name,
         "chunker": chunking.to_dict(),
-        "embedding_model": embedder.model_id,
-        "embedding_dim": int(embedder.dim),
-        "embedded_text": EMBEDDED_TEXT,
+        "embedding_model": embedder.model_id if embedder is not None else None,
+        "embedding_dim": int(embedder.dim) if embedder is not None else 0,
+        "embedded_text": EMBEDDED_TEXT if embedder is not None else None,
     }
 
 
 def open_index(
     docs_dir: str | os.PathLike[str] | None,
     tokenizer: Tokenizer,
-    embedder: Embedder,
+    embedder: Embedder | None,
     index_dir: str | os.PathLike[str] | None = None,
     progress: ProgressFn | None = None,
     rebuild: bool = False,
@@ -110,7 +119,8 @@ def open_index(
 
     When it cannot be saved, a search can still use it from memory (one notice); with `must_save` (the `index`
     command, whose whole point is saving) that is IndexNotSaved instead. Either way the previous index is intact.
-    `search_options` go to HybridIndex (fusion, term_settings, min_dense_score, bm25_weight, current_only).
+    `embedder` None: BM25 only, with a notice saying how to turn semantic search on. `search_options` go to
+    HybridIndex (fusion, term_settings, min_dense_score, bm25_weight, current_only).
     """
     started = time.perf_counter()
     emit = progress or (lambda event: None)
@@ -121,30 +131,56 @@ def open_index(
     emit(IndexProgress("scan", len(corpus.documents), len(corpus.documents)))
     wanted = index_settings(tokenizer, embedder, chunking)
     stored, reason = _previous(target, wanted, rebuild, emit)
+    dense_kept = stored is not None and all(stored.settings.get(k) == wanted[k] for k in DENSE_KEYS)
+    if embedder is None:
+        emit(IndexProgress("notice", message=SEMANTIC_OFF))
 
     old_files = stored.files if stored is not None else {}
+    old_skips = stored.skipped_files if stored is not None else {}
     old_rows = {c.chunk_id: row for row, c in enumerate(stored.chunks)} if stored is not None else {}
-    kept: dict[str, list[Chunk]] = {}
-    fresh: dict[str, list[Chunk]] = {}
+    skipped = dict(corpus.skipped)
+    skips: dict[str, dict] = {}  # files no format could read, remembered so an unchanged one is not read again
+    doc_chunks: dict[str, list[Chunk]] = {}
+    kept_vectors: dict[str, np.ndarray] = {}
+    fresh: list[str] = []
     for n, doc in enumerate(corpus.documents, start=1):
         emit(IndexProgress("chunk", n - 1, len(corpus.documents), message=doc.doc_id))
         entry = old_files.get(doc.doc_id)
+        memo = old_skips.get(doc.doc_id)
         if entry is not None and entry["sha256"] == doc.sha256:
-            kept[doc.doc_id] = [stored.chunks[old_rows[cid]] for cid in entry["chunks"]]
+            doc_chunks[doc.doc_id] = [stored.chunks[old_rows[cid]] for cid in entry["chunks"]]
+            if dense_kept:
+                kept_vectors[doc.doc_id] = stored.embeddings[[old_rows[cid] for cid in entry["chunks"]]]
+        elif memo is not None and memo.get("sha256") == doc.sha256:
+            skips[doc.doc_id] = memo
         else:
-            fresh[doc.doc_id] = chunk_document(doc.doc_id, doc.text, tokenizer, chunking.max_tokens)
+            try:
+                layout = read_layout(doc.doc_id, doc.path, doc.text, doc.sha256, _page_progress(emit, doc.doc_id))
+            except Unreadable as exc:
+                skips[doc.doc_id] = {"sha256": doc.sha256, "reason": exc.reason}
+            else:
+                doc_chunks[doc.doc_id] = chunk_layout(doc.doc_id, layout, tokenizer, chunking.max_tokens)
+                fresh.append(doc.doc_id)
         emit(IndexProgress("chunk", n, len(corpus.documents), message=doc.doc_id))
+    for memo in skips.values():
+        skipped[memo["reason"]] = skipped.get(memo["reason"], 0) + 1
 
-    new_chunks = [c for doc_chunks in fresh.values() for c in doc_chunks]
+    indexed = [d for d in corpus.documents if d.doc_id in doc_chunks]
+    to_embed = [c for d in indexed if d.doc_id not in kept_vectors for c in doc_chunks[d.doc_id]] if embedder else []
     embed_started = time.perf_counter()
-    new_vectors = embed_texts(
-        embedder,
-        [indexed_text(c) for c in new_chunks],
-        on_batch=lambda done, secs: emit(IndexProgress("embed", done, len(new_chunks), rate=done / max(secs, 1e-9))),
+    new_vectors = (
+        embed_texts(
+            embedder,
+            [indexed_text(c) for c in to_embed],
+            on_batch=lambda done, secs: emit(IndexProgress("embed", done, len(to_embed), rate=done / max(secs, 1e-9))),
+        )
+        if embedder is not None
+        else None
     )
-    embed_seconds = time.perf_counter() - embed_started if new_chunks else 0.0
+    embed_seconds = time.perf_counter() - embed_started if to_embed else 0.0
 
-    chunks, embeddings, files = _assemble(corpus, kept, fresh, new_vectors, stored, old_rows, embedder.dim)
+    dim = int(embedder.dim) if embedder is not None else 0
+    chunks, embeddings, files = _assemble(indexed, doc_chunks, kept_vectors, new_vectors, dim)
     removed = tuple(sorted(set(old_files) - set(files)))
     update = IndexUpdate(
         index_dir=target,
@@ -153,11 +189,13 @@ def open_index(
         added=tuple(d for d in fresh if d not in old_files),
         changed=tuple(d for d in fresh if d in old_files),
         removed=removed,
-        unchanged=len(kept),
+        unchanged=len(indexed) - len(fresh),
         chunks=len(chunks),
-        chunks_embedded=len(new_chunks),
-        skipped=dict(corpus.skipped),
+        chunks_embedded=len(to_embed),
+        skipped=skipped,
         embed_seconds=embed_seconds,
+        parts=("bm25", "dense") if embedder is not None else ("bm25",),
+        refreshed=stored is not None and (not dense_kept or skips != old_skips),
     )
     sources = {d.doc_id: source_info(d.doc_id, d.text) for d in corpus.documents}
     for doc_id, info in sources.items():
@@ -169,10 +207,10 @@ def open_index(
     index = HybridIndex(
         chunks, embeddings, embedder, docs_dir=root, index_dir=target, bm25=bm25, sources=sources, **search_options
     )
-    if update.modified:
+    if update.modified or (stored is not None and stored.bm25_terms != terms_wanted):
         emit(IndexProgress("save", 0, 1))
         try:
-            store.save(target, wanted, files, chunks, embeddings, index.bm25, terms_wanted)
+            store.save(target, wanted, files, chunks, embeddings, index.bm25, terms_wanted, skips)
         except OSError as exc:
             reason = exc.strerror or str(exc)
             if must_save:
@@ -189,6 +227,11 @@ def open_index(
     return index
 
 
+def _page_progress(emit: ProgressFn, doc_id: str):
+    """Per-page progress of one long file (a PDF), shown as its own stage while it is read."""
+    return lambda done, total: emit(IndexProgress("read", done, total, message=doc_id))
+
+
 def _previous(target: Path, wanted: dict, rebuild: bool, emit: ProgressFn) -> tuple[store.StoredIndex | None, str]:
     """The stored index if it can be reused, else None and why it cannot (announced as a notice)."""
     if rebuild:
@@ -200,37 +243,37 @@ def _previous(target: Path, wanted: dict, rebuild: bool, emit: ProgressFn) -> tu
         return None, "unusable index"
     if stored is None:
         return None, "new index"
-    if stored.settings != wanted:
-        diff = sorted(k for k in set(wanted) | set(stored.settings) if wanted.get(k) != stored.settings.get(k))
+    diff = sorted(k for k in set(wanted) | set(stored.settings) if wanted.get(k) != stored.settings.get(k))
+    if any(k not in DENSE_KEYS for k in diff):
         emit(IndexProgress("notice", message=f"index settings changed ({', '.join(diff)}); rebuilding it"))
         return None, f"settings changed: {', '.join(diff)}"
+    if diff and wanted["embedding_model"] is not None:  # chunks stay; only the dense half is (re)computed
+        emit(IndexProgress("notice", message=f"adding semantic search to the index ({wanted['embedding_model']})"))
     return stored, ""
 
 
 def _assemble(
-    corpus: Corpus,
-    kept: dict[str, list[Chunk]],
-    fresh: dict[str, list[Chunk]],
-    new_vectors: np.ndarray,
-    stored: store.StoredIndex | None,
-    old_rows: dict[str, int],
+    documents: list[Document],
+    doc_chunks: dict[str, list[Chunk]],
+    kept_vectors: dict[str, np.ndarray],
+    new_vectors: np.ndarray | None,
     dim: int,
 ) -> tuple[list[Chunk], np.ndarray, dict[str, dict]]:
-    """Chunks and embedding rows in document order, reusing stored rows for unchanged files."""
+    """Chunks and embedding rows in document order, reusing stored rows where they are still valid."""
     chunks: list[Chunk] = []
     sources: list[np.ndarray] = []
     files: dict[str, dict] = {}
     fresh_row = 0
-    for doc in corpus.documents:
-        if doc.doc_id in kept:
-            doc_chunks = kept[doc.doc_id]
-            sources.append(stored.embeddings[[old_rows[c.chunk_id] for c in doc_chunks]])
+    for doc in documents:
+        these = doc_chunks[doc.doc_id]
+        if doc.doc_id in kept_vectors:
+            sources.append(kept_vectors[doc.doc_id])
+        elif new_vectors is not None:
+            sources.append(new_vectors[fresh_row : fresh_row + len(these)])
+            fresh_row += len(these)
         else:
-            doc_chunks = fresh[doc.doc_id]
-            sources.append(new_vectors[fresh_row : fresh_row + len(doc_chunks)])
-            fresh_row += len(doc_chunks)
-        chunks.extend(doc_chunks)
-        files[doc.doc_id] = {"sha256": doc.sha256, "chunks": [c.chunk_id for c in doc_chunks]}
+            sources.append(np.zeros((len(these), 0), np.float32))
+        chunks.extend(these)
+        files[doc.doc_id] = {"sha256": doc.sha256, "chunks": [c.chunk_id for c in these]}
     embeddings = np.concatenate(sources).astype(np.float32) if sources else np.zeros((0, dim), np.float32)
     return chunks, embeddings, files
-

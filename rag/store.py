@@ -56,6 +56,12 @@ class StoredIndex:
     def files(self) -> dict[str, dict]:
         return self.manifest["files"]
 
+    @property
+    def skipped_files(self) -> dict[str, dict]:
+        """Files no format could read: doc id -> {"sha256", "reason"}; not read again while unchanged."""
+        skipped = self.manifest.get("skipped_files") or {}
+        return skipped if isinstance(skipped, dict) else {}
+
 
 def default_index_dir(docs_dir: Path) -> Path:
     """One cache folder per docs folder, named by a hash of its resolved path."""
@@ -101,12 +107,14 @@ def chunk_to_json(chunk: Chunk) -> dict:
         "heading": list(chunk.heading_path),
         "lines": [chunk.line_start, chunk.line_end],
         "text": chunk.text,
-    }
+    } | ({"pages": [chunk.page_start, chunk.page_end]} if chunk.page_start else {})
 
 
 def chunk_from_json(row: dict) -> Chunk:
     start, end = row["lines"]
-    return Chunk(row["id"], row["doc"], row["uri"], row["text"], tuple(row["heading"]), int(start), int(end))
+    first_page, last_page = row.get("pages") or (0, 0)
+    return Chunk(row["id"], row["doc"], row["uri"], row["text"], tuple(row["heading"]), int(start), int(end),
+                 int(first_page), int(last_page))
 
 
 def to_json_line(row: dict) -> bytes:
@@ -127,6 +135,7 @@ def save(
     embeddings: np.ndarray,
     bm25: BM25Index,
     bm25_terms: dict,
+    skipped_files: dict[str, dict] | None = None,
 ) -> None:
     """Write a new generation, commit it by replacing the manifest, then delete older generations.
 
@@ -156,6 +165,7 @@ def save(
             "bm25_terms": bm25_terms,
             "n_chunks": len(chunks),
             "files": files,
+            "skipped_files": skipped_files or {},
         }
         manifest[SELF_SUM] = _self_sum(manifest)
         with _locked(index_dir):  # two writers: each deletes the generation it really replaced

@@ -1,11 +1,24 @@
-"""Lowercase word terms for BM25: optional stop-word removal and a light suffix stemmer."""
+"""Lowercase terms for BM25: identifiers whole and split, function words dropped, Snowball stems.
+
+API docs name things `fs.readFile`, `spawnSync`, `os.path.join`, `n_ctx`, `--no-deps`; questions say "read a
+file". So every identifier is indexed whole (lowercased) and as its parts: split at dots, dashes and underscores,
+then at camelCase humps. Each part is stemmed with the English Snowball stemmer (PyStemmer, as bm25s does).
+"""
 
 from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 
-_WORD = re.compile(r"\w+")
+import Stemmer
+
+STEMMERS = ("snowball", "light", "none")
+# A word, or words joined by dots and dashes with nothing between them: "fs.readFile", "utf-8", "--no-deps".
+_TOKEN = re.compile(r"\w+(?:[.\-]+\w+)*")
+_SEPARATORS = re.compile(r"[.\-_]+")
+# camelCase humps: "readFile" -> read|File, "HTTPServer" -> HTTP|Server, "utf8Decode" -> utf8|Decode.
+_HUMP = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+\d*|[A-Z]+\d*|\d+[a-z]*")
 
 # Function words only: "not", "off", "before", "after" and the like carry meaning in docs and stay.
 STOPWORDS = frozenset(
@@ -23,13 +36,28 @@ class TermSettings:
     stem: bool = True
     stopwords: bool = True
     headings: bool = True  # index the heading path with the chunk text
+    stemmer: str = "snowball"  # used when stem is True: "snowball" (PyStemmer) or "light" (the old suffix stripper)
+    identifiers: bool = True  # also index the parts of fs.readFile, spawnSync, n_ctx
+
+    def __post_init__(self) -> None:
+        if self.stemmer not in STEMMERS:
+            raise ValueError(f"unknown stemmer {self.stemmer!r}: choose one of {', '.join(STEMMERS)}")
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
-def stem(word: str) -> str:
-    """A light English suffix stripper: plurals, -ing, -ed. Enough to match "chunks" with "chunk"."""
+_SNOWBALL = Stemmer.Stemmer("english")
+
+
+@lru_cache(maxsize=65536)
+def snowball(word: str) -> str:
+    """The English Snowball (Porter 2) stem of a lowercase word."""
+    return _SNOWBALL.stemWord(word)
+
+
+def light_stem(word: str) -> str:
+    """The suffix stripper used before Snowball (plurals, -ing, -ed); kept to measure against."""
     if len(word) <= 3 or not word.isalpha():
         return word
     if word.endswith("ies") and len(word) > 4:
@@ -47,13 +75,54 @@ def stem(word: str) -> str:
     return word
 
 
+def stem(word: str, stemmer: str = "snowball") -> str:
+    """`word` (lowercase) stemmed by the named stemmer; digits-only and one-letter words stay as they are."""
+    if stemmer == "none" or len(word) < 3 or word.isdigit():
+        return word
+    return snowball(word) if stemmer == "snowball" else light_stem(word)
+
+
+def identifier_parts(token: str) -> list[str]:
+    """The lowercase parts of an identifier: split at dots, dashes, underscores and camelCase humps.
+
+    "fs.readFile" -> ["fs", "read", "file"]; "HTTPServer" -> ["http", "server"]; "n_ctx" -> ["n", "ctx"].
+    """
+    parts = []
+    for segment in _SEPARATORS.split(token):
+        if segment.isascii():
+            parts.extend(m.group().lower() for m in _HUMP.finditer(segment))
+        else:  # case rules of other scripts are not camelCase: keep the segment whole
+            parts.append(segment.lower())
+    return [p for p in parts if p]
+
+
 def terms(text: str, settings: TermSettings = TermSettings()) -> list[str]:
-    """The BM25 terms of `text`, in order, repeated as often as they occur."""
-    out = []
-    for word in _WORD.findall(text.lower()):
-        if settings.stopwords and word in STOPWORDS:
+    """The BM25 terms of `text`, in order, repeated as often as they occur.
+
+    A compound token gives its whole lowercased form first, then each of its parts (each once per occurrence).
+    """
+    out: list[str] = []
+    method = settings.stemmer if settings.stem else "none"
+    for match in _TOKEN.finditer(text):
+        token = match.group().strip("_")
+        if not token:
             continue
-        out.append(stem(word) if settings.stem else word)
-        if "_" in word.strip("_"):  # n_ctx also matches "ctx"
-            out.extend(stem(p) if settings.stem else p for p in word.split("_") if p)
+        lower = token.lower()
+        parts = identifier_parts(token) if settings.identifiers else _SEPARATORS.split(lower)
+        parts = [p for p in parts if p]
+        if len(parts) <= 1 and (not parts or parts[0] == lower):
+            if not (settings.stopwords and lower in STOPWORDS):
+                out.append(stem(lower, method))
+            continue
+        if settings.identifiers or "_" in lower:
+            out.append(lower)  # the identifier as written: "fs.readfile", "n_ctx"
+        seen = {lower}
+        for part in parts:
+            if settings.stopwords and part in STOPWORDS:
+                continue
+            term = stem(part, method)
+            if settings.identifiers and term in seen:
+                continue
+            seen.add(term)
+            out.append(term)
     return out

@@ -64,7 +64,7 @@ def _note(label: str, number: int, verdict: CitationVerdict | None, hit: Hit | N
     chunk = lookup(chunk_id) if (lookup and chunk_id) else None
     source = chunk or hit
     if source is not None:
-        where = f"{source.uri} lines {source.lines}"
+        where = f"{source.uri} {source.where}"
         if source.heading:
             where += f", {source.heading}"
     elif verdict is not None and verdict.uri:

@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
             answer = event.answer
     assert answer is not None, "the agent ended a turn without an answer"
     if args.json:
-        print(json.dumps(answer_to_dict(answer), ensure_ascii=False, indent=2))
+        print(json.dumps(answer_to_dict(answer) | {"notice": session.search_notice or None}, ensure_ascii=False, indent=2))
     else:
         print_answer(answer, session, already_streamed=streaming)
     return 0 if answer.status not in ("error", "interrupted") else 1
@@ -69,7 +69,7 @@ def print_answer(answer: Answer, session, already_streamed: bool) -> None:
             where = ""
             if c.chunk_id:
                 chunk = session.chunk(c.chunk_id)
-                where = f"{c.uri} lines {chunk.lines}" if chunk else c.chunk_id
+                where = f"{c.uri} {chunk.where}" if chunk else c.chunk_id
                 if chunk and chunk.heading:
                     where += f" ({chunk.heading})"
             score = f" score {c.support:.2f}" if c.support is not None else ""

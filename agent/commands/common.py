@@ -122,10 +122,10 @@ def load_tokenizer_from_args(args: argparse.Namespace):
 
 
 def load_embedder_from_args(args: argparse.Namespace):
-    """The MiniLM embedder (converted from the packaged model on first use)."""
-    from models.embedder import load_embedder
+    """The MiniLM embedder (converted from the packaged model on first use); None if it is not installed."""
+    from models.embedder import optional_embedder
 
-    return load_embedder()
+    return optional_embedder()
 
 
 def open_index_from_args(
@@ -141,7 +141,8 @@ def open_index_from_args(
     from rag.index import open_index
 
     tokenizer = tokenizer or load_tokenizer_from_args(args)
-    embedder = embedder or load_embedder_from_args(args)
+    if embedder is None:
+        embedder = load_embedder_from_args(args)
     bar = ProgressBar(stream or sys.stderr, quiet=quiet or getattr(args, "quiet", False))
     try:
         return open_index(

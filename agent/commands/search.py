@@ -67,6 +67,7 @@ def hit_to_json(rank: int, hit: Hit) -> dict:
         "uri": hit.uri,
         "heading": hit.heading,
         "lines": hit.lines,
+        "pages": hit.pages or None,
         "score": round(hit.score, 6),
         "bm25_rank": hit.bm25_rank,
         "dense_rank": hit.dense_rank,
@@ -79,7 +80,7 @@ def hit_to_json(rank: int, hit: Hit) -> dict:
 def format_hit(rank: int, hit: Hit) -> str:
     """Rank, id, lines, fused score and both ranks, the heading path, then the first lines of text."""
     ranks = f"bm25 {_rank(hit.bm25_rank)}  dense {_rank(hit.dense_rank)}"
-    head = f"{rank:>2}. {hit.chunk_id}  lines {hit.lines}  score {hit.score:.4f}  {ranks}"
+    head = f"{rank:>2}. {hit.chunk_id}  {hit.where}  score {hit.score:.4f}  {ranks}"
     if hit.outdated:
         head += "  [outdated]"
     lines = [line for line in hit.text.splitlines() if line.strip()]

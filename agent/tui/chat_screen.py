@@ -131,6 +131,7 @@ class ChatScreen(Screen):
         self.query_one(StatusLine).set(
             model=session.model_name, index_size=session.index_size, docs=session.docs_dir,
             note=getattr(session, "backend_note", ""),
+            notice=getattr(session, "search_notice", ""),
         )
         for welcome in self.query(".welcome").results(Static):
             welcome.update(welcome_text(session.docs_dir))

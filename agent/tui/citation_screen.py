@@ -71,7 +71,7 @@ def header(info: CitationInfo) -> Content:
     if source is not None:
         if parts:
             parts.append("\n")
-        parts += [(source.uri, "bold"), f"  lines {source.lines}"]
+        parts += [(source.uri, "bold"), f"  {source.where}"]
         if source.heading:
             parts += ["\n", (source.heading, "italic")]
         parts += ["\n", (f"chunk {source.chunk_id}", "dim")]

@@ -14,7 +14,7 @@ def hit_line(rank: int, hit: Hit) -> Content:
     line = Content.assemble(
         (f"{rank}. ", "bold"),
         (hit.uri, "underline"),
-        (f" lines {hit.lines}{heading} · score {hit.score:.3f}", "dim"),
+        (f" {hit.where}{heading} · score {hit.score:.3f}", "dim"),
     )
     return line.stylize(Style.from_meta({"@click": f"screen.open_chunk({hit.chunk_id!r})"}))
 

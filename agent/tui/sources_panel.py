@@ -26,7 +26,7 @@ def source_line(n: int, hit: Hit | None, citation: CitationVerdict | None, verdi
     mark = Verdict.of(shown).mark if verdict else " "
     head = Content.assemble((f"[{n}] {mark}", f".{v.css_class(shown)}"), " ")
     if hit is not None:
-        detail = f"lines {hit.lines}" + (f" · {hit.heading}" if hit.heading else "")
+        detail = hit.where + (f" · {hit.heading}" if hit.heading else "")
         return head + Content.assemble(hit.uri, "\n     ", (clip(detail, DETAIL_WIDTH), "dim"))
     if verdict is Verdict.MADE_UP:
         return head + Content.assemble(("made up: no such excerpt", "dim"))

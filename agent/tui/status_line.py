@@ -1,4 +1,4 @@
-"""The status line: model, speed of the last answer, index size, docs folder."""
+"""The status line: model, speed of the last answer, index size, docs folder, and what search is missing."""
 
 from __future__ import annotations
 
@@ -9,7 +9,12 @@ from textual.widgets import Static
 
 
 def status_text(
-    model: str | None, tokens_per_second: float | None, index_size: int | None, docs: Path | None, note: str = ""
+    model: str | None,
+    tokens_per_second: float | None,
+    index_size: int | None,
+    docs: Path | None,
+    note: str = "",
+    notice: str = "",
 ) -> Content:
     parts: list = [("smoldocs", "bold")]
     parts += ["  ", model or "loading…"]
@@ -21,6 +26,8 @@ def status_text(
         parts += ["  ", f"index {index_size:,} chunks"]
     if docs is not None:
         parts += ["  ", (docs.name or str(docs), "dim")]
+    if notice:  # search runs without a part (MiniLM not installed): a line of its own saying how to add it
+        parts += ["\n", (notice, "$warning")]
     return Content.assemble(*parts)
 
 
@@ -32,8 +39,11 @@ class StatusLine(Static):
         self.index_size: int | None = None
         self.docs: Path | None = None
         self.note = ""
+        self.notice = ""
 
     def set(self, **values) -> None:
         for name, value in values.items():
             setattr(self, name, value)
-        self.update(status_text(self.model, self.tokens_per_second, self.index_size, self.docs, self.note))
+        self.update(
+            status_text(self.model, self.tokens_per_second, self.index_size, self.docs, self.note, self.notice)
+        )

@@ -55,11 +55,11 @@ def call_details(event: SearchFinished) -> Content:
         heading = f" · {hit.heading}" if hit.heading else ""
         lines.append(
             Content.from_markup(
-                "$rank. [b]$status[/b] $uri [dim]lines $lines$heading · score $score[/]",
+                "$rank. [b]$status[/b] $uri [dim]$where$heading · score $score[/]",
                 rank=str(rank),
                 status=status,
                 uri=hit.uri,
-                lines=hit.lines,
+                where=hit.where,
                 heading=heading,
                 score=f"{hit.score:.3f}",
             )
