@@ -33,3 +33,7 @@ class Unreadable(RagError):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class SemanticSearchOff(RagError, ValueError):
+    """Dense search was asked for, but the index has no embeddings (the MiniLM package is not installed)."""

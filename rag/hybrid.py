@@ -12,6 +12,7 @@ from models.protocols import Embedder
 from rag.bm25 import BM25Index
 from rag.chunking import indexed_text
 from rag.dense import DenseIndex
+from rag.errors import SemanticSearchOff
 from rag.fusion import BM25_WEIGHT, FUSIONS, Ranked, fuse, top_rows
 from rag.sources import SourceInfo, source_info
 from rag.terms import TermSettings, terms
@@ -111,7 +112,7 @@ class HybridIndex:
             raise ValueError(f"unknown search mode {mode!r}: choose one of {', '.join(MODES)}")
         if not self.has_dense:
             if mode == "dense":
-                raise ValueError(SEMANTIC_OFF)
+                raise SemanticSearchOff(SEMANTIC_OFF)
             mode = "bm25"
         if k < 1:
             raise ValueError(f"k must be at least 1, got {k}")

@@ -53,7 +53,8 @@ class MemoEmbedder:
 def evaluate(index: HybridIndex, questions: Sequence[Question], modes: Sequence[str] = MODES, name: str = "") -> list[RetrievalScores]:
     """Chunk- and doc-level scores of each mode over the answerable questions that have a gold chunk."""
     graded = [(q, gold_chunk_ids(q, index.chunks)) for q in questions if q.answerable]
-    graded = [(q, gold) for q, gold in graded if gold]
+    # A question with evidence but no chunk holding it is left out; one without evidence counts at doc level only.
+    graded = [(q, gold) for q, gold in graded if gold or not q.evidence]
     rows = []
     for mode in modes:
         per_chunk, per_doc = [], []
@@ -61,10 +62,13 @@ def evaluate(index: HybridIndex, questions: Sequence[Question], modes: Sequence[
             hits = index.search(q.q, k=DEPTH, mode=mode)
             chunk_ranking = [h.chunk_id for h in hits]
             doc_ranking = first_per_doc(h.doc_id for h in hits)
-            per_chunk.append([recall_at_k(chunk_ranking, gold, k) for k in (1, 5)] + [mrr_at_k(chunk_ranking, gold, DEPTH)])
+            if gold:
+                per_chunk.append([recall_at_k(chunk_ranking, gold, k) for k in (1, 5)] + [mrr_at_k(chunk_ranking, gold, DEPTH)])
             per_doc.append([recall_at_k(doc_ranking, q.gold_docs, k) for k in (1, 5)] + [mrr_at_k(doc_ranking, q.gold_docs, DEPTH)])
         label = f"{name}{mode}"
         for level, values in (("chunk", per_chunk), ("doc", per_doc)):
+            if not values and level == "chunk" and per_doc:
+                continue  # a question set without evidence strings
             cols = list(zip(*values)) if values else [(), (), ()]
             rows.append(RetrievalScores(label, level, len(values), *(round(mean(c), 4) for c in cols)))
     return rows
@@ -83,6 +87,21 @@ def variant(index: HybridIndex, **changes) -> HybridIndex:
     )
     options.update(changes)
     return HybridIndex(index.chunks, index.dense.matrix, index.embedder, docs_dir=index.docs_dir, **options)
+
+
+# Terms before issue #18 (the light suffix stripper, words only) and now (Snowball, identifiers whole and split).
+TERMS_BEFORE = TermSettings(stemmer="light", identifiers=False)
+TERMS_AFTER = TermSettings()
+
+
+def compare_terms(index: HybridIndex, questions: Sequence[Question]) -> list[RetrievalScores]:
+    """BM25 alone and the default fusion, with the old terms and the new, at chunk and doc level."""
+    modes = ("bm25", index.fusion) if index.has_dense else ("bm25",)
+    rows = []
+    for label, settings in (("before", TERMS_BEFORE), ("+identifiers", TermSettings(stemmer="light")),
+                            ("+snowball", TermSettings(identifiers=False)), ("after", TERMS_AFTER)):
+        rows += evaluate(variant(index, term_settings=settings), questions, modes, name=f"terms {label}: ")
+    return rows
 
 
 def sweep(index: HybridIndex, questions: Sequence[Question]) -> list[RetrievalScores]:
@@ -120,16 +139,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--index", default=None, help="index folder (default: the cache folder of --docs)")
     parser.add_argument("--questions", default=None, help="questions JSONL (default: the bundled set)")
     parser.add_argument("--sweep", action="store_true", help="also compare term variants, weights and floors")
+    parser.add_argument("--compare-terms", action="store_true", help="BM25 and fusion with the old and new terms")
     parser.add_argument("--json", action="store_true", help="print rows as JSON")
     args = parser.parse_args(argv)
 
-    from models.embedder import load_embedder  # real components only when run as a program
+    from models.embedder import optional_embedder  # real components only when run as a program
     from models.tokenizer import load_tokenizer
     from rag.index import open_index
 
-    index = open_index(args.docs, load_tokenizer(), MemoEmbedder(load_embedder()), index_dir=args.index)
+    embedder = optional_embedder()
+    memo = MemoEmbedder(embedder) if embedder is not None else None
+    index = open_index(args.docs, load_tokenizer(), memo, index_dir=args.index)
     questions = load_questions(args.questions) if args.questions else load_questions()
-    rows = evaluate(index, questions)
+    if args.compare_terms:
+        rows = compare_terms(index, questions)
+    else:
+        rows = evaluate(index, questions, MODES if index.has_dense else ("bm25",))
     if args.sweep:
         rows += sweep(index, questions)
     missing = ungraded(index, questions)

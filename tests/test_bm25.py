@@ -1,14 +1,15 @@
-"""BM25 postings give rank_bm25's scores exactly; terms are lowercased, lightly stemmed, function words dropped."""
+"""BM25 postings give rank_bm25's scores exactly; terms: identifiers whole and split, Snowball stems, no function words."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
 
 from rag.bm25 import BM25Index
-from rag.terms import TermSettings, stem, terms
+from rag.terms import TermSettings, identifier_parts, light_stem, stem, terms
 
 _doc = st.lists(st.sampled_from("alpha beta gamma delta eps zeta eta theta".split()), min_size=0, max_size=12)
 
@@ -34,22 +35,55 @@ def test_an_empty_corpus_scores_nothing():
 
 
 def test_terms_are_lowercase_words_without_function_words():
-    assert terms("What is the KV-cache size?") == ["kv", "cache", "size"]
-    assert terms("What is the KV-cache size?", TermSettings(stem=False, stopwords=False)) == [
-        "what", "is", "the", "kv", "cache", "size",
+    assert terms("What is the cache size?") == ["cach", "size"]
+    assert terms("What is the cache size?", TermSettings(stem=False, stopwords=False)) == [
+        "what", "is", "the", "cache", "size",
     ]
 
 
-def test_identifiers_with_underscores_also_match_their_parts():
+def test_identifiers_are_indexed_whole_and_split():
     assert terms("n_ctx") == ["n_ctx", "n", "ctx"]
+    assert terms("fs.readFile") == ["fs.readfile", "fs", "read", "file"]
+    assert terms("spawnSync") == ["spawnsync", "spawn", "sync"]
+    assert terms("HTTPServer") == ["httpserver", "http", "server"]
+    assert terms("KV-cache") == ["kv-cache", "kv", "cach"]
+    assert terms("os.path.join") == ["os.path.join", "os", "path", "join"]
+    assert terms("x86_64") == ["x86_64", "x86", "64"]
 
 
-def test_the_stemmer_joins_plural_and_verb_forms():
-    assert stem("chunks") == stem("chunk") == stem("chunking") == stem("chunked") == "chunk"
-    assert stem("embeddings") == stem("embedding") == "embed"
-    assert stem("queries") == "query"
-    assert stem("running") == "run"
-    assert stem("class") == "class" and stem("bus") == "bus" and stem("gpu") == "gpu"
+def test_a_question_in_words_meets_the_identifier_in_the_docs():
+    question = set(terms("How do I read a file synchronously?"))
+    assert {"read", "file"} <= set(terms("fs.readFileSync(path)"))
+    assert {"read", "file"} <= question
+    assert "readfil" not in question  # parts are stemmed one by one, never the glued word
+
+
+def test_identifier_parts_split_at_separators_and_camel_humps():
+    assert identifier_parts("getHTTP2Response") == ["get", "http2", "response"]
+    assert identifier_parts("__init__") == ["init"]
+    assert identifier_parts("naïve-café") == ["naïve", "café"]  # other scripts are not split at case changes
+
+
+def test_without_identifiers_the_old_word_terms_come_back():
+    old = TermSettings(stemmer="light", identifiers=False)
+    assert terms("What is the KV-cache size?", old) == ["kv", "cache", "size"]
+    assert terms("n_ctx spawnSync", old) == ["n_ctx", "n", "ctx", "spawnsync"]
+
+
+def test_the_snowball_stemmer_joins_plural_and_verb_forms():
+    assert stem("chunks") == stem("chunk") == stem("chunking") == stem("chunked")
+    assert stem("embeddings") == stem("embedding") == stem("embedded") == "embed"
+    assert stem("queries") == stem("query")
+    assert stem("running") == stem("runs") == "run"
+    assert stem("connection") == stem("connected") == stem("connecting")  # Snowball goes past the light stripper
+    assert stem("gpu") == "gpu" and stem("2048") == "2048"
+
+
+def test_the_light_stemmer_is_kept_for_measurement():
+    assert light_stem("chunks") == light_stem("chunking") == "chunk" and light_stem("queries") == "query"
+    assert stem("connection", "light") != stem("connected", "light")
+    with pytest.raises(ValueError, match="choose one of snowball, light, none"):
+        TermSettings(stemmer="porter")
 
 
 def test_postings_survive_a_round_trip_through_arrays():

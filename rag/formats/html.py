@@ -84,10 +84,10 @@ class _Walker:
                 self.prefix = "- " if name == "li" else ""
                 self.walk(child)
                 self.flush()
-            elif name in ("td", "th"):
-                self.words.append(" ")
+            elif name in ("td", "th"):  # a row is one line: "lru | least recently used goes first"
+                if "".join(self.words).strip():
+                    self.words.append(" | ")
                 self.walk(child)
-                self.words.append(" |")
             elif name in BLOCKS:
                 self.flush()
                 self.walk(child)

@@ -1,0 +1,263 @@
+"""HTML, PDF and AsciiDoc become heading-aware chunks with stable ids and lines or pages; bad files are skipped."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from models.fakes import HashEmbedder, WordTokenizer
+from rag.chunking import ChunkSettings, chunk_document, chunk_layout
+from rag.errors import Unreadable
+from rag.formats import parse_text, read_layout, stream_digest, syntax_for
+from rag.formats.asciidoc import looks_like_asciidoc, parse_adoc
+from rag.formats.html import html_blocks
+from rag.formats.pdf import pdf_layout
+from rag.index import IndexProgress, open_index
+
+DATA = Path(__file__).parent / "data" / "formats"
+WORDS = WordTokenizer()
+
+
+def make_pdf(path: Path, pages: list[tuple[str, str]], outline: bool = True, sub: tuple[int, str, str] | None = None) -> Path:
+    """A PDF with a text layer: one page per (title, body); titles in the outline when `outline`."""
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    for n, (title, body) in enumerate(pages):
+        pdf.add_page()
+        if outline:
+            pdf.start_section(title)
+        pdf.set_font("Helvetica", "B", 16)
+        pdf.cell(text=title, new_x="LMARGIN", new_y="NEXT")
+        pdf.set_font("Helvetica", size=11)
+        pdf.multi_cell(0, 7, body, new_x="LMARGIN", new_y="NEXT")
+        if sub is not None and sub[0] == n:
+            if outline:
+                pdf.start_section(sub[1], level=1)
+            pdf.multi_cell(0, 7, f"{sub[1]}\n{sub[2]}", new_x="LMARGIN", new_y="NEXT")
+    pdf.output(str(path))
+    return path
+
+
+MANUAL = [
+    ("Installing", "Run the installer, then restart the shell."),
+    ("Configuration", "Set cache_size in the config file.\nThe default is 256 MB."),
+    ("Troubleshooting", "If the index is corrupt, delete the folder and index again."),
+]
+
+
+# --- AsciiDoc ---------------------------------------------------------------------------------------------------
+
+
+def test_asciidoc_manual_page_titles_of_every_level_and_anchors():
+    text = (DATA / "smol-index.txt").read_text()
+    assert syntax_for("smol-index.txt", text) == "adoc" and looks_like_asciidoc(text)
+    headings = [(u.level, u.title) for u in parse_adoc(text) if u.kind == "heading"]
+    assert headings == [
+        (1, "smol-index(1)"), (2, "NAME"), (2, "SYNOPSIS"), (2, "DESCRIPTION"), (2, "OPTIONS"),
+        (3, "Index modes"), (2, "EXAMPLES"), (2, "SEE ALSO"),
+    ]  # the "== Not a heading" inside the //// comment block is not one
+    modes = next(u for u in parse_adoc(text) if u.kind == "heading" and u.title == "Index modes")
+    assert text[modes.start:].startswith("[[modes]]\nIndex modes")  # the anchor belongs to its title
+
+
+def test_asciidoc_labelled_lists_open_blocks_and_comments():
+    text = (DATA / "smol-index.txt").read_text()
+    units = parse_adoc(text)
+    paras = [text[u.start:u.end] for u in units if u.kind == "para"]
+    assert "-q::\n--quiet::\n\tPrint nothing but errors." in paras  # terms listed together stay together
+    assert any(p.startswith("--rebuild::") for p in paras) and any(p.startswith("--docs <dir>::") for p in paras)
+    assert "lexical::" in paras and "dense::" in paras  # items inside the `--` open block
+    assert not any(p.strip() in ("--", "+") or p.startswith("//") for p in paras)  # structure only, no text
+    assert not any("comment" in text[u.start:u.end] for u in units)
+    listing = [u for u in units if u.kind == "fence"]
+    assert len(listing) == 1 and "smol index --rebuild --quiet" in text[listing[0].start:listing[0].end]
+
+
+def test_asciidoc_chunks_keep_file_lines_and_heading_paths():
+    text = (DATA / "smol-index.txt").read_text()
+    chunks = chunk_document("man/smol-index.txt", text, WORDS, 40)
+    lines = text.split("\n")
+    for c in chunks:
+        assert c.text.split("\n")[0] == lines[c.line_start - 1]  # lines are lines of the file
+    options = [c for c in chunks if c.heading_path[-1:] == ("OPTIONS",)]
+    assert options and "--rebuild::" in options[0].text
+    assert [c.chunk_id for c in chunks] == [f"man/smol-index.txt#{n}" for n in range(len(chunks))]
+    assert chunks == chunk_document("man/smol-index.txt", text, WORDS, 40)  # stable
+
+
+def test_a_markdown_txt_file_is_not_read_as_asciidoc():
+    text = "Notes\n\nSome text with a colon: here.\n\n```\ncode\n```\n"
+    assert syntax_for("notes.txt", text) == "md" and syntax_for("page.adoc", text) == "adoc"
+
+
+# --- HTML -------------------------------------------------------------------------------------------------------
+
+
+def test_html_headings_text_and_code_without_scripts_styles_or_navigation():
+    layout = parse_text("guide.html", (DATA / "guide.html").read_text())
+    headings = [(u.level, u.title) for u in layout.units if u.kind == "heading"]
+    assert headings == [(1, "Cache guide"), (2, "Sizing the cache"), (3, "Eviction")]
+    for gone in ("tracking", "color: red", "Home", "previous page", "Copyright footer", "\u00b6"):
+        assert gone not in layout.text
+    assert "The kvCache keeps keys and values of earlier tokens" in layout.text
+    assert "- Small machines: 128 MB." in layout.text and "lru | least recently used goes first" in layout.text
+    fence = next(u for u in layout.units if u.kind == "fence")
+    assert layout.text[fence.start:fence.end] == "```\nsmol cache --clear\nsmol cache --size 512\n```"
+
+
+def test_html_chunks_cite_lines_of_the_html_source():
+    source = (DATA / "guide.html").read_text()
+    chunks = chunk_layout("guide.html", parse_text("guide.html", source), WORDS, 40)
+    src_lines = source.split("\n")
+    first = chunks[0]
+    assert first.heading_path == ("Cache guide",) and "<h1>Cache guide" in src_lines[first.line_start - 1]
+    sizing = next(c for c in chunks if c.heading_path[-1] == "Sizing the cache")
+    assert '<h2 id="size">' in src_lines[sizing.line_start - 1] and sizing.where.startswith("lines ")
+    assert all(1 <= c.line_start <= c.line_end <= len(src_lines) for c in chunks)
+
+
+def test_html_without_headings_takes_its_title_and_malformed_html_still_reads():
+    blocks = html_blocks((DATA / "no-headings.html").read_text())
+    assert (blocks[0].kind, blocks[0].text) == ("heading", "Release notes")
+    assert [b.text for b in blocks[1:]] == [
+        "Version 2 reads PDF files.", "Version 3 reads HTML exports", "unclosed div with italic text",
+        "Last paragraph & an entity",
+    ]
+    layout = parse_text("m.html", (DATA / "malformed.html").read_text())
+    assert "Broken markup" in layout.text and "cell one | cell two" in layout.text
+    assert [u.title for u in layout.units if u.kind == "heading"] == ["Tail"]
+    assert parse_text("empty.html", "<html><body><script>x()</script></body></html>").units == ()
+
+
+# --- PDF --------------------------------------------------------------------------------------------------------
+
+
+def test_pdf_pages_and_outline_headings(tmp_path):
+    path = make_pdf(tmp_path / "manual.pdf", MANUAL, sub=(1, "Advanced settings", "Threads default to the cores."))
+    pages_seen = []
+    layout = pdf_layout(path, lambda done, total: pages_seen.append((done, total)))
+    assert pages_seen == [(1, 3), (2, 3), (3, 3)]
+    assert [(u.level, u.title) for u in layout.units if u.kind == "heading"] == [
+        (1, "Installing"), (1, "Configuration"), (2, "Advanced settings"), (1, "Troubleshooting"),
+    ]
+    chunks = chunk_layout("manual.pdf", layout, WORDS, 60)
+    by_heading = {c.heading_path[-1]: c for c in chunks}
+    assert by_heading["Configuration"].where == "page 2" and "cache_size" in by_heading["Configuration"].text
+    assert by_heading["Advanced settings"].heading_path == ("Configuration", "Advanced settings")
+    assert by_heading["Troubleshooting"].page_start == 3
+
+
+def test_pdf_without_outline_still_reads_every_page(tmp_path):
+    layout = pdf_layout(make_pdf(tmp_path / "plain.pdf", MANUAL, outline=False))
+    assert not [u for u in layout.units if u.kind == "heading"]
+    assert sorted(set(layout.line_pages)) == [1, 2, 3] and "restart the shell" in layout.text
+
+
+def test_encrypted_scanned_and_broken_pdfs_are_unreadable_with_a_reason(tmp_path):
+    from fpdf import FPDF
+    from pypdf import PdfReader, PdfWriter
+
+    plain = make_pdf(tmp_path / "plain.pdf", MANUAL)
+    writer = PdfWriter(clone_from=PdfReader(plain))
+    writer.encrypt(user_password="secret", algorithm="RC4-128")
+    writer.write(tmp_path / "locked.pdf")
+    with pytest.raises(Unreadable, match="encrypted PDF"):
+        pdf_layout(tmp_path / "locked.pdf")
+
+    writer = PdfWriter(clone_from=PdfReader(plain))
+    writer.encrypt(user_password="", owner_password="owner", algorithm="RC4-128")  # opens without a password
+    writer.write(tmp_path / "no-edit.pdf")
+    assert "restart the shell" in pdf_layout(tmp_path / "no-edit.pdf").text
+
+    scan = FPDF()
+    scan.add_page()
+    scan.rect(20, 20, 100, 60, style="F")  # a page of graphics and no text: what a scan looks like to pypdf
+    scan.output(str(tmp_path / "scan.pdf"))
+    with pytest.raises(Unreadable, match="no text layer|without a text layer"):
+        pdf_layout(tmp_path / "scan.pdf")
+
+    (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.7\n" + b"\x00garbage" * 100)
+    (tmp_path / "cut.pdf").write_bytes(plain.read_bytes()[: plain.stat().st_size // 2])
+    for name in ("broken.pdf", "cut.pdf"):
+        try:
+            layout = pdf_layout(tmp_path / name)
+        except Unreadable as exc:
+            assert exc.reason == "unreadable PDF" or "text layer" in exc.reason
+        else:  # pypdf can repair a truncated file: then what it reads is text of the manual
+            assert "Installing" in layout.text
+
+
+# --- In a real folder, through open_index -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def mixed(tmp_path: Path) -> Path:
+    root = tmp_path / "docs"
+    root.mkdir()
+    for name in ("guide.html", "no-headings.html", "malformed.html", "smol-index.txt"):
+        shutil.copy(DATA / name, root / name)
+    (root / "notes.md").write_text("# Notes\n\nPlain Markdown still works.\n")
+    make_pdf(root / "manual.pdf", MANUAL)
+    plain = root / "manual.pdf"
+    from pypdf import PdfReader, PdfWriter
+
+    writer = PdfWriter(clone_from=PdfReader(plain))
+    writer.encrypt(user_password="secret", algorithm="RC4-128")
+    writer.write(root / "locked.pdf")
+    (root / "broken.pdf").write_bytes(b"not a pdf at all")
+    return root
+
+
+def open_mixed(root: Path, index_dir: Path, progress=None):
+    return open_index(root, WORDS, HashEmbedder(), index_dir=index_dir, progress=progress,
+                      chunking=ChunkSettings(max_tokens=60))
+
+
+def test_a_mixed_folder_indexes_every_format_and_counts_what_it_skips(mixed, tmp_path, monkeypatch):
+    events: list[IndexProgress] = []
+    index = open_mixed(mixed, tmp_path / "idx", events.append)
+    assert set(index.doc_ids) == {"guide.html", "no-headings.html", "malformed.html", "smol-index.txt", "notes.md",
+                                  "manual.pdf"}
+    assert index.update.skipped == {"encrypted PDF": 1, "unreadable PDF": 1}
+    assert [e.done for e in events if e.stage == "read"][-3:] == [1, 2, 3]  # page progress of a PDF
+    hit = index.search("cache_size config file", k=1, doc_ids=["manual.pdf"])[0]
+    assert hit.where == "page 2" and hit.heading_path == ("Configuration",)
+    assert index.search("kvCache", k=1)[0].doc_id == "guide.html"  # an identifier, found by its parts too
+
+    calls = []
+    real = pdf_layout
+
+    def counting(path, on_page=None):
+        calls.append(Path(path).name)
+        return real(path, on_page)
+
+    monkeypatch.setattr("rag.formats.pdf.pdf_layout", counting)
+    again = open_mixed(mixed, tmp_path / "idx")
+    assert not again.update.modified and calls == []  # unchanged PDFs, unreadable ones too, are not read again
+    assert again.update.skipped == {"encrypted PDF": 1, "unreadable PDF": 1}
+    assert [c.chunk_id for c in again.chunks] == [c.chunk_id for c in index.chunks]
+    assert [c.where for c in again.chunks] == [c.where for c in index.chunks]  # pages survive the store
+
+
+def test_a_pdf_that_changes_while_it_is_read_is_skipped_then_read_next_time(mixed, tmp_path):
+    pdf = mixed / "manual.pdf"
+
+    def rewrite_midway(event: IndexProgress) -> None:
+        if event.stage == "read" and event.message == "manual.pdf" and event.done == 2:
+            make_pdf(pdf, MANUAL[:2])  # the user saves a new version while it is being indexed
+
+    index = open_mixed(mixed, tmp_path / "idx", rewrite_midway)
+    assert "manual.pdf" not in index.doc_ids and index.update.skipped["changed while being indexed"] == 1
+    again = open_mixed(mixed, tmp_path / "idx")
+    assert "manual.pdf" in again.doc_ids and "manual.pdf" in again.update.added
+    assert max(c.page_end for c in again.chunks if c.doc_id == "manual.pdf") == 2
+
+
+def test_read_layout_checks_the_file_still_has_the_scanned_digest(tmp_path):
+    pdf = make_pdf(tmp_path / "m.pdf", MANUAL)
+    assert read_layout("m.pdf", pdf, "", stream_digest(pdf)).line_pages
+    with pytest.raises(Unreadable, match="changed while being indexed"):
+        read_layout("m.pdf", pdf, "", "0" * 64)
