@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from bs4 import BeautifulSoup, Comment, Declaration, Doctype, NavigableString, ProcessingInstruction, Tag
 
 from rag.blocks import Unit
+from rag.formats import Layout
 
 DROPPED_TAGS = frozenset({"script", "style", "noscript", "template", "nav", "head", "footer", "svg", "iframe",
                           "button", "select", "input", "textarea"})
@@ -121,10 +122,8 @@ def html_blocks(html: str) -> list[_Block]:
     return blocks
 
 
-def html_layout(html: str):
+def html_layout(html: str) -> Layout:
     """The Layout of an HTML page: rendered text, its units, and the source line of every rendered line."""
-    from rag.formats import Layout  # the package imports this module
-
     parts: list[str] = []
     units: list[Unit] = []
     sources: list[int] = []

@@ -14,6 +14,7 @@ from typing import Callable
 
 from rag.blocks import Unit
 from rag.errors import Unreadable
+from rag.formats import Layout
 
 # pypdf logs every repaired cross-reference table as a warning; with no logging set up Python prints those to
 # stderr, over the progress bar and the TUI. A broken file is reported once, as a skip reason.
@@ -62,22 +63,28 @@ def _normalized(line: str) -> str:
     return _SPACE.sub(" ", line).strip().casefold()
 
 
-def pdf_layout(path: Path, on_page: PageFn | None = None):
+def pdf_layout(path: Path, on_page: PageFn | None = None) -> Layout:
     """The Layout of a PDF file; Unreadable if it cannot be opened, is encrypted, or has no text at all."""
     from pypdf import PdfReader
-    from rag.formats import Layout
 
     try:
-        reader = PdfReader(path)
-        if reader.is_encrypted and not reader.decrypt(""):  # many PDFs are encrypted only against editing
-            raise Unreadable("encrypted PDF")
-        pages = reader.pages
-        total = len(pages)
+        # An open file, not a path: given a path pypdf reads the whole file into memory first.
+        with open(path, "rb") as fh:
+            return _read(PdfReader(fh), on_page)
     except Unreadable:
         raise
+    except OSError:
+        raise Unreadable("unreadable file") from None
     except Exception as exc:  # pypdf raises many kinds (PdfReadError, ValueError, KeyError...) on damaged files
-        reason = "encrypted PDF" if "decrypt" in str(exc).lower() or "encrypt" in type(exc).__name__.lower() else "unreadable PDF"
-        raise Unreadable(reason) from None
+        encrypted = "decrypt" in str(exc).lower() or "encrypt" in type(exc).__name__.lower()
+        raise Unreadable("encrypted PDF" if encrypted else "unreadable PDF") from None
+
+
+def _read(reader, on_page: PageFn | None) -> Layout:
+    if reader.is_encrypted and not reader.decrypt(""):  # many PDFs are encrypted only against editing
+        raise Unreadable("encrypted PDF")
+    pages = reader.pages
+    total = len(pages)
     headings = _outline(reader)
     parts: list[str] = []
     units: list[Unit] = []
@@ -101,6 +108,9 @@ def pdf_layout(path: Path, on_page: PageFn | None = None):
             page_text = _page_text(pages[index])
         except Exception:
             page_text = ""
+        # Forget the objects this page resolved (its images, fonts, content streams): memory stays that of one
+        # page, not of the whole file; an object another page needs is read again from the file.
+        reader.resolved_objects.clear()
         any_text = any_text or bool(page_text.strip())
         lines = page_text.split("\n") if page_text else []
         titles = headings.get(index, [])
