@@ -566,6 +566,8 @@ def test_index_progress_reads_as_a_label_and_a_fraction():
     assert describe_progress(IndexProgress("notice", message="index rebuilt: settings changed")).label == (
         "index rebuilt: settings changed"
     )
+    pages = describe_progress(IndexProgress("read", done=40, total=300, message="manuals/big.pdf"))
+    assert pages.label == "Building the index: reading manuals/big.pdf 40/300 pages" and pages.total == 300
 
 
 @pilot_test

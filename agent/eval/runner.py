@@ -83,6 +83,8 @@ def retrieval_rows(index, questions: Sequence[Question], modes: Sequence[str]) -
     """rag.retrieval_eval's Recall@1/@5 and MRR@10 per mode, each question embedded once in one batch."""
     from rag.retrieval_eval import MemoEmbedder, evaluate
 
+    if not getattr(index, "has_dense", True):  # no MiniLM: only BM25 can be measured
+        return evaluate(index, questions, [m for m in modes if m == "bm25"] or ["bm25"])
     memo = MemoEmbedder(index.embedder)
     memo.embed([q.q for q in questions if q.answerable])  # one call: per-call overhead dominates on a busy CPU
     probe = copy.copy(index)  # the same chunks and matrices; only the copy's embedder remembers

@@ -14,6 +14,7 @@ from agent.tui.messages import LoadProgress
 STAGES = {
     "scan": ("Building the index: scanning the docs", "files"),
     "chunk": ("Building the index: chunking", "files"),
+    "read": ("Building the index: reading", "pages"),
     "embed": ("Building the index: embedding", "chunks"),
     "save": ("Saving the index", ""),
     "done": ("Index ready", ""),
@@ -29,6 +30,8 @@ def describe_progress(progress: Any) -> LoadProgress:
     if stage == "notice" or stage not in STAGES:
         return LoadProgress(message or str(stage) or "Loading…")
     label, unit = STAGES[stage]
+    if stage == "read" and message:  # the pages of one long file: name it
+        label = f"{label} {message}"
     done, total = getattr(progress, "done", 0), getattr(progress, "total", 0)
     if total and unit:
         label = f"{label} {done}/{total} {unit}"
