@@ -76,7 +76,7 @@ def evaluate(index: HybridIndex, questions: Sequence[Question], modes: Sequence[
 
 def ungraded(index: HybridIndex, questions: Sequence[Question]) -> list[str]:
     """Answerable questions whose evidence no chunk holds (a chunking or question-set problem)."""
-    return [q.id for q in questions if q.answerable and not gold_chunk_ids(q, index.chunks)]
+    return [q.id for q in questions if q.answerable and q.evidence and not gold_chunk_ids(q, index.chunks)]
 
 
 def variant(index: HybridIndex, **changes) -> HybridIndex:
@@ -99,7 +99,8 @@ def compare_terms(index: HybridIndex, questions: Sequence[Question]) -> list[Ret
     modes = ("bm25", index.fusion) if index.has_dense else ("bm25",)
     rows = []
     for label, settings in (("before", TERMS_BEFORE), ("+identifiers", TermSettings(stemmer="light")),
-                            ("+snowball", TermSettings(identifiers=False)), ("after", TERMS_AFTER)):
+                            ("+snowball", TermSettings(identifiers=False)), ("after", TERMS_AFTER),
+                            ("after, dotted names whole", TermSettings(wholes="token"))):
         rows += evaluate(variant(index, term_settings=settings), questions, modes, name=f"terms {label}: ")
     return rows
 

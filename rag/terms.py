@@ -14,9 +14,11 @@ from functools import lru_cache
 import Stemmer
 
 STEMMERS = ("snowball", "light", "none")
+WHOLES = ("segment", "token")
 # A word, or words joined by dots and dashes with nothing between them: "fs.readFile", "utf-8", "--no-deps".
 _TOKEN = re.compile(r"\w+(?:[.\-]+\w+)*")
 _SEPARATORS = re.compile(r"[.\-_]+")
+_CHAIN = re.compile(r"[.\-]+")
 # camelCase humps: "readFile" -> read|File, "HTTPServer" -> HTTP|Server, "utf8Decode" -> utf8|Decode.
 _HUMP = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+\d*|[A-Z]+\d*|\d+[a-z]*")
 
@@ -37,11 +39,14 @@ class TermSettings:
     stopwords: bool = True
     headings: bool = True  # index the heading path with the chunk text
     stemmer: str = "snowball"  # used when stem is True: "snowball" (PyStemmer) or "light" (the old suffix stripper)
-    identifiers: bool = True  # also index the parts of fs.readFile, spawnSync, n_ctx
+    identifiers: bool = True  # split camelCase too: readFile -> readfile, read, file
+    wholes: str = "segment"  # "token": also index "fs.readfile" whole (measured: longer API pages rank lower)
 
     def __post_init__(self) -> None:
         if self.stemmer not in STEMMERS:
             raise ValueError(f"unknown stemmer {self.stemmer!r}: choose one of {', '.join(STEMMERS)}")
+        if self.wholes not in WHOLES:
+            raise ValueError(f"unknown wholes {self.wholes!r}: choose one of {', '.join(WHOLES)}")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -99,30 +104,31 @@ def identifier_parts(token: str) -> list[str]:
 def terms(text: str, settings: TermSettings = TermSettings()) -> list[str]:
     """The BM25 terms of `text`, in order, repeated as often as they occur.
 
-    A compound token gives its whole lowercased form first, then each of its parts (each once per occurrence).
+    Dots and dashes always split ("os.path.join" -> os, path, join). A segment with parts of its own ("n_ctx",
+    "readFile") also gives its whole lowercased form before them; with wholes="token" so does the dotted chain.
     """
     out: list[str] = []
     method = settings.stemmer if settings.stem else "none"
     for match in _TOKEN.finditer(text):
         token = match.group().strip("_")
-        if not token:
-            continue
-        lower = token.lower()
-        parts = identifier_parts(token) if settings.identifiers else _SEPARATORS.split(lower)
-        parts = [p for p in parts if p]
-        if len(parts) <= 1 and (not parts or parts[0] == lower):
-            if not (settings.stopwords and lower in STOPWORDS):
-                out.append(stem(lower, method))
-            continue
-        if settings.identifiers or "_" in lower:
-            out.append(lower)  # the identifier as written: "fs.readfile", "n_ctx"
-        seen = {lower}
-        for part in parts:
-            if settings.stopwords and part in STOPWORDS:
+        segments = [seg for seg in _CHAIN.split(token) if seg.strip("_")]
+        if settings.wholes == "token" and len(segments) > 1:
+            out.append(token.lower())  # "fs.readfile", "os.path.join" as written
+        for segment in segments:
+            segment = segment.strip("_")
+            parts = identifier_parts(segment) if settings.identifiers else [p for p in segment.lower().split("_") if p]
+            lower = segment.lower()
+            if len(parts) > 1:
+                out.append(lower)  # "n_ctx", "readfile": the name as one word too
+            if len(parts) > 1 and not settings.identifiers:  # the word terms before identifiers, kept as they were
+                out.extend(stem(part, method) for part in parts)
                 continue
-            term = stem(part, method)
-            if settings.identifiers and term in seen:
-                continue
-            seen.add(term)
-            out.append(term)
+            seen = {lower} if len(parts) > 1 else set()
+            for part in parts:
+                if settings.stopwords and part in STOPWORDS:
+                    continue
+                term = stem(part, method)
+                if term not in seen:
+                    seen.add(term)
+                    out.append(term)
     return out

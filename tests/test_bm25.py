@@ -43,12 +43,20 @@ def test_terms_are_lowercase_words_without_function_words():
 
 def test_identifiers_are_indexed_whole_and_split():
     assert terms("n_ctx") == ["n_ctx", "n", "ctx"]
-    assert terms("fs.readFile") == ["fs.readfile", "fs", "read", "file"]
+    assert terms("fs.readFile") == ["fs", "readfile", "read", "file"]
     assert terms("spawnSync") == ["spawnsync", "spawn", "sync"]
     assert terms("HTTPServer") == ["httpserver", "http", "server"]
-    assert terms("KV-cache") == ["kv-cache", "kv", "cach"]
-    assert terms("os.path.join") == ["os.path.join", "os", "path", "join"]
+    assert terms("KV-cache") == ["kv", "cach"]
+    assert terms("os.path.join") == ["os", "path", "join"]
     assert terms("x86_64") == ["x86_64", "x86", "64"]
+
+
+def test_dotted_names_whole_on_request():
+    token = TermSettings(wholes="token")
+    assert terms("fs.readFile", token) == ["fs.readfile", "fs", "readfile", "read", "file"]
+    assert terms("os.path.join", token) == ["os.path.join", "os", "path", "join"]
+    with pytest.raises(ValueError, match="choose one of segment, token"):
+        TermSettings(wholes="all")
 
 
 def test_a_question_in_words_meets_the_identifier_in_the_docs():

@@ -13,8 +13,8 @@ from agent.commands import common
 from models.fakes import HashEmbedder, WordTokenizer
 
 DATA = Path(__file__).parent / "data" / "retrieval_docs"
-JSON_KEYS = {"rank", "chunk_id", "doc_id", "uri", "heading", "lines", "score", "bm25_rank", "dense_rank", "outdated", "expires",
-             "text"}
+JSON_KEYS = {"rank", "chunk_id", "doc_id", "uri", "heading", "lines", "pages", "score", "bm25_rank", "dense_rank",
+             "outdated", "expires", "text"}
 
 
 @pytest.fixture
