@@ -199,3 +199,14 @@ def test_conflict_and_outdated_pages_are_exercised(answerable):
 def test_fence_mask_tracks_nested_markers():
     text = "intro\n````markdown\n```python\nx = 1\n```\n````\nafter\n# Title"
     assert code_fence_mask(text) == [False, True, True, True, True, True, False, False]
+
+
+def test_the_python_reference_questions_point_into_the_pages_the_folder_gets():
+    from benchmarks.pyref import PAGES, QUESTIONS as PYREF
+    from rag.metrics import load_questions
+
+    questions = load_questions(PYREF)
+    pages = {f"library/{p}.html" for p in PAGES}
+    assert len(questions) >= 40 and len({q.id for q in questions}) == len(questions)
+    assert all(q.answerable and set(q.gold_docs) <= pages for q in questions)
+    assert len({q.doc for q in questions}) >= 40  # the questions spread over the reference, not a few pages

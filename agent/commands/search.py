@@ -50,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps([hit_to_json(rank, hit) for rank, hit in enumerate(hits, start=1)], indent=2, ensure_ascii=False))
         return 0
     method = f"{args.mode} ({index.fusion})" if args.mode == "hybrid" else args.mode
+    if not getattr(index, "has_dense", True):
+        method = "bm25, semantic search off"
     if not hits:
         print(f"no results for {args.query!r} ({method}, {len(index)} chunks)")
         return 0
