@@ -106,6 +106,9 @@ def test_progress_bar_draws_on_a_terminal_and_prints_notices_anywhere():
     bar(IndexProgress("notice", message="index settings changed (chunker); rebuilding it"))
     assert "embedding [#########...............] 120/294 chunks  85 chunks/s" in tty.getvalue()
     assert "smoldocs: index settings changed (chunker); rebuilding it\n" in tty.getvalue()
+    bar._last = 0.0
+    bar(IndexProgress("read", 40, 300, message="manuals/big.pdf"))  # the pages of one long PDF
+    assert tty.getvalue().endswith("reading   [###.....................] 40/300 pages")
     pipe = io.StringIO()
     common.ProgressBar(pipe)(IndexProgress("embed", 1, 2))
     assert pipe.getvalue() == ""
