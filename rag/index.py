@@ -166,7 +166,9 @@ def open_index(
         skipped[memo["reason"]] = skipped.get(memo["reason"], 0) + 1
 
     indexed = [d for d in corpus.documents if d.doc_id in doc_chunks]
-    to_embed = [c for d in indexed if d.doc_id not in kept_vectors for c in doc_chunks[d.doc_id]] if embedder else []
+    to_embed = [] if embedder is None else [
+        c for d in indexed if d.doc_id not in kept_vectors for c in doc_chunks[d.doc_id]
+    ]
     embed_started = time.perf_counter()
     new_vectors = (
         embed_texts(
