@@ -182,7 +182,10 @@ def load_corpus(docs_dir: str | os.PathLike[str], on_document: Callable[[int], N
             try:
                 documents.append(Document(doc_id=doc_id, path=path, text="", sha256=stream_digest(path)))
             except OSError:
-                skipped["unreadable"] = skipped.get("unreadable", 0) + 1
+                _count(skipped, "unreadable")
+                continue
+            if on_document is not None:
+                on_document(len(documents))
             continue
         if path.suffix.lower() not in TEXT_SUFFIXES:
             _count(skipped, "not text")
