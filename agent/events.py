@@ -7,7 +7,7 @@ from typing import Any, Union
 
 from rag.packing import Omission
 from rag.types import Hit
-from rag.verdicts import CitationVerdict, ClaimVerdict, Verdict
+from rag.verdicts import CitationVerdict, ClaimVerdict, Verdict, numbers_with
 
 
 @dataclass(frozen=True)
@@ -93,12 +93,12 @@ class Answer:
     @property
     def unknown(self) -> tuple[int, ...]:
         """Markers no excerpt carried: made-up numbers."""
-        return tuple(sorted(c.n for c in self.citations if c.verdict is Verdict.MADE_UP))
+        return numbers_with(self.citations, Verdict.MADE_UP)
 
     @property
     def unresolved(self) -> tuple[int, ...]:
         """Markers whose chunk is not in the index as shown."""
-        return tuple(sorted(c.n for c in self.citations if c.verdict is Verdict.UNRESOLVED))
+        return numbers_with(self.citations, Verdict.UNRESOLVED)
 
     def verdicts(self) -> dict[int, Verdict]:
         """The verdict of every number the answer cites."""

@@ -127,11 +127,11 @@ class Verification:
 
     @property
     def made_up(self) -> tuple[int, ...]:
-        return tuple(sorted(c.n for c in self.citations if c.verdict is Verdict.MADE_UP))
+        return numbers_with(self.citations, Verdict.MADE_UP)
 
     @property
     def unresolved(self) -> tuple[int, ...]:
-        return tuple(sorted(c.n for c in self.citations if c.verdict is Verdict.UNRESOLVED))
+        return numbers_with(self.citations, Verdict.UNRESOLVED)
 
     @property
     def has_supported_claim(self) -> bool:
@@ -149,6 +149,11 @@ class Verification:
         for c in (*self.citations, *other.citations):
             by_n[c.n] = weaker(c, by_n[c.n]) if c.n in by_n else c
         return Verification((*self.claims, *other.claims), _ordered(by_n.values()), self.lexical_only or other.lexical_only)
+
+
+def numbers_with(citations: Sequence[CitationVerdict], verdict: Verdict) -> tuple[int, ...]:
+    """The numbers, sorted, whose verdict is `verdict`."""
+    return tuple(sorted(c.n for c in citations if c.verdict is verdict))
 
 
 def per_number(citations: Sequence[CitationVerdict]) -> tuple[CitationVerdict, ...]:

@@ -34,13 +34,9 @@ def probe_question(index, tokenizer, window: ContextWindow, question: Question, 
     _messages, _built, shown = window.build(prepared, [(n, block(n, h)) for n, h in sorted(numbered.items())])
     shown_hits = [(n, numbered[n]) for n in shown if n in numbered]
     gold = tuple(gold_chunk_ids(question, getattr(index, "chunks", ()))) if question.answerable else ()
-    return Record(
-        id=question.id,
-        question=question.q,
-        doc=question.doc,
-        evidence=question.evidence,
-        gold_docs=question.gold_docs,
-        gold_chunks=gold,
+    return Record.of(
+        question,
+        gold,
         status=NOT_ASKED,
         packed=tuple(sorted(numbered)),
         retrieved=tuple(h.chunk_id for h in result.hits),

@@ -97,6 +97,14 @@ class Record:
     def crashed(self) -> bool:
         return self.error is not None or self.status == "error"
 
+    @classmethod
+    def of(cls, question, gold_chunks: tuple[str, ...], **fields) -> "Record":
+        """A record of `question` (a rag.metrics.Question): its own fields, then what the run found."""
+        return cls(
+            id=question.id, question=question.q, doc=question.doc, evidence=question.evidence,
+            gold_docs=question.gold_docs, gold_chunks=gold_chunks, **fields,
+        )
+
     def cited(self, n: int) -> CitedChunk | None:
         return next((c for c in self.citations if c.n == n), None)
 

@@ -150,13 +150,9 @@ def to_record(
             )
         )
     steps, agent_searches = tool_steps(events)
-    return Record(
-        id=question.id,
-        question=question.q,
-        doc=question.doc,
-        evidence=question.evidence,
-        gold_docs=question.gold_docs,
-        gold_chunks=gold,
+    return Record.of(
+        question,
+        gold,
         status=answer.status,
         answer=answer.text,
         model_text=answer.model_text,
