@@ -11,7 +11,7 @@ from typing import Sequence
 
 from agent.errors import AgentError
 from agent.events import ContextBuilt
-from agent.prompts import SYSTEM_RULES, evidence_message, question_message
+from agent.prompts import QUESTION_SUFFIX, SYSTEM_RULES, evidence_message, question_message
 from models.protocols import Tokenizer
 from rag.packing import join_blocks
 
@@ -52,19 +52,22 @@ class Prepared:
 
 
 class ContextWindow:
-    def __init__(self, tokenizer: Tokenizer, budgets: Budgets = Budgets(), system: str = SYSTEM_RULES) -> None:
+    def __init__(
+        self, tokenizer: Tokenizer, budgets: Budgets = Budgets(), system: str = SYSTEM_RULES, suffix: str = QUESTION_SUFFIX
+    ) -> None:
         if budgets.prompt_limit <= 0:
             raise ValueError(f"the answer reserve ({budgets.reserve}) leaves no room in n_ctx={budgets.n_ctx}")
         self.tokenizer = tokenizer
         self.budgets = budgets
         self.system = system
+        self.suffix = suffix  # what the question message ends with: how to answer
 
     def messages(self, question: str, history: Sequence[tuple[str, str]], evidence: str | None) -> list[dict]:
         msgs = [{"role": "system", "content": self.system}, evidence_message(evidence)]
         for q, a in history:
             msgs.append({"role": "user", "content": q})
             msgs.append({"role": "assistant", "content": a})
-        msgs.append(question_message(question))
+        msgs.append(question_message(question, self.suffix))
         return msgs
 
     def _count(self, question: str, history, evidence: str | None) -> int:

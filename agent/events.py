@@ -81,6 +81,7 @@ class Answer:
     claims: tuple[ClaimVerdict, ...] = ()
     quoted: bool = False  # text is an extractive fallback of quoted sentences, not the model's words
     model_text: str = ""  # what the model wrote, when `text` differs from it
+    draft: str = ""  # the model's words the verifier did not support: never part of `text`
     prompt_tokens: int = 0
     completion_tokens: int = 0
     n_ctx: int = 0

@@ -21,7 +21,12 @@ from agent.events import (
 )
 from agent.grammars import MarkerGuard, citation_grammar, tool_call_grammar
 from agent.repetition import RepetitionGuard
-from agent.prompts import NOT_COVERED, UNSUPPORTED_NOTE, abstains, neutralize, placeholder_query, system_rules, tool_rules
+from agent.prompts import (
+    NOT_COVERED, QUESTION_SUFFIX, QUOTE_QUESTION_SUFFIX, UNSUPPORTED_NOTE, abstains, neutralize, placeholder_query, system_rules,
+    tool_rules,
+)
+from agent.quoting import REF_OPEN, QuoteCandidates, QuoteGuard, Span, normalized, parse_units, quote_blocks, quote_spans
+from agent.verified import Display, free_display, quote_display
 from agent.settings import AgentSettings
 from agent.toolcalls import ParseFailure, parse_tool_calls
 from agent.tools import Tool, ToolRegistry, ToolResult
@@ -36,7 +41,7 @@ from rag.document_tool import GET_DOCUMENT_DESCRIPTION, GET_DOCUMENT_NAME, GET_D
 from rag.packing import Ledger, block
 from rag.search_tool import SEARCH_DOCS_DESCRIPTION, SEARCH_DOCS_NAME, SEARCH_DOCS_SCHEMA, search_docs_tool
 from rag.types import Retriever
-from rag.verdicts import Judge, Verdict, Verification
+from rag.verdicts import Judge, Verdict
 from rag.verify import Verifier
 
 MAX_QUERY_CHARS = 1000
@@ -62,14 +67,23 @@ class Agent:
         settings: AgentSettings = AgentSettings(),
         judge: Judge | None = None,
         quoter: Quoter | None = None,
+        candidates: QuoteCandidates | None = None,
     ) -> None:
         self.model = model
         self.retriever = retriever
         self.settings = settings
         self.judge: Judge = judge or Verifier(None)
         self.quoter = quoter  # quotes of the shown excerpts when nothing the model wrote is supported
-        self.window = ContextWindow(model.tokenizer, settings.budgets, system_rules(settings.few_shot))
+        self.candidates = candidates  # quote decoding: the sentences the model may copy
+        quote = settings.decoding == "quote"
+        self.window = ContextWindow(
+            model.tokenizer, settings.budgets, system_rules(settings.few_shot, settings.decoding),
+            QUOTE_QUESTION_SUFFIX if quote else QUESTION_SUFFIX,
+        )
         self.policy = settings.resolve_policy(model.n_params)
+        cache_prefix = getattr(model, "cache_prefix", None)  # the rules' KV state on disk: a faster cold start
+        if cache_prefix is not None and self.policy == "search-first":
+            cache_prefix([{"role": "system", "content": self.window.system}])
         self._calls_made = 0  # call ids of this turn's searches
 
     # -- the turn -------------------------------------------------------------------------------------------
@@ -214,7 +228,16 @@ class Agent:
                 n = ledger.peek(hit)
                 blocks.setdefault(n, block(n, hit))
                 hits.setdefault(n, hit)
-        messages, built, shown_numbers = self.window.build(prepared, sorted(blocks.items()))
+        quoting = self.settings.decoding == "quote"
+        spans: list[Span] = []
+        if quoting and blocks:
+            spans, blocks = self._quote_evidence(question, shown_excerpts(ledger.citations(), list(blocks)))
+            if not blocks:
+                text = NOT_COVERED + " No excerpt sentence comes close to the question."
+                yield AnswerFinished(Answer(question, text, "insufficient_evidence", n_ctx=self.window.budgets.n_ctx))
+                return
+        order = list(blocks.items()) if quoting else sorted(blocks.items())  # quote blocks: best candidate first
+        messages, built, shown_numbers = self.window.build(prepared, order)
         yield built
         conflicts = tuple(c.to_json() for c in find_conflicts([(n, hits[n]) for n in shown_numbers if n in hits]))
         base = Answer(
@@ -226,26 +249,32 @@ class Agent:
             yield AnswerFinished(replace(base, text=text, status="insufficient_evidence"))
             return
         generation = _Generation()
-        yield from self._generate(messages, built.reserve, shown, cancel, generation)
+        guard = QuoteGuard([s for s in spans if s.n in shown], sorted(shown)) if quoting else None
+        yield from self._generate(messages, built.reserve, shown, cancel, generation, guard)
         stats = self.model.last_stats
-        model_text = generation.text.strip()
+        model_text = ((REF_OPEN if quoting else "") + generation.text).strip()
         status = "answered"
         if cancel.cancelled:
             status = "cancelled"
         elif generation.failed:
             status = "interrupted" if generation.interrupted else "error"
-        elif abstains(model_text):
+        elif not quoting and abstains(model_text):
             status = "insufficient_evidence"
-        text, status, quoted, verification = self._check(question, model_text, status, shown)
+        if quoting:
+            display = quote_display(parse_units(generation.text)[0], self.judge, shown, self.retriever.chunk)
+        else:  # a reference cut off mid-way (cancelled) is dropped by parse_units: never shown as a quote
+            display = free_display(model_text, self.judge, shown, self.retriever.chunk)
+        text, status, quoted, verification = self._check(question, model_text, status, shown, display)
         yield AnswerFinished(
             replace(
                 base,
                 text=text,
                 status=status,
                 citations=verification.citations,
-                claims=verification.claims,
+                claims=display.claims,
                 quoted=quoted,
                 model_text=model_text,
+                draft=display.draft,
                 completion_tokens=stats.completion_tokens,
                 time_to_first_token=stats.time_to_first_token,
                 total_time=stats.total_time,
@@ -254,21 +283,25 @@ class Agent:
             )
         )
 
-    def _generate(self, messages, reserve: int, shown, cancel, out: _Generation) -> Iterator[Event]:
+    def _generate(self, messages, reserve: int, shown, cancel, out: _Generation, quote: QuoteGuard | None = None) -> Iterator[Event]:
         """Stream the answer, guarded as the decoding setting says; stops early when it starts repeating."""
         options = replace(self.settings.generation, max_tokens=min(self.settings.generation.max_tokens, reserve))
-        if self.settings.decoding == "constrained":
+        if quote is not None:
+            options = replace(options, guard=quote, prefix=REF_OPEN)
+        elif self.settings.decoding == "constrained":
             options = replace(options, grammar=citation_grammar(sorted(shown)))
         elif self.settings.decoding == "guarded":
             options = replace(options, guard=MarkerGuard(sorted(shown)))
         pieces: list[str] = []
         guard = RepetitionGuard()
         stop = CancelToken()  # the user's cancel, or the guard's
+        opening = REF_OPEN if quote is not None else ""  # the system's `> `, streamed with the first model token
         try:
             for delta in self.model.stream(messages, options, _Either(cancel, stop)):
                 pieces.append(delta)
-                yield TextDelta(delta)
-                if guard.feed(delta):
+                yield TextDelta(opening + delta)
+                opening = ""
+                if quote is None and guard.feed(delta):
                     stop.cancel()
                     out.stop_reason = "the answer started repeating itself"
                     break
@@ -279,21 +312,34 @@ class Agent:
             out.interrupted = bool(pieces) and isinstance(exc, ServerInterrupted)
         out.text = "".join(pieces)
 
-    def _check(self, question: str, model_text: str, status: str, shown) -> tuple[str, str, bool, Verification]:
-        """The text to show, its status, whether quotes were added, and every verdict (rag.verify decides them)."""
+    def _quote_evidence(self, question: str, packed) -> tuple[list[Span], dict[int, str]]:
+        """What quote decoding may copy (spans of the best candidate sentences of the packed excerpts), and the
+        evidence blocks the model is shown: those candidate sentences only, under their excerpt's `[n] uri`.
+        The model can copy from nothing else, and every other sentence would only cost prompt evaluation."""
         lookup = self.retriever.chunk
-        verification = self.judge(model_text, shown, lookup)
-        supported = any(c.verdict is Verdict.SUPPORTED for c in verification.citations)
-        if self.quoter is None or not self.settings.fallback or status != "answered" or supported:
-            return model_text, status, False, verification
-        quoted = self.quoter(question, shown, lookup)
-        if not quoted:
-            # Nothing the model wrote holds, and no excerpt sentence comes close to the question.
-            return f"{close_code(model_text)}\n\n{UNSUPPORTED_NOTE}".strip(), "insufficient_evidence", False, verification
-        # Checked apart: an unclosed backtick in the model's words must not hide the quotes' markers.
-        quote_text = quoted.text
-        merged = verification.merged(self.judge(quote_text, shown, lookup))
-        return f"{close_code(model_text)}\n\n{quote_text}".strip(), status, True, merged
+        quotes = self.candidates(question, packed, lookup) if self.candidates is not None else []
+        texts = {n: (chunk.text if (chunk := lookup(c.chunk_id)) is not None else "") for n, c in packed.items()}
+        spans = quote_spans(quotes, texts, self.model.tokenizer.count)
+        usable = [q for q in quotes if any(s.n == q.n and s.text in normalized(q.sentence) for s in spans)]
+        return spans, quote_blocks(usable, {n: c.uri for n, c in packed.items()})
+
+    def _check(self, question: str, model_text: str, status: str, shown, display: Display):
+        """The text to show (only what is verified), its status, whether the extractive quotes stand in for it,
+        and the verdicts of the shown text plus any number the model made up or that does not resolve."""
+        lookup = self.retriever.chunk
+        text, quoted = display.text, False
+        if status == "insufficient_evidence" and not text:
+            text = NOT_COVERED  # the model declined; anything more it said stays in the draft
+        elif status == "answered" and not text:
+            fallback = self.quoter(question, shown, lookup) if self.quoter is not None and self.settings.fallback else None
+            if fallback:
+                text, quoted = fallback.text, True
+            else:  # nothing the model wrote holds, and no excerpt sentence comes close to the question
+                text, status = UNSUPPORTED_NOTE, "insufficient_evidence"
+        # Every number the model wrote keeps its verdict (a made-up one is reported, and the eval counts them all)
+        # though only supported claims are shown; a number used twice shows its weaker use.
+        written = display.written or self.judge(model_text, shown, lookup)
+        return text, status, quoted, written.merged(self.judge(text, shown, lookup))
 
 
 def shown_excerpts(citations: Sequence[Citation], numbers: Sequence[int]) -> dict[int, Citation]:
@@ -317,15 +363,6 @@ def _query_of(arguments) -> str:
     if not isinstance(arguments, dict):
         return ""
     return str(arguments.get("query", arguments.get("source_id", "")))
-
-
-def close_code(text: str) -> str:
-    """Close a code fence or span the model left open, so text appended after it is not swallowed by it."""
-    if text.count("```") % 2:
-        text += "\n```"
-    elif text.count("`") % 2:
-        text += "`"
-    return text
 
 
 _ANAPHORA = re.compile(r"\b(it|its|it's|this|that|these|those|they|them|their|there|he|she|one|ones|same|above|more)\b", re.I)

@@ -8,6 +8,7 @@ from typing import Callable, Iterator, Protocol, Sequence, runtime_checkable
 
 from agent.events import Answer, AnswerFinished, Event
 from agent.loop import Agent
+from agent.quoting import QuoteCandidates
 from agent.settings import AgentSettings
 from models.protocols import CancelToken, ChatModel, Embedder
 from rag.extractive import QuoteFallback
@@ -59,8 +60,12 @@ class ChatSession:
         self.settings = fit_to_model(settings or AgentSettings(), model)
         self.docs_dir = docs_dir
         self.history: list[Turn] = []
-        # The claim verifier and the extractive fallback, bound to the embedder (None: lexical only).
-        self.agent = Agent(model, retriever, self.settings, judge=Verifier(embedder), quoter=QuoteFallback(embedder))
+        # The claim verifier, the extractive fallback and quote decoding's candidates, bound to the embedder
+        # (None: lexical only).
+        self.agent = Agent(
+            model, retriever, self.settings, judge=Verifier(embedder), quoter=QuoteFallback(embedder),
+            candidates=QuoteCandidates(embedder),
+        )
 
     @property
     def model_name(self) -> str:
@@ -95,9 +100,13 @@ class ChatSession:
 
     def ask(self, question: str, cancel: CancelToken | None = None) -> Iterator[Event]:
         """Run one turn; a cancelled turn is kept with what streamed so far, marked cancelled."""
-        history = [(t.question, t.answer.text) for t in self.history if t.answer.status not in ("error", "interrupted")]
+        # Only verified text goes back to the model: a turn whose words all stayed in the draft adds nothing.
+        history = [
+            (t.question, t.answer.text) for t in self.history
+            if t.answer.status not in ("error", "interrupted") and t.answer.text.strip()
+        ]
         for event in self.agent.run(question, history, cancel, sources=self.last_sources()):
-            if isinstance(event, AnswerFinished) and event.answer.text.strip():
+            if isinstance(event, AnswerFinished) and (event.answer.text.strip() or event.answer.draft.strip()):
                 self.history.append(Turn(question, event.answer))
             yield event
 

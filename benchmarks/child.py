@@ -121,4 +121,4 @@ def smoldocs(*args: str, timeout: float = 900) -> ChildRun:
     """`smoldocs ARGS...` in a fresh process, from the venv next to this interpreter."""
     exe = Path(sys.executable).with_name("smoldocs")
     argv = [str(exe), *args] if exe.exists() else [sys.executable, "-m", "agent", *args]
-    return run_child(argv, timeout)
+    return run_child(argv, timeout, env={"PYTHONPATH": str(REPO)})  # this checkout's code, whatever is installed

@@ -105,6 +105,24 @@ def grammar_rows(model, messages, options, repeats: int) -> list[dict]:
     return rows
 
 
+def copy_guard_row(model, repeats: int, max_tokens: int = 48) -> dict:
+    """Decode speed of quote decoding (the copy guard on) against free decoding of the same quote prompt, `> ` and
+    all: what keeping every reference verbatim costs per token. Target: >= 0.9."""
+    messages, recorded = workload.answer_prompt(decoding="quote")
+    guarded = replace(recorded, max_tokens=max_tokens)
+    free = replace(guarded, guard=None)
+    prompt, added, _ = model.tokenizer._renderer.render(messages)
+    n_prompt = len(model.llm.tokenize((prompt + guarded.prefix).encode(), add_bos=not added, special=True))
+
+    def rate(options):
+        return lambda: decode_rate(model.llm, n_prompt, model.stream(messages, options))[0]
+
+    rate(guarded)()  # warm-up: the vocabulary's lookups built, the prompt in the KV cache
+    a, b = interleaved(rate(guarded), rate(free), repeats)
+    return row(f"decode tokens/s, quote decoding (copy guard) vs free, same {n_prompt}-token quote prompt",
+               median(a), median(b), "ratio >= 0.9", unit="tok/s")
+
+
 def run(quick: bool = False) -> list[dict]:
     model = workload.chat_model()
     llm = model.llm
@@ -142,6 +160,7 @@ def run(quick: bool = False) -> list[dict]:
     if not quick:
         rows.append(thread_row(model, tokens, options, stop, seed, 4))
         rows += grammar_rows(model, messages, options, 4)
+    rows.append(copy_guard_row(model, 3 if quick else 6))
     size = Path(model.config.path).stat().st_size
     bandwidth = copy_bandwidth(128 if quick else 512, 3 if quick else 7)
     effective = size * ours_rate / 1e9

@@ -57,23 +57,23 @@ class PromptRecorder:
             yield CANNED_ANSWER
 
 
-def session(recorder: PromptRecorder, k: int = 5, answer_tokens: int | None = None):
+def session(recorder: PromptRecorder, k: int = 5, answer_tokens: int | None = None, decoding: str = "free"):
     """A real ChatSession (search-first, as `auto` picks for SmolLM2) over the docs index, driving `recorder`;
     `answer_tokens` caps the answers' length (None: the agent's own setting)."""
     from agent.session import ChatSession
     from agent.settings import AgentSettings
     from models.embedder import load_embedder
 
-    settings = AgentSettings(policy="search-first", k=k)
+    settings = AgentSettings(policy="search-first", k=k, decoding=decoding)
     if answer_tokens is not None:
         settings = settings.with_(generation=replace(settings.generation, max_tokens=answer_tokens))
     return ChatSession(recorder, docs_index(), embedder=load_embedder(), settings=settings)
 
 
-def answer_prompt(question: str = QUESTION, k: int = 5) -> tuple[list[Message], GenerationOptions]:
+def answer_prompt(question: str = QUESTION, k: int = 5, decoding: str = "free") -> tuple[list[Message], GenerationOptions]:
     """The messages and options the agent sends for the answer to `question` (one turn, no history)."""
     recorder = PromptRecorder(chat_model())
-    for _ in session(recorder, k=k).ask(question):
+    for _ in session(recorder, k=k, decoding=decoding).ask(question):
         pass
     return recorder.prompts[-1]
 

@@ -39,6 +39,18 @@ class LlamaChatModel:
         self.n_params: int | None = int(self.llm._model.n_params())
         self.supports_grammar = True  # GBNF grammars and logits guards run in-process
         self._lock = threading.Lock()  # one generation at a time per Llama instance
+        self._prefix: list[int] = []  # tokens of the fixed start of every prompt (the system rules), if known
+        self.prefix_status = ""  # how the last call got the prefix's KV state: kept | loaded | saved | "" (none)
+
+    def cache_prefix(self, messages: Sequence[Message]) -> None:
+        """Every prompt will start with `messages` (the system rules): keep their KV state on disk so that a
+        cold start loads it instead of evaluating them (models/prefix_cache.py). No messages: forget it."""
+        if not messages:
+            self._prefix = []
+            return
+        prompt, added_special, _ = self.tokenizer._renderer.render(messages, add_generation_prompt=False)
+        with self._lock:
+            self._prefix = self.llm.tokenize(prompt.encode("utf-8"), add_bos=not added_special, special=True)
 
     def stream(
         self,
@@ -52,6 +64,7 @@ class LlamaChatModel:
 
     def _stream(self, messages, options: GenerationOptions, cancel: CancelToken | None) -> Iterator[str]:
         prompt, added_special, template_stop = self.tokenizer._renderer.render(messages)
+        prompt += options.prefix
         tokens = self.llm.tokenize(prompt.encode("utf-8"), add_bos=not added_special, special=True)
         if len(tokens) + 1 > self.n_ctx:
             raise GenerationError(
@@ -60,6 +73,14 @@ class LlamaChatModel:
         max_tokens = max(1, min(options.max_tokens, self.n_ctx - len(tokens)))
         stats = GenerationStats(prompt_tokens=len(tokens))
         sampled = 0
+        start = time.perf_counter()
+        prefix = self._prefix
+        self.prefix_status = ""
+        if prefix and len(tokens) > len(prefix) and tokens[: len(prefix)] == prefix:
+            from models.paths import cache_dir
+            from models.prefix_cache import PrefixCache
+
+            self.prefix_status = PrefixCache(self.llm, self.config.path, cache_dir() / "kv").ensure(prefix)
 
         def count_sample(_ids, logits):
             nonlocal sampled
@@ -77,7 +98,6 @@ class LlamaChatModel:
 
             processors.append(GuardProcessor(options.guard, vocabulary(self.llm), len(tokens)))
 
-        start = time.perf_counter()
         try:
             chunks = self.llm.create_completion(
                 tokens,

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import weakref
+from pathlib import Path
 from typing import Hashable, Sequence
 
 import numpy as np
@@ -18,8 +22,13 @@ class Vocabulary:
         self.pieces = list(pieces)
         self._containing: dict[str, np.ndarray] = {}
         self._by_first: dict[str, list[int]] = {}
+        self._by_text: dict[str, list[int]] = {}
         for i, piece in enumerate(self.pieces):
             self._by_first.setdefault(piece[:1], []).append(i)
+            if piece:
+                self._by_text.setdefault(piece, []).append(i)
+        self.longest = max((len(p) for p in self.pieces), default=0)
+        self.control = np.array(self._by_first.get("", []), dtype=np.intp)
 
     def __len__(self) -> int:
         return len(self.pieces)
@@ -32,6 +41,10 @@ class Vocabulary:
             )
         return self._containing[chars]
 
+    def prefixes_of(self, text: str) -> list[int]:
+        """Ids of the pieces that spell a non-empty prefix of `text`: a few dict lookups, not a vocabulary scan."""
+        return [i for n in range(1, min(len(text), self.longest) + 1) for i in self._by_text.get(text[:n], ())]
+
     def starting_with(self, chars: str) -> list[int]:
         """Ids of the empty (control) pieces and of the pieces whose first character is in `chars`."""
         return [i for ch in {"", *chars} for i in self._by_first.get(ch, ())]
@@ -41,24 +54,49 @@ _VOCABULARIES: "weakref.WeakKeyDictionary[object, Vocabulary]" = weakref.WeakKey
 
 
 def vocabulary(llm) -> Vocabulary:
-    """The Vocabulary of a loaded llama_cpp.Llama, computed on first use."""
+    """The Vocabulary of a loaded llama_cpp.Llama: on first use read from the cache, or computed (~1 s) and saved."""
     vocab = _VOCABULARIES.get(llm)
     if vocab is None:
-        import llama_cpp
-
-        handle = llm._model.vocab
-        vocab = _VOCABULARIES[llm] = Vocabulary(
-            "" if llama_cpp.llama_vocab_is_control(handle, token)
-            else llm.detokenize([token]).decode("utf-8", errors="replace")
-            for token in range(llm.n_vocab())
-        )  # fmt: skip
+        vocab = _VOCABULARIES[llm] = Vocabulary(_pieces(llm))
     return vocab
+
+
+def _pieces(llm) -> list[str]:
+    import llama_cpp
+
+    from models.paths import cache_dir
+
+    stat = Path(llm.model_path).stat()
+    key = hashlib.sha256(f"{Path(llm.model_path).resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}\0"
+                         f"{llama_cpp.__version__}".encode()).hexdigest()[:32]
+    path = cache_dir() / "vocab" / f"{key}.json"
+    try:
+        pieces = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(pieces, list) and len(pieces) == llm.n_vocab():
+            return pieces
+    except (OSError, ValueError):
+        pass
+    handle = llm._model.vocab
+    pieces = [
+        "" if llama_cpp.llama_vocab_is_control(handle, token)
+        else llm.detokenize([token]).decode("utf-8", errors="replace")
+        for token in range(llm.n_vocab())
+    ]  # fmt: skip
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(pieces), encoding="utf-8")
+        os.replace(tmp, path)  # never a half-written file
+    except OSError:
+        pass  # a read-only cache only costs the next process this second
+    return pieces
 
 
 class GuardProcessor:
     """A llama-cpp-python logits processor that sets the logits of pieces `guard` refuses to -inf.
 
-    It follows the generated text itself: each call first appends the piece of the token sampled last.
+    It follows the generated text itself: each call first appends the piece of the token sampled last. A guard
+    with an `only(state, vocab)` method (a SpellingGuard) may name the allowed ids outright in some states.
     """
 
     def __init__(self, guard: TextGuard, vocab: Vocabulary, n_prompt: int) -> None:
@@ -89,7 +127,15 @@ class GuardProcessor:
         for token in input_ids[self._seen :]:
             self.text += pieces[int(token)] if int(token) < len(pieces) else ""
         self._seen = max(self._seen, len(input_ids))
-        refused = self.refused(self.guard.state(self.text))
+        state = self.guard.state(self.text)
+        only = getattr(self.guard, "only", None)
+        allowed = only(state, self.vocab) if only is not None else None
+        if allowed is not None:
+            kept = logits[allowed]
+            logits[:] = -np.inf
+            logits[allowed] = kept
+            return logits
+        refused = self.refused(state)
         if len(refused) and len(refused) < len(logits):
             logits[refused] = -np.inf
         return logits

@@ -86,6 +86,15 @@ class TextGuard(Protocol):
         ...
 
 
+class SpellingGuard(TextGuard, Protocol):
+    """A TextGuard that, in some states, names the allowed token ids itself (e.g. the pieces that continue a
+    copied span), found by looking pieces up by text instead of checking the whole vocabulary."""
+
+    def only(self, state: Hashable, vocab) -> "np.ndarray | None":
+        """The allowed ids in `state` (control tokens included only when listed), or None: ask `allows`."""
+        ...
+
+
 @dataclass(frozen=True)
 class GenerationOptions:
     max_tokens: int = 256
@@ -98,6 +107,7 @@ class GenerationOptions:
     grammar: str | None = None  # GBNF text
     guard: TextGuard | None = None  # pieces it refuses are never sampled
     seed: int | None = None
+    prefix: str = ""  # the reply starts with this text, already written: sent after the prompt, not streamed back
 
 
 @dataclass

@@ -189,7 +189,8 @@ def test_cancel_keeps_what_streamed():
             cancel.cancel()
     answer = final(events)
     assert answer.status == "cancelled"
-    assert answer.text.startswith("one two three") and "ten" not in answer.text
+    # Kept, as the unverified draft: nothing in it is supported, so none of it is shown as the answer.
+    assert answer.draft.startswith("one two three") and "ten" not in answer.draft and not answer.text
     assert session.history[-1].answer.status == "cancelled"
 
 
@@ -280,9 +281,10 @@ def test_unsupported_answer_with_no_close_quote_abstains():
     answer = final(session.ask("which colour are the zebras grazing on the farm near the kv barn"))
     assert answer.status == "insufficient_evidence"
     assert not answer.quoted
-    assert answer.text.startswith("Zebras on the farm")  # the model's words stay visible, with their verdicts
-    assert "no excerpt supports this answer" in answer.text
-    assert answer.citations[0].verdict == "unsupported"
+    # The model's words are not the answer: they are kept, apart, as the unverified draft.
+    assert answer.text.startswith("(smoldocs: no excerpt supports this answer") and "Zebras" not in answer.text
+    assert answer.draft.startswith("Zebras on the farm")
+    assert [c.verdict for c in answer.claims] == ["unsupported"]
 
 
 def test_unsupported_answer_with_a_close_quote_gets_quoted():

@@ -129,7 +129,7 @@ def test_a_kill_mid_answer_keeps_what_streamed_marked_cancelled(tmp_path):
         f.write(b'{"type": "TextDelta", "te')  # the token in flight when the process died
     turn = store.load(log.chat_id).turns[0]
     assert turn.answer.status == "cancelled"
-    assert turn.answer.text == "BM25 ranks documents"
+    assert turn.answer.draft == "BM25 ranks documents" and turn.answer.text == ""  # kept, never as the answer
     assert isinstance(turn.complete_events[-1], AnswerFinished)
 
 

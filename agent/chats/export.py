@@ -16,8 +16,10 @@ from rag.types import Chunk, Hit
 from rag.verdicts import CitationVerdict, Verdict
 
 
-def chat_markdown(chat: SavedChat, lookup: Callable[[str], Chunk | None] | None = None) -> str:
-    """The chat as Markdown: each question, its answer with `[^n]` footnotes, made-up numbers flagged."""
+def chat_markdown(chat: SavedChat, lookup: Callable[[str], Chunk | None] | None = None, drafts: bool = False) -> str:
+    """The chat as Markdown: each question, its answer with `[^n]` footnotes, made-up numbers flagged.
+
+    The model's unverified drafts are left out unless `drafts`; then each follows its answer, marked as such."""
     out = [f"# {chat.info.title}", ""]
     stamp = datetime.fromtimestamp(chat.info.created).strftime("%Y-%m-%d %H:%M")
     details = [f"saved {stamp}"]
@@ -48,12 +50,16 @@ def chat_markdown(chat: SavedChat, lookup: Callable[[str], Chunk | None] | None 
 
         out += [f"## {turn.question}", ""]
         out += [markers.replace(answer.text.strip(), footnotes) or "_(no answer)_", ""]
-        made_up = answer.unknown
+        exported = answer.text + (answer.draft if drafts else "")
+        made_up = [n for n in answer.unknown if n in markers.numbers(exported)]  # a draft left out flags nothing
         if made_up:
             listed = ", ".join(f"[{n}]" for n in made_up)
             out += [f"> **Made-up citation{'s' if len(made_up) > 1 else ''}:** {listed} cite no excerpt the answer was given.", ""]
         if answer.status != "answered":
             out += [f"_({answer.status.replace('_', ' ')})_", ""]
+        if drafts and answer.draft.strip():
+            out += ["_Unverified draft (the model's words, not supported by the docs):_", ""]
+            out += [markers.replace(answer.draft.strip(), lambda ns: "(" + ", ".join(map(str, ns)) + ")"), ""]
     if notes:
         out += notes + [""]
     return "\n".join(out)

@@ -43,12 +43,12 @@ class SavedTurn:
 
     @property
     def answer(self) -> Answer:
-        """The final answer; an answer cut off by a kill is what streamed so far, marked cancelled."""
+        """The final answer; an answer cut off by a kill keeps what streamed as its unverified draft, cancelled."""
         for event in reversed(self.events):
             if isinstance(event, AnswerFinished):
                 return event.answer
         text = "".join(e.text for e in self.events if isinstance(e, TextDelta))
-        return Answer(question=self.question, text=text, status="cancelled", model_text=text)
+        return Answer(question=self.question, text="", status="cancelled", model_text=text, draft=text)
 
     @property
     def complete_events(self) -> list[Event]:
@@ -254,9 +254,13 @@ class ChatStore:
     def load(self, chat_id: str) -> SavedChat:
         return _parse(self._path(chat_id))
 
-    def export(self, chat_id: str, dest: Path | None = None, lookup: Callable[[str], Chunk | None] | None = None) -> Path:
+    def export(
+        self, chat_id: str, dest: Path | None = None, lookup: Callable[[str], Chunk | None] | None = None,
+        drafts: bool = False,
+    ) -> Path:
         """Write the chat as Markdown with its sources as footnotes (JSON when `dest` ends in .json); returns the
-        file written. With `lookup` (the index), citations whose source changed since are marked stale."""
+        file written. With `lookup` (the index), citations whose source changed since are marked stale. The
+        model's unverified drafts go into the Markdown only with `drafts` (JSON always has them, apart)."""
         from agent.chats.export import chat_json, chat_markdown
 
         chat = self.load(chat_id)
@@ -264,7 +268,7 @@ class ChatStore:
         if dest.suffix == ".json":
             data = (json.dumps(chat_json(chat, lookup), ensure_ascii=False, indent=2) + "\n").encode()
         else:
-            data = chat_markdown(chat, lookup).encode()
+            data = chat_markdown(chat, lookup, drafts).encode()
         atomic_write(dest, data)  # never a half-written export
         return dest
 

@@ -55,13 +55,17 @@ def run(args: argparse.Namespace) -> int:
 def print_answer(answer: Answer, session, already_streamed: bool) -> None:
     out = sys.stdout
     if already_streamed:
-        if answer.quoted:
-            out.write("\n\n" + answer.text[len(answer.model_text):].strip())
         out.write("\n")
+        if answer.text.strip() != answer.model_text.strip():
+            # What streamed was the model's draft; the answer is only what the verifier supports.
+            out.write("\nChecked against the docs, the answer is:\n\n" + answer.text.strip() + "\n")
     else:
         out.write(answer.text + "\n")
     for conflict in answer.conflicts:
         out.write(f"\nNote: {conflict['note']}\n")
+    if answer.draft.strip():
+        held = sum(c.verdict is not Verdict.SUPPORTED for c in answer.claims) or "some"
+        out.write(f"\n({held} unverified sentence(s) of the model's draft held back; --json shows them)\n")
     if answer.citations:
         out.write("\nCitations:\n")
         for c in answer.citations:

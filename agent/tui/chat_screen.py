@@ -314,8 +314,12 @@ class ChatScreen(Screen):
 
     # -- chats ------------------------------------------------------------------------------------------
     def action_export(self, dest: str | None = None) -> Path | None:
+        """`/export [--drafts] [PATH]`: the unverified drafts are included only when asked."""
+        words = (dest or "").split(maxsplit=1)
+        drafts = bool(words) and words[0] == "--drafts"
+        dest = (words[1] if len(words) > 1 else None) if drafts else dest
         try:
-            path = self.conversation.export(Path(dest).expanduser() if dest else None)
+            path = self.conversation.export(Path(dest).expanduser() if dest else None, drafts=drafts)
         except UsageError as exc:
             self.notify(f"{str(exc)[0].upper()}{str(exc)[1:]}.", severity="warning")
             return None

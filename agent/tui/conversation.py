@@ -57,10 +57,10 @@ class Conversation:
         except Exception:
             return None
 
-    def export(self, dest: Path | None = None) -> Path:
+    def export(self, dest: Path | None = None, drafts: bool = False) -> Path:
         if self.log is None:
             raise UsageError("nothing to export yet: ask a question first")
-        return self.store.export(self.log.chat_id, dest, lookup=self.chunk)
+        return self.store.export(self.log.chat_id, dest, lookup=self.chunk, drafts=drafts)
 
     def new_chat(self) -> None:
         if self.session is not None:

@@ -29,7 +29,7 @@ KEYS: tuple[tuple[str, str], ...] = (
 
 SLASH: tuple[tuple[str, str], ...] = (
     ("/search QUERY", "the hits for QUERY, without the model"),
-    ("/export [FILE]", "export to Markdown (default: exports folder)"),
+    ("/export [FILE]", "export to Markdown (add --drafts for unverified drafts)"),
     ("/clear", "start a new chat; the old one stays saved"),
     ("/help", "this help"),
 )

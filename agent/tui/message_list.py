@@ -7,7 +7,7 @@ from pathlib import Path
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
-from textual.widgets import Markdown, Static
+from textual.widgets import Collapsible, Markdown, Static
 
 from agent.chats import excerpts
 from agent.events import (
@@ -26,6 +26,8 @@ from agent.tui.cited_markdown import CitedMarkdown
 from agent.tui.messages import AnswerSelected
 from agent.tui.tool_trace import ToolTrace
 from rag.types import Hit
+
+DRAFT_TITLE = "unverified draft: the model's words, not supported by the docs"
 
 STATUS = {
     "answered": "✓ answered",
@@ -90,6 +92,8 @@ class AnswerView(Vertical):
     def compose(self) -> ComposeResult:
         yield ToolTrace(classes="trace")
         yield CitedMarkdown(turn_id=self.turn_id, classes="answer-text")
+        with Collapsible(title=DRAFT_TITLE, collapsed=True, classes="answer-draft"):
+            yield CitedMarkdown(classes="draft-text")  # markers coloured too, a made-up one flagged; no links
         yield Static("thinking…", classes="answer-footer")
 
     @property
@@ -146,6 +150,11 @@ class AnswerView(Vertical):
         await markdown.update(text)
         if answer.conflicts and not self.query(".conflict-note"):
             await self.mount(Static(conflict_text(answer), classes="conflict-note"), after=markdown)
+        if answer.draft.strip():
+            draft = self.query_one(".draft-text", CitedMarkdown)
+            draft.verdicts = markdown.verdicts
+            await draft.update(answer.draft.strip())
+        self.query_one(".answer-draft", Collapsible).set_class(bool(answer.draft.strip()), "-shown")
         footer = footer_text(answer)
         if self.stale:
             footer += f" · {len(self.stale)} stale (source changed since)"

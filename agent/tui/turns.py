@@ -23,7 +23,7 @@ def error_line(exc: BaseException) -> str:
 
 def run_turn(session: Session, question: str, cancel: CancelToken, emit: Callable[[Event], None]) -> Answer:
     """Emit every event of `session.ask`. If the session stops without an answer (it raised, or a cancel it did
-    not report), emit an error event and a cancelled or error answer holding what streamed."""
+    not report), emit an error event and a cancelled or error answer keeping what streamed as its unverified draft."""
     streamed: list[str] = []
     try:
         for event in session.ask(question, cancel=cancel):
@@ -36,6 +36,6 @@ def run_turn(session: Session, question: str, cancel: CancelToken, emit: Callabl
         emit(ErrorEvent(error_line(exc), fatal=True))
     text = "".join(streamed)
     status = "cancelled" if cancel.cancelled else "error"
-    answer = Answer(question=question, text=text, status=status, model_text=text)
+    answer = Answer(question=question, text="", status=status, model_text=text, draft=text)
     emit(AnswerFinished(answer))
     return answer

@@ -1,0 +1,88 @@
+"""What an answer shows: only what the verifier supports. Everything else the model wrote is its unverified draft.
+
+The model's words are split into claims and judged against the excerpts they cite; a claim that is not
+`supported` is held back in the draft (the TUI shows it collapsed, `ask --json` under its own key, the Markdown
+export leaves it out unless asked). In quote decoding the copied references are shown (they are the excerpts' own
+words, cited by the system), and each claim written after one is judged against the chunk that reference cites.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Sequence
+
+from agent.quoting import Unit
+from rag import markers
+from rag.verdicts import ClaimVerdict, Judge, Verdict, Verification
+
+
+@dataclass(frozen=True)
+class Display:
+    text: str  # what is shown as the answer
+    draft: str  # the model's words that were not verified
+    claims: tuple[ClaimVerdict, ...] = ()  # every claim of the model's, judged
+    written: Verification | None = None  # the verdicts of everything the model wrote, shown or not
+
+
+def close_code(text: str) -> str:
+    """Close a code fence or span the model left open, so text appended after it is not swallowed by it."""
+    if text.count("```") % 2:
+        text += "\n```"
+    elif text.count("`") % 2:
+        text += "`"
+    return text
+
+
+def _tidy(text: str) -> str:
+    text = re.sub(r"[ \t]+\n", "\n", text)
+    text = re.sub(r"\n{3,}", "\n\n", text).strip()
+    return text if re.search(r"\w", text) else ""
+
+
+def free_display(model_text: str, judge: Judge, shown, lookup) -> Display:
+    """Free, guarded or constrained text: supported claims shown in their order, the rest as the draft."""
+    if not model_text.strip():
+        return Display("", "")
+    written = judge(model_text, shown, lookup)
+    shown_parts: list[str] = []
+    draft_parts: list[str] = []
+    last = 0
+    for c in written.claims:
+        if c.verdict is not Verdict.SUPPORTED or not c.end > c.start >= last:
+            continue
+        between = model_text[last : c.start]
+        draft_parts.append(between)
+        if shown_parts:
+            shown_parts.append("\n\n" if "\n" in between else " ")
+        shown_parts.append(close_code(model_text[c.start : c.end].strip()))
+        last = c.end
+    draft_parts.append(model_text[last:])
+    return Display("".join(shown_parts).strip(), _tidy("".join(draft_parts)), written.claims, written)
+
+
+def cited_claim(unit: Unit) -> str:
+    """The claim after a reference, carrying that reference's number unless it cites something itself."""
+    claim = unit.claim.strip()
+    return claim if markers.find(claim) else f"{claim} [{unit.n}]"
+
+
+def quote_display(units: Sequence[Unit], judge: Judge, shown, lookup) -> Display:
+    """References always shown (cited by the system); each claim shown only when all of it is supported."""
+    blocks: list[str] = []
+    draft: list[str] = []
+    judged: list[ClaimVerdict] = []
+    written: Verification | None = None
+    for unit in units:
+        blocks.append(f"> {unit.reference} [{unit.n}]")
+        if not unit.claim.strip():
+            continue
+        claim = cited_claim(unit)
+        verification = judge(claim, shown, lookup)
+        written = verification if written is None else written.merged(verification)
+        judged += verification.claims
+        if verification.claims and all(v.verdict is Verdict.SUPPORTED for v in verification.claims):
+            blocks.append(claim)
+        else:
+            draft.append(unit.claim.strip())
+    return Display("\n\n".join(blocks), "\n\n".join(draft), tuple(judged), written)
