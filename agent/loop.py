@@ -22,10 +22,10 @@ from agent.events import (
 from agent.grammars import MarkerGuard, citation_grammar, tool_call_grammar
 from agent.repetition import RepetitionGuard
 from agent.prompts import (
-    NOT_COVERED, QUESTION_SUFFIX, QUOTE_QUESTION_SUFFIX, UNSUPPORTED_NOTE, abstains, neutralize, placeholder_query, system_rules,
-    tool_rules,
+    NOT_COVERED, QUESTION_SUFFIX, QUOTE_QUESTION_SUFFIX, UNSUPPORTED_NOTE, abstains, neutralize, placeholder_query,
+    system_rules, tool_rules,
 )
-from agent.quoting import REF_OPEN, QuoteCandidates, QuoteGuard, Span, normalized, parse_units, quote_blocks, quote_spans
+from agent.quoting import REF_OPEN, QuoteCandidates, QuoteGuard, Span, parse_units, quote_evidence
 from agent.verified import Display, free_display, quote_display
 from agent.settings import AgentSettings
 from agent.toolcalls import ParseFailure, parse_tool_calls
@@ -231,7 +231,9 @@ class Agent:
         quoting = self.settings.decoding == "quote"
         spans: list[Span] = []
         if quoting and blocks:
-            spans, blocks = self._quote_evidence(question, shown_excerpts(ledger.citations(), list(blocks)))
+            packed = shown_excerpts(ledger.citations(), list(blocks))
+            quotes = self.candidates(question, packed, self.retriever.chunk) if self.candidates is not None else []
+            spans, blocks = quote_evidence(quotes, packed, self.retriever.chunk, self.model.tokenizer.count)
             if not blocks:
                 text = NOT_COVERED + " No excerpt sentence comes close to the question."
                 yield AnswerFinished(Answer(question, text, "insufficient_evidence", n_ctx=self.window.budgets.n_ctx))
@@ -283,7 +285,9 @@ class Agent:
             )
         )
 
-    def _generate(self, messages, reserve: int, shown, cancel, out: _Generation, quote: QuoteGuard | None = None) -> Iterator[Event]:
+    def _generate(
+        self, messages, reserve: int, shown, cancel, out: _Generation, quote: QuoteGuard | None = None
+    ) -> Iterator[Event]:
         """Stream the answer, guarded as the decoding setting says; stops early when it starts repeating."""
         options = replace(self.settings.generation, max_tokens=min(self.settings.generation.max_tokens, reserve))
         if quote is not None:
@@ -311,17 +315,6 @@ class Agent:
             # A server that died mid-answer leaves a partial answer worth keeping, marked as such.
             out.interrupted = bool(pieces) and isinstance(exc, ServerInterrupted)
         out.text = "".join(pieces)
-
-    def _quote_evidence(self, question: str, packed) -> tuple[list[Span], dict[int, str]]:
-        """What quote decoding may copy (spans of the best candidate sentences of the packed excerpts), and the
-        evidence blocks the model is shown: those candidate sentences only, under their excerpt's `[n] uri`.
-        The model can copy from nothing else, and every other sentence would only cost prompt evaluation."""
-        lookup = self.retriever.chunk
-        quotes = self.candidates(question, packed, lookup) if self.candidates is not None else []
-        texts = {n: (chunk.text if (chunk := lookup(c.chunk_id)) is not None else "") for n, c in packed.items()}
-        spans = quote_spans(quotes, texts, self.model.tokenizer.count)
-        usable = [q for q in quotes if any(s.n == q.n and s.text in normalized(q.sentence) for s in spans)]
-        return spans, quote_blocks(usable, {n: c.uri for n, c in packed.items()})
 
     def _check(self, question: str, model_text: str, status: str, shown, display: Display):
         """The text to show (only what is verified), its status, whether the extractive quotes stand in for it,

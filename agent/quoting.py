@@ -86,6 +86,18 @@ def quote_spans(
     return list(spans.values())
 
 
+def quote_evidence(
+    quotes: Sequence[Quote], packed: Mapping[int, CitationLike], lookup: Lookup, count: Callable[[str], int]
+) -> tuple[list[Span], dict[int, str]]:
+    """What quote decoding may copy (spans of the candidate sentences of the packed excerpts), and the evidence
+    blocks the model is shown: those candidate sentences only, under their excerpt's `[n] uri`. The model can
+    copy from nothing else, and every other sentence would only cost prompt evaluation before the first token."""
+    texts = {n: (chunk.text if (chunk := lookup(c.chunk_id)) is not None else "") for n, c in packed.items()}
+    spans = quote_spans(quotes, texts, count)
+    usable = [q for q in quotes if any(s.n == q.n and s.text in normalized(q.sentence) for s in spans)]
+    return spans, quote_blocks(usable, {n: c.uri for n, c in packed.items()})
+
+
 def quote_blocks(quotes: Sequence, uris: Mapping[int, str]) -> dict[int, str]:
     """The evidence of quote decoding: each excerpt's candidate sentences in its `[n] uri` block, the block of the
     best candidate first (a small model copies what it read first more readily)."""
