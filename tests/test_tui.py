@@ -67,7 +67,7 @@ async def wait_for(pilot, predicate, timeout: float = 10.0) -> None:
 
 def streamed(chat) -> str:
     """The answer text shown so far ("" until the answer view is mounted)."""
-    views = chat.query(CitedMarkdown)
+    views = chat.query("CitedMarkdown.answer-text")  # not an unverified draft's, which fills when it ends
     return views.last().source if views else ""
 
 
