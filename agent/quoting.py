@@ -200,10 +200,12 @@ class QuoteGuard:
         return None
 
     def _free(self, used: tuple[str, ...]) -> list[str]:
-        """The targets still open to copy: none once `max_units` references are written."""
+        """The targets still open to copy: none once `max_units` references are written, and none that overlaps
+        one already copied (a clause of a sentence already quoted, or the sentence around a quoted clause)."""
         if len(used) >= self.max_units:
             return []
-        return [t for t in self.targets if t not in used]
+        copied = [line[len(REF_OPEN) : line.rfind(" [")] for line in used]
+        return [t for s, t in zip(self.spans, self.targets) if not any(s.text in c or c in s.text for c in copied)]
 
     def _pairs(self, used: tuple[str, ...]) -> list[tuple[Span, str]]:
         free = set(self._free(used))

@@ -22,7 +22,7 @@ class Display:
     text: str  # what is shown as the answer
     draft: str  # the model's words that were not verified
     claims: tuple[ClaimVerdict, ...] = ()  # every claim of the model's, judged
-    written: Verification | None = None  # the verdicts of everything the model wrote, shown or not
+    written: Verification | None = None  # free text: the verdicts of everything the model wrote, shown or not
 
 
 def close_code(text: str) -> str:
@@ -68,21 +68,22 @@ def cited_claim(unit: Unit) -> str:
 
 
 def quote_display(units: Sequence[Unit], judge: Judge, shown, lookup) -> Display:
-    """References always shown (cited by the system); each claim shown only when all of it is supported."""
+    """References always shown (cited by the system); each claim shown only when all of it is supported.
+
+    No `written` verdicts: a number the system gave a claim to check it is not the model's citation, and an
+    unsupported claim held back must not weaken the verdict of the reference it follows."""
     blocks: list[str] = []
     draft: list[str] = []
     judged: list[ClaimVerdict] = []
-    written: Verification | None = None
     for unit in units:
         blocks.append(f"> {unit.reference} [{unit.n}]")
         if not unit.claim.strip():
             continue
         claim = cited_claim(unit)
         verification = judge(claim, shown, lookup)
-        written = verification if written is None else written.merged(verification)
         judged += verification.claims
         if verification.claims and all(v.verdict is Verdict.SUPPORTED for v in verification.claims):
             blocks.append(claim)
         else:
             draft.append(unit.claim.strip())
-    return Display("\n\n".join(blocks), "\n\n".join(draft), tuple(judged), written)
+    return Display("\n\n".join(blocks), "\n\n".join(draft), tuple(judged))

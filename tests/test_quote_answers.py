@@ -110,3 +110,9 @@ def test_the_export_leaves_drafts_out_unless_asked(tmp_path):
     with_drafts = store.export(log.chat_id, tmp_path / "drafts.md", drafts=True).read_text()
     assert "Zebras" not in plain and KV in plain
     assert "Unverified draft" in with_drafts and "Zebras graze on purple farms every winter." in with_drafts
+
+
+def test_a_held_back_claim_does_not_weaken_the_reference_it_follows():
+    session, _ = quote_session([f"{KV} [1]\nZebras graze on purple farms every winter.\n"])
+    answer = final(session.ask(QUESTION))
+    assert answer.draft and [(c.n, c.verdict) for c in answer.citations] == [(1, Verdict.SUPPORTED)]

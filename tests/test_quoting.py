@@ -74,6 +74,14 @@ def test_references_stop_after_the_unit_limit():
     assert guard.allows(state, "The")  # a claim after the last reference is still fine
 
 
+def test_a_clause_of_a_sentence_already_quoted_is_not_offered_again():
+    spans = [Span(1, "A small k makes one rank decisive; a large k treats all ranks alike."),
+             Span(1, "a large k treats all ranks alike."), Span(2, "The constant is k = 60 in the paper.")]
+    guard = QuoteGuard(spans, [1, 2])
+    state = guard.state(spans[0].text + " [1]\n")
+    assert not guard.allows(state, "> a") and guard.allows(state, "> The")
+
+
 def test_a_claim_is_one_bounded_line_with_guarded_markers():
     guard = QuoteGuard(SPANS, [1, 2], claim_chars=20)
     after_ref = SPANS[0].text + " [1]\n"
