@@ -161,3 +161,12 @@ def test_parse_units_drops_a_reference_cut_off_midway():
 def test_a_guard_needs_something_to_copy():
     with pytest.raises(ValueError, match="at least one span"):
         QuoteGuard([], [1])
+
+
+def test_a_list_item_is_copied_without_its_bullet():
+    from rag.claims import split_claims
+
+    excerpt = "Steps:\n\n- Build the index with `smoldocs index`.\n- Ask a question with `smoldocs ask`."
+    items = [c.text for c in split_claims(excerpt, keep_markers=True) if c.kind == "item"]
+    spans = quote_spans([Quote(1, t, 0.9) for t in items], {1: excerpt}, words)
+    assert [s.text for s in spans] == ["Build the index with `smoldocs index`.", "Ask a question with `smoldocs ask`."]
