@@ -225,7 +225,8 @@ def test_server_killed_mid_answer_keeps_the_partial_answer(real_index, real_embe
                 server.kill()
     answer = [e for e in events if isinstance(e, AnswerFinished)][-1].answer
     errors = [e.message for e in events if isinstance(e, ErrorEvent)]
-    assert answer.status == "interrupted" and answer.text  # what streamed is kept
+    # What streamed is kept: shown if the verifier supports it, else as the unverified draft.
+    assert answer.status == "interrupted" and (answer.text + answer.draft).strip()
     assert len(errors) == 1 and "stopped answering mid-stream" in errors[0] and "\n" not in errors[0]
 
 
