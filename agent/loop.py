@@ -263,7 +263,12 @@ class Agent:
         elif not quoting and abstains(model_text):
             status = "insufficient_evidence"
         if quoting:
-            display = quote_display(parse_units(generation.text)[0], self.judge, shown, self.retriever.chunk)
+            # Only references that are (a head of) an offered span are shown, guard or no guard.
+            units = [
+                u for u in parse_units(generation.text)[0]
+                if any(s.n == u.n and s.text.startswith(u.reference) for s in spans)
+            ]
+            display = quote_display(units, self.judge, shown, self.retriever.chunk)
         else:  # a reference cut off mid-way (cancelled) is dropped by parse_units: never shown as a quote
             display = free_display(model_text, self.judge, shown, self.retriever.chunk)
         text, status, quoted, verification = self._check(question, model_text, status, shown, display)

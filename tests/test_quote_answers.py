@@ -49,6 +49,13 @@ def test_a_claim_the_verifier_does_not_support_goes_to_the_draft():
     assert data["draft"] == answer.draft and "Zebras" not in data["text"]
 
 
+def test_a_reference_that_is_not_an_offered_span_is_never_shown():
+    # A model whose guard did not run (a server) copies badly: what it calls a reference is dropped.
+    session, _ = quote_session([f"the kv cache stores zebras [1]\n> {KV} [1]\n"])
+    answer = final(session.ask(QUESTION))
+    assert answer.text == f"> {KV} [1]" and "zebras" not in answer.text
+
+
 def test_no_excerpts_means_no_model_call():
     session, model = quote_session([])
     answer = final(session.ask("zzz qqq"))

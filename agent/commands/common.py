@@ -67,6 +67,8 @@ def open_chat_model(args: argparse.Namespace):
         first_token_timeout=getattr(args, "first_token_timeout", None) or 120.0,
     )
     model = open_server_model(config)
+    if getattr(args, "decoding", None) == "quote":
+        raise UsageError("--decoding quote copies under a guard that runs in-process only: use free with a server")
     if getattr(args, "decoding", None) == "constrained" and not model.supports_grammar:
         raise UsageError(f"--decoding constrained needs a server grammar; the {model.info.family} server at {base_url} has none: use free")
     return model
