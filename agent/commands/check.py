@@ -7,7 +7,9 @@ import json
 import sys
 from pathlib import Path
 
-from agent.commands.common import add_index_options, load_embedder_from_args, open_index_from_args
+# Looked up on `common` at call time, so a test that swaps in fake components reaches every command.
+from agent.commands import common
+from agent.commands.common import add_index_options, open_index_from_args
 from agent.errors import UsageError
 from agent.chats.codec import verification_to_dict
 from rag.answer_check import MAX_ANSWER_CHARS, check_citations, supported_share
@@ -81,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     if len(answer) > MAX_ANSWER_CHARS:
         raise UsageError(f"the answer is {len(answer)} characters long, more than {MAX_ANSWER_CHARS}: check it in parts")
     shown_text = _read(args.shown, "--shown")
-    embedder = load_embedder_from_args(args)
+    embedder = common.load_embedder_from_args(args)
     index = open_index_from_args(args, embedder=embedder, quiet=True)
     shown = read_shown(shown_text, index)
     report = check_citations(answer, shown, index.chunk, embedder)

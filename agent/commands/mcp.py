@@ -6,7 +6,9 @@ import argparse
 import os
 import sys
 
-from agent.commands.common import add_index_options, load_embedder_from_args, load_tokenizer_from_args
+# Looked up on `common` at call time, so a test that swaps in fake components reaches every command.
+from agent.commands import common
+from agent.commands.common import add_index_options
 
 HELP = "serve the docs to other agents over MCP (stdio): search_docs, get_document, check_citations, resources"
 
@@ -23,8 +25,8 @@ def run(args: argparse.Namespace) -> int:
     if args.docs is not None:
         check_docs_dir(args.docs)  # a mistyped folder is one line, before seconds of model loading
     # stdout carries the protocol: everything else, including loading notices, goes to stderr.
-    tokenizer = load_tokenizer_from_args(args)
-    embedder = load_embedder_from_args(args)
+    tokenizer = common.load_tokenizer_from_args(args)
+    embedder = common.load_embedder_from_args(args)
     live = LiveIndex(args.docs, tokenizer, embedder, index_dir=args.index)
     print(f"smoldocs mcp: serving {live.root} ({len(live.index)} chunks) on stdio", file=sys.stderr, flush=True)
     build_server(live).run("stdio")

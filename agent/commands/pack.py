@@ -6,10 +6,11 @@ import argparse
 import json
 from typing import Any
 
+# Looked up on `common` at call time, so a test that swaps in fake components reaches every command.
+from agent.commands import common
 from agent.commands.common import (
     add_current_only_option,
     add_index_options,
-    load_tokenizer_from_args,
     open_index_from_args,
 )
 from agent.errors import UsageError
@@ -49,7 +50,7 @@ def _threshold(text: str) -> float | None:
 
 def run(args: argparse.Namespace) -> int:
     _check(args)
-    tokenizer = load_tokenizer_from_args(args)
+    tokenizer = common.load_tokenizer_from_args(args)
     index = open_index_from_args(args, tokenizer=tokenizer)
     hits = index.search(args.query, k=args.k)
     packed, citations = Packer(tokenizer, Ledger()).assemble(
