@@ -110,7 +110,9 @@ def _sentences(text: str) -> list[str]:
 
 
 def _sentence_of(clause: str, sentences: list[str]) -> str:
-    return next((s for s in sentences if clause in s), clause)
+    """The sentence `clause` was cut from (or the one sharing most of its words, when code fences blur the cut)."""
+    holding = next((s for s in sentences if clause in s), None)
+    return holding or max(sentences, key=lambda s: _cover(terms(clause).words, s))
 
 
 def _name_words(text: str) -> frozenset[str]:

@@ -1,4 +1,4 @@
-"""How well one chunk supports one claim: overlap and MiniLM cosine with its best window of one or two sentences.
+"""How well one chunk supports one claim: overlap and MiniLM cosine with its best window of two sentences.
 
 The score decides between supported, weak and unsupported; then rag.contradictions pushes the verdict down for what
 the window contradicts (unsupported) or leaves unstated (at most weak).
