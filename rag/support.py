@@ -32,6 +32,7 @@ COPIED_MIN_WORDS = 3  # a claim all of whose words (3 or more) one sentence stat
 # A window sharing less than this share of the claim's content words is no evidence for it, however close MiniLM
 # puts them: its cosine counts as 0 and it is never embedded. Most windows of a cited chunk are about something else.
 MIN_OVERLAP = 0.25
+MAX_EMBEDDED = 2  # windows embedded per (claim, chunk): the ones sharing most words; the rest count 0
 
 
 @dataclass(frozen=True)
@@ -127,8 +128,9 @@ def gather(
 ) -> list[Evidence]:
     """Evidence for each (claim text, chunk) pair; all texts are embedded in one batch call.
 
-    With `params`, a sentence whose score could not reach `weak` even at cosine 1 is not embedded (its cosine
-    counts as 0): verdicts stay exactly the same, and most sentences of a cited chunk are skipped.
+    Only the MAX_EMBEDDED windows sharing most of the claim's words (and at least MIN_OVERLAP of them) are
+    embedded; the others' cosine counts as 0. With `params`, a window whose score could not reach `weak` even at
+    cosine 1 is not embedded either: that changes no verdict.
     """
     lexical = []
     for claim, chunk in pairs:
@@ -145,6 +147,8 @@ def gather(
         ev = Evidence(claim_terms, chunk_terms, sentences, sentence_terms, None, overlap, whole, claim,
                       tuple(w.context for w in windows), copied)  # fmt: skip
         keep = overlap >= MIN_OVERLAP
+        if MAX_EMBEDDED and keep.sum() > MAX_EMBEDDED:
+            keep &= overlap >= np.sort(overlap[keep])[-MAX_EMBEDDED]
         if params is not None:
             keep &= _could_reach_weak(ev, params)
         lexical.append((claim, ev, keep))
