@@ -1,16 +1,18 @@
 """What the cited text contradicts in a claim, or leaves unstated: numbers, exact names, quantifiers, negations.
 
-Judged against the window of one or two sentences that best matches the claim. A contradiction makes the claim
-`unsupported`; something merely unstated keeps it from `supported`. Every reason names what each side says.
+Judged against the window of two sentences that shares most of the claim's words, and the sentence either side
+of it. Most checks line a clause of the claim up with the clause of the text that says nearly the same thing, so
+"`stash@{1}` is the latest" is judged where the text says which stash is the latest. A contradiction makes the
+claim `unsupported`; something merely unstated keeps it from `supported`. Every reason names what each side says.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
-from typing import Iterable
 from collections import Counter
 from functools import lru_cache
+from typing import Iterable
 
 from rag.claim_terms import ANTONYM, CUE_PATTERN, Terms, terms
 from rag.specifics import Specific, contains, matchable, specifics
@@ -120,7 +122,7 @@ def _name_words(text: str) -> frozenset[str]:
 
 
 def _swapped(claim_text: str, claim: Terms, window_text: str) -> str:
-    """The clause of the window that best matches a clause of the claim names another thing of the same kind.
+    """The window clause that says what a clause of the claim says names another name (or number) in its place.
 
     "`stash@{1}` is the most recently created stash" against "`stash@{0}` is the most recently created stash,
     `stash@{1}` is the one before it": both names are in the window, but not where the claim puts them.
@@ -172,9 +174,8 @@ def _alignment(
     a, b = terms(ours), terms(theirs)
     left = {w for word in leave_out for w in terms(word).words}
     if not names:
-        left |= {w for s in (*specifics(ours), *specifics(theirs)) for w in terms(s.text).words}
-    names = left
-    wa, wb = a.words - names, b.words - names
+        left |= _name_words(ours) | _name_words(theirs)
+    wa, wb = a.words - left, b.words - left
     if negation:
         wa |= {"\u00ac"} if a.negations % 2 else set()
         wb |= {"\u00ac"} if b.negations % 2 else set()
