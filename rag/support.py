@@ -130,7 +130,8 @@ def gather(
 
     Only the MAX_EMBEDDED windows sharing most of the claim's words (and at least MIN_OVERLAP of them) are
     embedded; the others' cosine counts as 0. With `params`, a window whose score could not reach `weak` even at
-    cosine 1 is not embedded either: that changes no verdict.
+    cosine 1 is not embedded either, nor is anything for a claim its words already decide (copied from one sentence,
+    or contradicted): that changes no verdict.
     """
     lexical = []
     for claim, chunk in pairs:
@@ -151,6 +152,8 @@ def gather(
             keep &= overlap >= np.sort(overlap[keep])[-MAX_EMBEDDED]
         if params is not None:
             keep &= _could_reach_weak(ev, params)
+            if keep.any() and (copied or _contradicted(ev)):
+                keep[:] = False  # the words decide the verdict already: MiniLM could not change it
         lexical.append((claim, ev, keep))
     if embedder is None or not pairs:
         return [ev for _, ev, _ in lexical]
@@ -163,6 +166,11 @@ def gather(
             cos[i] = float(vectors[claim] @ vectors[ev.sentences[i]])
         out.append(replace(ev, cos=cos))
     return out
+
+
+def _contradicted(ev: Evidence) -> bool:
+    anchor = _anchor(ev)
+    return bool(contradiction(ev.claim_text, ev.claim, ev.sentences[anchor], ev.contexts[anchor]))
 
 
 def _could_reach_weak(ev: Evidence, params: Params) -> np.ndarray:
@@ -207,7 +215,7 @@ def judge(ev: Evidence, params: Params) -> Support:
     window = ev.sentences[best]
     # Contradictions are looked for around the window that shares most of the claim's words and numbers: the
     # one about the same thing, even when MiniLM prefers a neighbour ("124 ... 255", not "0 if it succeeds").
-    anchor = int(np.argmax(ev.coverage + 1e-3 * match))
+    anchor = _anchor(ev)
     reason = contradiction(ev.claim_text, ev.claim, ev.sentences[anchor], ev.contexts[anchor])
     if reason:
         return Support(UNSUPPORTED, score, window, reason)
@@ -219,6 +227,12 @@ def judge(ev: Evidence, params: Params) -> Support:
     if reason and verdict == SUPPORTED:
         verdict = WEAK
     return Support(verdict, score, window, reason)
+
+
+def _anchor(ev: Evidence) -> int:
+    """The window sharing most of the claim's words and numbers (the first of equals): words alone decide it, so
+    contradictions are known before anything is embedded."""
+    return int(np.argmax(ev.coverage))
 
 
 def _not_a_statement(text: str, claim: Terms) -> str:

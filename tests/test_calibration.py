@@ -7,6 +7,7 @@ from collections import Counter
 
 import pytest
 
+from models.fakes import HashEmbedder
 from rag.calibrate import evaluate, evidence_for, fit, main, split
 from rag.handlabelled import ALTERATIONS, load_handlabelled
 from rag.calibration_set import (
@@ -18,7 +19,7 @@ from rag.calibration_set import (
     source_sentences,
     write_items,
 )
-from rag.support import SUPPORTED
+from rag.support import SUPPORTED, judge
 from rag.types import Chunk
 from rag.verify import DENSE, LEXICAL
 
@@ -192,3 +193,11 @@ def test_real_build_is_deterministic(real_tokenizer):
     chunks = [c for d in corpus.documents for c in chunk_document(d.doc_id, d.text, real_tokenizer)]
     paraphrases = load_paraphrases()
     assert build_items(chunks, paraphrases) == build_items(chunks, paraphrases)
+
+
+def test_what_pruning_leaves_unembedded_changes_no_verdict(hand):
+    # Copied or contradicted claims, and windows that cannot reach `weak`, are not embedded under DENSE.
+    embedder = HashEmbedder()
+    pruned = [judge(e, DENSE).verdict for e in evidence_for(hand, embedder, DENSE)]
+    full = [judge(e, DENSE).verdict for e in evidence_for(hand, embedder)]
+    assert pruned == full
