@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
 
-import snowballstemmer
+import Stemmer
 
 from rag.markup import plain
 
@@ -98,7 +98,7 @@ class Terms:
     cues: tuple["Cue", ...] = ()  # in order
 
 
-_STEMMER = snowballstemmer.stemmer("english")
+_STEMMER = Stemmer.Stemmer("english")  # PyStemmer: the same Snowball stemmer rag.terms uses
 
 
 @lru_cache(maxsize=16384)
