@@ -1,22 +1,45 @@
-"""What a sentence commits to: content words, numbers, identifiers, negated words and antonyms, for support checks."""
+"""What a sentence commits to: content words, numbers, identifiers, quantifiers, negated words and antonyms."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
+
+import Stemmer
+
+from rag.markup import plain
 
 _STOPWORDS = frozenset(
     """a an the and or but if then else of to in on at by for with from into onto about as is are was were be
     been being am do does did doing have has had having it its this that these those there here their they them
-    he she his her we us our you your i me my what which who whom whose when where why how all any both each
-    more most other some such only own same so than too very can could should would will shall may might must
-    also just not no nor never via per up out over under again once s t don doesn isn aren wasn won can cannot
+    he she his her we us our you your i me my what which who whom whose when where why how both each
+    more most other some such own same so than too very could should would will might
+    also just not no nor via per up out over under again once s t don doesn isn aren wasn won
     use used uses using""".split()
 )
-_NEGATORS = frozenset("not no never cannot none nothing neither nor nobody nowhere without unable".split())
+# Quantifiers and modality are content: "only the user" and "any user" say different things. Each cue word or
+# phrase maps to its group; a claim's group that the cited clause contradicts is a contradiction (rag.contradictions).
+CUES: dict[str, str] = {
+    "all": "all", "any": "all", "every": "all", "everyone": "all", "everything": "all", "anyone": "all",
+    "anything": "all", "whichever": "all", "regardless": "always", "always": "always",
+    "whenever": "always", "whatever": "always", "even if": "always", "even when": "always", "unconditionally": "always",
+    "in all cases": "always", "no matter": "always", "only": "only", "solely": "only", "exclusively": "only",
+    "unless": "unless", "except": "unless", "by default": "default", "if": "if", "when": "if",
+    "must": "must", "required": "must", "shall": "must",
+    "may": "may", "can": "may", "is allowed": "may", "never": "never", "cannot": "cannot",
+}  # fmt: skip
+CUE_PATTERN = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, CUES), key=len, reverse=True)) + r")\b")
+_CUE_REACH, _CUE_BACK = 4, 3  # content words after and before a cue that it governs
+_CUE_WORDS = frozenset(cue for cue in CUES if " " not in cue and cue != "required")
+_NEGATORS = frozenset(
+    "not no never cannot none nothing neither nor nobody nowhere without unable refuses refuse refrains refrain "
+    "disabled disable disables unless except".split()
+)
 _NEGATING_PHRASES = re.compile(r"\b(?:rather than|instead of)\b")  # "X rather than Y" says "not Y"
 _NOT_NEGATION = re.compile(r"\b(?:whether or not|no matter)\b")
+_UNPOLAR = re.compile(r"`[^`\n]*`|(?<![\w-])--?[a-z][\w-]*")  # options and code: no negation inside
 _POLAR_TOKEN = re.compile(r"[a-z][a-z0-9_]*|\d+(?:[.,]\d+)*")
 # A negation covers the rest of its clause, so "A, not B" negates B and still supports "A".
 _CLAUSE = re.compile(
@@ -36,7 +59,10 @@ ANTONYMS: tuple[tuple[str, str], ...] = (
     ("increases", "decreases"), ("above", "below"), ("minimum", "maximum"), ("enable", "disable"),
     ("enabled", "disabled"), ("include", "exclude"), ("included", "excluded"), ("input", "output"),
     ("inside", "outside"), ("early", "late"), ("earlier", "later"), ("true", "false"), ("same", "different"),
-    ("prefill", "decode"),
+    ("prefill", "decode"), ("public", "private"), ("local", "remote"), ("absolute", "relative"),
+    ("foreground", "background"), ("synchronous", "asynchronous"), ("older", "newer"), ("oldest", "newest"),
+    ("required", "optional"), ("explicit", "implicit"), ("explicitly", "implicitly"), ("accept", "reject"),
+    ("allow", "deny"), ("uppercase", "lowercase"), ("success", "failure"), ("succeeds", "fails"),
 )  # fmt: skip
 ANTONYM: dict[str, set[str]] = {}
 for _a, _b in ANTONYMS:
@@ -45,7 +71,17 @@ for _a, _b in ANTONYMS:
 _THOUSANDS = re.compile(r"^\d{1,3}(?:,\d{3})+$")
 _TOKEN = re.compile(r"\S+")
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
+_WORD = re.compile(r"[a-z][a-z0-9]*")
+_CODEISH = re.compile(r"[A-Za-z]\.[A-Za-z]|[a-z][A-Z]|^[A-Za-z]+\d")  # llama.cpp, SmolLM, Q4
 _ABBREVIATIONS = frozenset({"e.g", "i.e", "etc", "vs", "and/or"})
+
+
+class Cue(NamedTuple):
+    """A quantifier or modal cue: its group, the content words it governs (stemmed), and the cue as written."""
+
+    group: str
+    governs: frozenset[str]
+    word: str
 
 
 @dataclass(frozen=True)
@@ -55,48 +91,74 @@ class Terms:
     words: frozenset[str]
     numbers: tuple[str, ...]  # sorted, with repeats: "2048 or 2048" differs from "2048 or 512"
     identifiers: frozenset[str]
-    negated: frozenset[str]  # content words that occur only under a negation ("not B", "rather than B")
+    negated: frozenset[str]  # words a negation governs ("not B", "rather than B"), never also stated outside one
     affirmed: frozenset[str]  # content words that occur only outside any negation
     negations: int
     polar: frozenset[str]  # words of ANTONYMS as written: "before" for "after" is a contradiction too
+    cues: tuple["Cue", ...] = ()  # in order
 
 
+_STEMMER = Stemmer.Stemmer("english")  # PyStemmer: the same Snowball stemmer rag.terms uses
+
+
+@lru_cache(maxsize=16384)
 def stem(word: str) -> str:
-    """A crude suffix stripper: both sides get the same treatment, so consistency matters, not linguistics."""
-    for suffix in ("ingly", "edly", "ies", "ing", "ed", "es", "s", "ly", "e"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            word = word[: -len(suffix)] + ("y" if suffix == "ies" else "")
-            break
-    return word
+    """The Snowball (Porter 2) stem: "connects", "connection" and "connecting" all become "connect"."""
+    return _STEMMER.stemWord(word)
 
 
 @lru_cache(maxsize=4096)
 def terms(text: str) -> Terms:
-    """The content words, numbers, identifiers and negation of `text`."""
+    """The content words, numbers, identifiers, quantifier cues and negation of `text` (markup removed)."""
+    text = plain(text)
     lower = text.lower()
-    words = re.findall(r"[a-z][a-z0-9]*", lower)
+    words = _WORD.findall(lower)
     numbers = [_normalize_number(m.group()) for m in _NUMBER.finditer(text)]
     numbers += [_NUMBER_WORDS[w] for w in words if w in _NUMBER_WORDS]
     numbers += ["1"] * len(_ONE.findall(lower))
     polar = frozenset(w for w in words if w in ANTONYM)
-    return Terms(_content(lower), tuple(sorted(numbers)), frozenset(identifiers(text)), *_polarity(lower), polar)
+    return Terms(_content(lower), tuple(sorted(numbers)), frozenset(identifiers(text)), *_polarity(lower), polar,
+                 cues(lower))  # fmt: skip
 
 
 def _content(lower: str) -> frozenset[str]:
-    words = re.findall(r"[a-z][a-z0-9]*", lower)
-    return frozenset(stem(w) for w in words if w not in _STOPWORDS and w not in _NUMBER_WORDS and len(w) > 1)
+    words = _WORD.findall(lower)
+    return frozenset(stem(w) for w in words if _is_content(w))
+
+
+def _is_content(word: str) -> bool:
+    return word not in _STOPWORDS and word not in _CUE_WORDS and word not in _NUMBER_WORDS and len(word) > 1
+
+
+def cues(lower: str) -> tuple[Cue, ...]:
+    """Each quantifier or modal cue of lowercased `lower`, with the content words it governs.
+
+    A cue governs the next few content words up to the end of its sentence ("only local clients"); near the end
+    of a sentence, the last few before it in its clause as well ("fsmonitor is always disabled").
+    """
+    found = []
+    for m in CUE_PATTERN.finditer(lower):
+        rest = re.split(r"[.!?;](?:\s|$)", lower[m.end() :], maxsplit=1)[0]
+        before = _CLAUSE.split(lower[: m.start()])[-1]
+        after = [w for w in _WORD.findall(rest) if _is_content(w)][:_CUE_REACH]
+        ahead = [w for w in _WORD.findall(before) if _is_content(w)][-_CUE_BACK:]
+        ahead = ahead if len(after) < 2 else []
+        found.append(Cue(CUES[m.group()], frozenset(stem(w) for w in after + ahead), m.group()))
+    return tuple(found)
 
 
 def _polarity(lower: str) -> tuple[frozenset[str], frozenset[str], int]:
-    """(words only ever negated, words never negated, number of negations).
+    """(words a negation governs, words outside every negation, number of negations).
 
-    A negation covers the rest of its clause; two in one clause cancel out; one that ends its clause
-    ("decoding cannot") covers the words before it.
+    A negation covers the rest of its clause and governs its first content word ("does not ignore case":
+    "ignore"); two in one clause cancel out; one that ends its clause ("decoding cannot") governs the word before
+    it. Options and code spans are left out: the "no" of `--no-prune` negates nothing.
     """
-    text = _NOT_NEGATION.sub(" ", lower).replace("can't", "can not").replace("won't", "will not")
+    text = _NOT_NEGATION.sub(" ", _UNPOLAR.sub(" ", lower)).replace("can't", "can not").replace("won't", "will not")
     text = _NEGATING_PHRASES.sub(" not ", re.sub(r"n't\b", " not", text))
-    negated: set[str] = set()
-    affirmed: set[str] = set()
+    heads: set[str] = set()
+    scoped: set[str] = set()
+    free: set[str] = set()
     count = 0
     for clause in _CLAUSE.split(text):
         marked: list[tuple[str, bool]] = []
@@ -104,17 +166,20 @@ def _polarity(lower: str) -> tuple[frozenset[str], frozenset[str], int]:
         for token in _POLAR_TOKEN.findall(clause):
             if token in _NEGATORS:
                 under, since_negation, count = not under, 0, count + 1
-            elif token[0].isdigit():
-                marked.append((_normalize_number(token), under))
-                since_negation += 1
-            elif token not in _STOPWORDS and token not in _NUMBER_WORDS and len(token) > 1:
-                marked.append((stem(token), under))
+                continue
+            word = _normalize_number(token) if token[0].isdigit() else stem(token) if _is_content(token) else ""
+            if word:
+                if under and since_negation == 0:
+                    heads.add(word)
+                marked.append((word, under))
                 since_negation += 1
         if under and since_negation == 0:
             marked = [(word, True) for word, _ in marked]
+            if marked:
+                heads.add(marked[-1][0])
         for word, is_negated in marked:
-            (negated if is_negated else affirmed).add(word)
-    return frozenset(negated - affirmed), frozenset(affirmed - negated), count
+            (scoped if is_negated else free).add(word)
+    return frozenset(heads - free), frozenset(free - scoped), count
 
 
 def _normalize_number(raw: str) -> str:
@@ -130,20 +195,15 @@ def identifiers(text: str) -> set[str]:
         t = token.strip(".,;:!?()[]{}\"'*").removesuffix("()")
         if len(t) < 2 or t.lower() in _ABBREVIATIONS:
             continue
-        if (
-            "_" in t
-            or re.search(r"[A-Za-z]\.[A-Za-z]", t)
-            or t.startswith("--")
-            or re.search(r"[a-z][A-Z]", t)
-            or re.match(r"^[A-Za-z]+\d", t)
-            or (t.isupper() and sum(c.isalpha() for c in t) >= 2)
-        ):
+        if "_" in t or t.startswith("--") or _CODEISH.search(t) or (t.isupper() and sum(map(str.isalpha, t)) >= 2):
             found.add(t.lower())
     return found
 
 
 def coverage(claim: Terms, other: Terms) -> float:
-    """Share of the claim's content words that `other` also has."""
+    """Share of the claim's content words, numbers and quantifier cues that `other` also has."""
     if not claim.words:
         return 0.0
-    return len(claim.words & other.words) / len(claim.words)
+    ours = claim.words | {c.group for c in claim.cues if c.group != "if"} | {f"#{n}" for n in claim.numbers}
+    theirs = other.words | {c.group for c in other.cues} | {f"#{n}" for n in other.numbers}
+    return len(ours & theirs) / len(ours)
