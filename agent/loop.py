@@ -41,7 +41,7 @@ from rag.document_tool import GET_DOCUMENT_DESCRIPTION, GET_DOCUMENT_NAME, GET_D
 from rag.packing import Ledger, block
 from rag.search_tool import SEARCH_DOCS_DESCRIPTION, SEARCH_DOCS_NAME, SEARCH_DOCS_SCHEMA, search_docs_tool
 from rag.types import Retriever
-from rag.verdicts import Judge, Verdict
+from rag.verdicts import Judge
 from rag.verify import Verifier
 
 MAX_QUERY_CHARS = 1000

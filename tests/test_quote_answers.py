@@ -97,7 +97,7 @@ def test_cancelling_mid_reference_drops_the_partial_reference():
 
 def test_every_decoding_shows_only_supported_claims():
     for decoding in ("free", "guarded", "constrained"):
-        model = ScriptedChatModel([f"The kv cache stores keys and values of earlier tokens [1]. Zebras graze on purple farms [1]."])
+        model = ScriptedChatModel(["The kv cache stores keys and values of earlier tokens [1]. Zebras graze on purple farms [1]."])
         settings = AgentSettings(policy="search-first", decoding=decoding)
         session = ChatSession(model, MemoryRetriever(CHUNKS), embedder=HashEmbedder(), settings=settings)
         answer = final(session.ask(QUESTION))

@@ -19,7 +19,7 @@ import pytest
 from agent.events import AnswerFinished, ContextBuilt, ErrorEvent, SearchFinished, TextDelta, ToolStep
 from agent.session import ChatSession
 from agent.settings import AgentSettings
-from models.errors import ContextTooSmall, GenerationError, NoTokenizer, ServerRefused, ServerUnreachable
+from models.errors import GenerationError, NoTokenizer, ServerRefused, ServerUnreachable
 from models.local_server import LocalServer, free_port
 from models.locate import default_model_path
 from models.protocols import CancelToken, GenerationOptions
