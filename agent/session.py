@@ -59,8 +59,10 @@ class ChatSession:
         self.settings = fit_to_model(settings or AgentSettings(), model)
         self.docs_dir = docs_dir
         self.history: list[Turn] = []
-        # The claim verifier and the extractive fallback, bound to the embedder (None: lexical only).
-        self.agent = Agent(model, retriever, self.settings, judge=Verifier(embedder), quoter=QuoteFallback(embedder))
+        # The claim verifier and the extractive fallback, bound to the embedder (None: lexical only); the fallback
+        # asks rag.answerability, with the index's term counts when the retriever has them.
+        quoter = QuoteFallback(embedder, getattr(retriever, "vocabulary", None))
+        self.agent = Agent(model, retriever, self.settings, judge=Verifier(embedder), quoter=quoter)
 
     @property
     def model_name(self) -> str:

@@ -8,7 +8,7 @@ from agent.context import Budgets
 from models.protocols import GenerationOptions
 
 POLICIES = ("auto", "search-first", "model")
-DECODINGS = ("free", "guarded", "constrained")
+DECODINGS = ("free", "guarded", "constrained", "extractive")
 SMALL_MODEL_PARAMS = 1_000_000_000  # below this, `auto` searches first: small models call tools badly
 
 
@@ -35,6 +35,7 @@ class AgentSettings:
     # Full eval, search-first, 159 questions: made-up 2.0% / 0% / 0%, unsupported citations 74 / 127 / 298,
     # precision 0.35 / 0.32 / 0.29: barred from writing [6] or a [link](...), SmolLM2-135M writes a wrong shown
     # number instead, so the guard trades 6 made-up numbers for 53 more unsupported ones.
+    # extractive: no model call; the best quotes of the shown excerpts, or a refusal (the baseline of #16).
     decoding: str = "free"
     tool_grammar: bool = True  # model policy: force tool calls into the schema's shape
     fallback: bool = True  # extractive quotes when no claim of the model's answer is supported

@@ -81,6 +81,7 @@ class HybridIndex:
     def source(self, doc_id: str) -> SourceInfo:
         """The standing of a document: outdated or current, and its expiry."""
         return self.sources.get(doc_id) or source_info(doc_id)
+        self._vocabulary = None
 
     def __len__(self) -> int:
         return len(self.chunks)
@@ -94,6 +95,15 @@ class HybridIndex:
     def notice(self) -> str:
         """One line for the TUI header and --json when search is missing a part; "" when it is whole."""
         return "" if self.has_dense else SEMANTIC_OFF
+
+    @property
+    def vocabulary(self):
+        """Document frequencies of the BM25 terms (rag.answerability.TermCounts), built on first use."""
+        if self._vocabulary is None:
+            from rag.answerability import TermCounts
+
+            self._vocabulary = TermCounts.of(self.bm25.document_frequencies(), len(self), self.term_settings)
+        return self._vocabulary
 
     @property
     def doc_ids(self) -> list[str]:

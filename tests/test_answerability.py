@@ -1,0 +1,56 @@
+"""The answerability rule: its signals and its decision, with exact values on tiny vocabularies."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from rag.answerability import PREFIX, SIGNALS, TermCounts, assess, decide, signals, unknown_names, unknown_share
+
+VOCAB = TermCounts.of({"bm25": 3, "cache": 5, "paramet": 2, "control": 1, "proposal": 1, "smollm2": 4}, documents=10)
+
+
+def test_a_name_the_docs_never_mention_is_unknown_and_a_known_one_is_not():
+    assert unknown_names("How do I fine-tune SmolLM2 with LoRA?", VOCAB) == ("LoRA",)
+    assert unknown_names("Which FAISS or HNSW settings?", VOCAB) == ("FAISS", "HNSW")
+    # Sentence-initial capitals are ordinary words; names inside a hyphenated word still count.
+    assert unknown_names("What does BM25 control? Why cache?", VOCAB) == ()
+    assert unknown_names("How does ColBERT-style retrieval work?", VOCAB) == ("ColBERT-style",)
+    assert unknown_names("LoRA?", None) == ()
+
+
+def test_unknown_share_weights_each_missing_term_by_its_idf_and_forgives_morphological_variants():
+    # terms: "proposed" -> "propos" (a 6-letter prefix of "proposal": known), "cache" known, "docker" unknown.
+    idf_unknown = math.log((10 - 0 + 0.5) / (0 + 0.5) + 1)
+    idf_cache = math.log((10 - 5 + 0.5) / (5 + 0.5) + 1)
+    idf_propos = math.log((10 - 1 + 0.5) / (1 + 0.5) + 1)
+    expected = idf_unknown / (idf_unknown + idf_cache + idf_propos)
+    assert unknown_share("Who proposed the docker cache?", VOCAB) == pytest.approx(expected)
+    assert VOCAB.frequency("propos") == 1 and VOCAB.frequency("propos", prefix=False) == 0
+    assert len("propos") == PREFIX
+    assert unknown_share("docker", None) == 0.0
+    assert unknown_share("the cache doesn't", VOCAB) == pytest.approx(
+        math.log((10 - 0 + 0.5) / 0.5 + 1) / (math.log((10 - 0 + 0.5) / 0.5 + 1) + idf_cache)
+    )  # "doesn't" reads as "does not": "not" is a term the docs never hold; "doesn" is not a term at all
+
+
+def test_decide_is_the_logistic_of_the_weighted_signals():
+    values = dict(zip(SIGNALS, (1.0, 0.5, 0.25, 0.5)))
+    z = 0.1 + 2.0 * 1.0 + 1.0 * 0.5 - 2.0 * 0.25 - 1.0 * 0.5
+    assert decide(values, (2.0, 1.0, -2.0, -1.0), 0.1) == pytest.approx(1 / (1 + math.exp(-z)))
+
+
+def test_signals_take_the_best_score_and_cosine():
+    assert signals("Is Docker a cache?", [0.2, 0.7], [0.9, 0.1], VOCAB) == {
+        "unknown_name": 1.0, "unknown_share": pytest.approx(unknown_share("Is Docker a cache?", VOCAB)),
+        "best_score": 0.7, "best_cosine": 0.9,
+    }
+
+
+def test_no_shown_sentence_is_never_answerable_and_an_unknown_name_with_weak_quotes_is_declined():
+    assert not assess("What is the cache?", [], [], VOCAB).answerable
+    declined = assess("How do I run it in Docker with Qdrant?", [0.3], [0.3], VOCAB)
+    assert not declined.answerable and declined.reason == "the docs never mention Docker, Qdrant"
+    answered = assess("What does the b parameter in BM25 control?", [0.8], [0.7], VOCAB)
+    assert answered.answerable and answered.reason == ""
