@@ -77,11 +77,11 @@ class HybridIndex:
         self.sources = {d: given.get(d) or source_info(d) for d in self._doc_names}
         self.current_only = current_only  # leave outdated documents out of every search
         self._outdated_row = np.asarray([self.sources[d].outdated for d in doc_of_row], dtype=bool)
+        self._vocabulary = None  # rag.answerability.TermCounts, built on first use
 
     def source(self, doc_id: str) -> SourceInfo:
         """The standing of a document: outdated or current, and its expiry."""
         return self.sources.get(doc_id) or source_info(doc_id)
-        self._vocabulary = None
 
     def __len__(self) -> int:
         return len(self.chunks)

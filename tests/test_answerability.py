@@ -54,3 +54,19 @@ def test_no_shown_sentence_is_never_answerable_and_an_unknown_name_with_weak_quo
     assert not declined.answerable and declined.reason == "the docs never mention Docker, Qdrant"
     answered = assess("What does the b parameter in BM25 control?", [0.8], [0.7], VOCAB)
     assert answered.answerable and answered.reason == ""
+
+
+def test_the_hybrid_index_gives_its_term_counts_as_a_vocabulary():
+    import numpy as np
+
+    from models.fakes import HashEmbedder
+    from rag.hybrid import HybridIndex
+    from rag.types import Chunk
+
+    chunks = [Chunk(f"docs/a.md#{i}", "docs/a.md", "docs/a.md", text) for i, text in
+              enumerate(["BM25 ranks chunks.", "The b parameter controls length normalisation of chunks."])]
+    index = HybridIndex(chunks, np.zeros((2, 64), dtype=np.float32), HashEmbedder())
+    vocabulary = index.vocabulary
+    assert vocabulary is index.vocabulary and vocabulary.documents == 2
+    assert (vocabulary.frequency("chunk"), vocabulary.frequency("bm25"), vocabulary.frequency("docker")) == (2, 1, 0)
+    assert unknown_names("Can BM25 run in Docker?", vocabulary) == ("Docker",)
