@@ -46,6 +46,9 @@ def test_split_answer_marks_appended_quotes_as_not_the_models():
     extractive = Answer("q", "Quoted from the docs:\n\n> b controls how much document length normalises the score. [1]",
                         "answered", claims=tuple(claims[1:]), quoted=True)
     assert [s.by_model for s in split_answer(extractive)[0]] == [False]
+    tidied = Answer("q", "Quoted from the docs:\n\n> Rules look like `name ::= expression`. [1]", "answered",
+                    claims=(ClaimVerdict("Rules look like `name::= expression`.", (1,), Verdict.SUPPORTED),), quoted=True)
+    assert [s.by_model for s in split_answer(tidied)[0]] == [False]  # the verifier's tidied text is still the quote
 
 
 def test_shown_metrics_pool_sentences_over_the_run():

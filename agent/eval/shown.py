@@ -50,11 +50,17 @@ def split_answer(answer) -> tuple[tuple[ShownSentence, ...], tuple[ShownSentence
     """(shown, draft) of an agent Answer. Every judged claim is shown today; the model's claims are those not
     in the quotes smoldocs appended after the model's words."""
     quotes = answer.text[len(answer.model_text):] if answer.quoted and answer.text.startswith(answer.model_text) else ""
+    # Claim texts are tidied ("`a ::= b`" loses a space before punctuation): compare without any whitespace.
+    squashed = _squash(quotes)
     shown = tuple(
-        ShownSentence(c.text, c.verdict, by_model=not (quotes and c.text in quotes), evidence=c.evidence)
+        ShownSentence(c.text, c.verdict, by_model=not (quotes and _squash(c.text) in squashed), evidence=c.evidence)
         for c in answer.claims
     )
     return shown, ()
+
+
+def _squash(text: str) -> str:
+    return "".join(text.split())
 
 
 def shown_metrics(records: Sequence) -> dict:
