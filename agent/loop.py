@@ -250,6 +250,9 @@ class Agent:
             text = f"{NOT_COVERED} search_docs found no excerpt for this question."
             yield AnswerFinished(replace(base, text=text, status="insufficient_evidence"))
             return
+        if self.settings.decoding == "extractive":
+            yield from self._extract(question, shown, base)
+            return
         generation = _Generation()
         guard = QuoteGuard([s for s in spans if s.n in shown], sorted(shown)) if quoting else None
         yield from self._generate(messages, built.reserve, shown, cancel, generation, guard)
@@ -320,6 +323,19 @@ class Agent:
             # A server that died mid-answer leaves a partial answer worth keeping, marked as such.
             out.interrupted = bool(pieces) and isinstance(exc, ServerInterrupted)
         out.text = "".join(pieces)
+
+    def _extract(self, question: str, shown, base: Answer) -> Iterator[Event]:
+        """No model call: the best quotes of the shown excerpts, or the docs do not cover it."""
+        lookup = self.retriever.chunk
+        quoted = self.quoter(question, shown, lookup) if self.quoter is not None else None
+        if not quoted:
+            yield AnswerFinished(replace(base, text=NOT_COVERED, status="insufficient_evidence"))
+            return
+        yield TextDelta(quoted.text)
+        verification = self.judge(quoted.text, shown, lookup)
+        yield AnswerFinished(
+            replace(base, text=quoted.text, quoted=True, citations=verification.citations, claims=verification.claims)
+        )
 
     def _check(self, question: str, model_text: str, status: str, shown, display: Display):
         """The text to show (only what is verified), its status, whether the extractive quotes stand in for it,

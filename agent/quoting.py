@@ -22,7 +22,8 @@ import numpy as np
 
 from agent.grammars import MarkerGuard
 from models.protocols import Embedder
-from rag.extractive import QUOTE_MIN_SCORE, Quote, best_quotes
+from rag.answerability import Vocabulary, assess_shown
+from rag.extractive import Quote, best_quotes
 from rag import markers
 from rag.markers import MARKER_PATTERN, mask_code
 from rag.verdicts import CitationLike, Lookup
@@ -39,17 +40,18 @@ _REF_LINE = re.compile(r"^> (?P<body>.*?) (?P<marker>" + MARKER_PATTERN + r")$")
 
 class QuoteCandidates:
     """The sentences quote decoding offers the model: the quote scorer's best few (rag.extractive.best_quotes),
-    best first; none when even the best is not close enough to the question (then smoldocs abstains without
-    calling the model)."""
+    best first; none when rag.answerability says the shown excerpts do not answer the question (then smoldocs
+    abstains without calling the model). `vocabulary`: the index's term counts (None: quote scores alone)."""
 
-    def __init__(self, embedder: Embedder | None, k: int = QUOTE_CANDIDATES, min_score: float = QUOTE_MIN_SCORE):
+    def __init__(self, embedder: Embedder | None, vocabulary: Vocabulary | None = None, k: int = QUOTE_CANDIDATES):
         self.embedder = embedder
+        self.vocabulary = vocabulary
         self.k = k
-        self.min_score = min_score
 
     def __call__(self, question: str, shown: Mapping[int, CitationLike], lookup: Lookup) -> list[Quote]:
-        quotes = best_quotes(question, shown, lookup, self.embedder, max_sentences=self.k)
-        return quotes if quotes and quotes[0].score >= self.min_score else []
+        if not assess_shown(question, shown, lookup, self.embedder, self.vocabulary).answerable:
+            return []
+        return best_quotes(question, shown, lookup, self.embedder, max_sentences=self.k)
 
 
 @dataclass(frozen=True)

@@ -60,11 +60,13 @@ class ChatSession:
         self.settings = fit_to_model(settings or AgentSettings(), model)
         self.docs_dir = docs_dir
         self.history: list[Turn] = []
-        # The claim verifier, the extractive fallback and quote decoding's candidates, bound to the embedder
-        # (None: lexical only).
+        # The claim verifier, the extractive fallback and quote decoding's candidates, bound to the embedder (None:
+        # lexical only); the fallback and the candidates ask rag.answerability, with the index's term counts when
+        # the retriever has them.
+        vocabulary = getattr(retriever, "vocabulary", None)
         self.agent = Agent(
-            model, retriever, self.settings, judge=Verifier(embedder), quoter=QuoteFallback(embedder),
-            candidates=QuoteCandidates(embedder),
+            model, retriever, self.settings, judge=Verifier(embedder), quoter=QuoteFallback(embedder, vocabulary),
+            candidates=QuoteCandidates(embedder, vocabulary),
         )
 
     @property

@@ -8,7 +8,7 @@ from agent.context import Budgets
 from models.protocols import GenerationOptions
 
 POLICIES = ("auto", "search-first", "model")
-DECODINGS = ("free", "guarded", "constrained", "quote")
+DECODINGS = ("free", "guarded", "constrained", "quote", "extractive")
 SMALL_MODEL_PARAMS = 1_000_000_000  # below this, `auto` searches first: small models call tools badly
 
 
@@ -37,6 +37,7 @@ class AgentSettings:
     # number instead, so the guard trades 6 made-up numbers for 53 more unsupported ones.
     # quote: the answer opens with a reference copied verbatim from one of the quote scorer's best sentences
     # (a copy guard, agent/quoting.py), cited by the system, then an optional short claim, up to 3 times.
+    # extractive: no model call; the best quotes of the shown excerpts, or a refusal (the baseline of #16).
     decoding: str = "free"
     tool_grammar: bool = True  # model policy: force tool calls into the schema's shape
     fallback: bool = True  # extractive quotes when no claim of the model's answer is supported

@@ -71,6 +71,10 @@ class BM25Index:
                            for i, t in enumerate(terms)}
         return index
 
+    def document_frequencies(self) -> dict[str, int]:
+        """How many rows hold each term."""
+        return {term: len(rows) for term, (rows, _weights) in self._postings.items()}
+
     def scores(self, query_terms: Sequence[str]) -> np.ndarray:
         """One score per row; a repeated query term counts again, as in rank_bm25."""
         out = np.zeros(self.size, dtype=np.float64)

@@ -8,23 +8,20 @@ from typing import Iterable, Mapping, Protocol
 import numpy as np
 
 from models.protocols import Embedder
-from rag import markers
-from rag.citations import problem
-from rag.claims import split_claims
+from rag.answerability import Vocabulary, assess_shown
 from rag.claim_terms import terms
-from rag.support import embed_cached
+from rag.quote_features import FEATURES, Candidate, candidates, feature_matrix
 from rag.verdicts import CitationLike, Lookup
 
 QUOTE_LABEL = "Quoted from the docs:"
-W_COS = 0.6  # with an embedder: share of the score from cosine to the question; the rest is word overlap
-MIN_SCORE = 0.2  # below this a sentence is not worth quoting
+# Weights of rag.quote_features.FEATURES (coverage under the heading, cosine under the heading, 1/excerpt rank,
+# a number for a "how many" question), summing to 1 so a score stays in [0, 1]. Fitted on the even-numbered
+# questions of docs_corpus by `python -m rag.quote_eval --fit`; that command reports the odd ones.
+WEIGHTS = dict(zip(FEATURES, (0.37, 0.26, 0.22, 0.15)))
+# Below this a sentence is not worth quoting. It bounds the words-and-meaning part of the score (coverage and
+# cosine): the rank prior and the number cue only order sentences that are close to the question already.
+MIN_SCORE = 0.2
 MAX_OVERLAP = 0.8  # a sentence sharing more of its words with one already chosen adds nothing
-
-
-# A quote must score at least this against the question (0.6 x MiniLM cosine + 0.4 x word coverage) for smoldocs
-# to answer with it. Measured on docs_corpus (every 4th answerable question and the 12 unanswerable ones): the
-# best quote scored >= 0.456 for 90% of answerable questions and <= 0.424 for 75% of unanswerable ones.
-QUOTE_MIN_SCORE = 0.43
 
 
 @dataclass(frozen=True)
@@ -49,14 +46,18 @@ class Quoter(Protocol):
 
 
 class QuoteFallback:
-    """The agent's Quoter: `extractive_answer` bound to an embedder (None: word overlap only) and a threshold."""
+    """The agent's Quoter: `extractive_answer` bound to an embedder (None: word overlap only), answering only when
+    rag.answerability says the shown excerpts answer the question. `vocabulary`: the index's term counts
+    (HybridIndex.vocabulary; None: the decision rests on the quote scores alone)."""
 
-    def __init__(self, embedder: Embedder | None, min_score: float = QUOTE_MIN_SCORE) -> None:
+    def __init__(self, embedder: Embedder | None, vocabulary: Vocabulary | None = None) -> None:
         self.embedder = embedder
-        self.min_score = min_score
+        self.vocabulary = vocabulary
 
     def __call__(self, question: str, shown: Mapping[int, CitationLike], lookup: Lookup) -> QuotedAnswer | None:
-        text, numbers = extractive_answer(question, shown, lookup, self.embedder, min_score=self.min_score)
+        if not assess_shown(question, shown, lookup, self.embedder, self.vocabulary).answerable:
+            return None
+        text, numbers = extractive_answer(question, shown, lookup, self.embedder)
         return QuotedAnswer(text, numbers) if text else None
 
 
@@ -85,41 +86,56 @@ def best_quotes(
     min_score: float = MIN_SCORE,
 ) -> list[Quote]:
     """The sentences of the shown, resolvable excerpts closest to the question, best first, near-duplicates dropped."""
-    citations = shown_citations.values() if isinstance(shown_citations, Mapping) else shown_citations
-    candidates: list[tuple[int, str]] = []
-    for citation in sorted(citations, key=lambda c: c.n):
-        if problem(citation, lookup) is not None:
-            continue  # never quote text the index no longer holds as shown
-        chunk = lookup(citation.chunk_id)
-        for claim in split_claims(chunk.text, keep_markers=True):
-            # A doc sentence with a literal `[1]` in it would read as a citation once quoted.
-            if claim.factual and claim.kind != "heading" and not markers.find(claim.text):
-                candidates.append((citation.n, claim.text))
-    if not candidates or max_sentences <= 0:
+    ranked = rank_sentences(question, shown_citations, lookup, embedder)
+    found, scores = ranked.candidates, ranked.scores
+    if not found or max_sentences <= 0:
         return []
-    scores = _scores(question, [s for _, s in candidates], embedder)
-    order = sorted(range(len(candidates)), key=lambda i: (-scores[i], candidates[i][0], i))
+    close = scores_of(ranked.features, embedder is not None, only=("coverage", "cosine"))
+    order = sorted(range(len(found)), key=lambda i: (-scores[i], found[i].n, i))
     chosen: list[Quote] = []
     for i in order:
-        n, sentence = candidates[i]
-        if scores[i] < min_score or len(chosen) >= max_sentences:
+        if len(chosen) >= max_sentences:
             break
+        if close[i] < min_score:
+            continue
+        sentence = found[i].sentence
         if any(_overlap(sentence, q.sentence) > MAX_OVERLAP for q in chosen):
             continue
-        chosen.append(Quote(n, sentence, float(scores[i])))
+        chosen.append(Quote(found[i].n, sentence, float(scores[i])))
     return chosen
 
 
-def _scores(question: str, sentences: list[str], embedder: Embedder | None) -> np.ndarray:
-    asked = terms(question).words
-    coverage = np.array(
-        [len(asked & terms(s).words) / len(asked) if asked else 0.0 for s in sentences], dtype=np.float32
-    )
-    if embedder is None:
-        return coverage
-    vectors = embed_cached([question, *sentences], embedder)  # the verifier has usually embedded many already
-    cos = np.array([float(vectors[s] @ vectors[question]) for s in sentences], dtype=np.float32)
-    return W_COS * cos + (1 - W_COS) * coverage
+@dataclass(frozen=True)
+class Ranked:
+    """Every candidate sentence with its features and score, in excerpt order (not sorted)."""
+
+    candidates: list[Candidate]
+    features: np.ndarray  # one row per candidate, columns FEATURES
+    scores: np.ndarray
+
+
+def rank_sentences(
+    question: str, shown_citations: Mapping[int, CitationLike] | Iterable[CitationLike], lookup: Lookup,
+    embedder: Embedder | None,
+) -> Ranked:
+    """The quote scorer's view of the shown excerpts: each sentence's features and weighted score."""
+    found = candidates(shown_citations, lookup)
+    features = feature_matrix(question, found, embedder)
+    return Ranked(found, features, scores_of(features, embedder is not None))
+
+
+def scores_of(
+    features: np.ndarray, with_cosine: bool, weights: dict[str, float] | None = None, only: tuple[str, ...] = FEATURES
+) -> np.ndarray:
+    """The weighted sum of each row; without an embedder the other weights are scaled up to sum to 1 again.
+
+    `only` keeps those features' terms of that sum (the same scale), for the part of a score they make up."""
+    w = np.array([(weights or WEIGHTS)[name] for name in FEATURES], dtype=np.float32)
+    if not with_cosine:
+        w[FEATURES.index("cosine")] = 0.0
+    w = w / w.sum()
+    w[[i for i, name in enumerate(FEATURES) if name not in only]] = 0.0
+    return features @ w if len(features) else np.zeros(0, dtype=np.float32)
 
 
 def _overlap(a: str, b: str) -> float:

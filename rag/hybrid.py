@@ -77,6 +77,7 @@ class HybridIndex:
         self.sources = {d: given.get(d) or source_info(d) for d in self._doc_names}
         self.current_only = current_only  # leave outdated documents out of every search
         self._outdated_row = np.asarray([self.sources[d].outdated for d in doc_of_row], dtype=bool)
+        self._vocabulary = None  # rag.answerability.TermCounts, built on first use
 
     def source(self, doc_id: str) -> SourceInfo:
         """The standing of a document: outdated or current, and its expiry."""
@@ -94,6 +95,15 @@ class HybridIndex:
     def notice(self) -> str:
         """One line for the TUI header and --json when search is missing a part; "" when it is whole."""
         return "" if self.has_dense else SEMANTIC_OFF
+
+    @property
+    def vocabulary(self):
+        """Document frequencies of the BM25 terms (rag.answerability.TermCounts), built on first use."""
+        if self._vocabulary is None:
+            from rag.answerability import TermCounts
+
+            self._vocabulary = TermCounts.of(self.bm25.document_frequencies(), len(self), self.term_settings)
+        return self._vocabulary
 
     @property
     def doc_ids(self) -> list[str]:

@@ -318,3 +318,21 @@ def test_free_decoding_is_the_default_and_unknown_decodings_are_refused():
     assert AgentSettings().decoding == "free"
     with pytest.raises(ValueError, match="unknown decoding 'strict'"):
         AgentSettings(decoding="strict")
+
+
+def test_extractive_decoding_quotes_without_calling_the_model():
+    session, model, _ = make_session(["never used"], decoding="extractive")
+    events = list(session.ask("what does the kv cache store of earlier tokens"))
+    answer = events[-1].answer
+    assert model.calls == []
+    assert answer.status == "answered" and answer.quoted and answer.model_text == ""
+    assert answer.text.startswith("Quoted from the docs:\n\n> the kv cache stores keys and values")
+    assert [c.verdict for c in answer.claims] == ["supported"]
+
+
+def test_extractive_decoding_declines_a_question_no_excerpt_comes_close_to():
+    session, model, _ = make_session(["never used"], decoding="extractive")
+    answer = final(session.ask("which colour are the zebras grazing on the farm near the kv barn"))
+    assert model.calls == []
+    assert answer.status == "insufficient_evidence" and not answer.quoted
+    assert answer.text == "The docs do not cover this."

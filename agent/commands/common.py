@@ -98,7 +98,7 @@ def add_decoding_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--decoding", choices=DECODINGS, default=None,
         help="free: unconstrained (default); guarded: free text in which only shown [n] can be written; "
-             "constrained: every sentence ends with a shown [n]",
+             "constrained: every sentence ends with a shown [n]; extractive: no model text, only the best quotes",
     )  # fmt: skip
     p.add_argument("--constrained", action="store_true", help="the same as --decoding constrained")
 

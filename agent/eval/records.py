@@ -84,6 +84,8 @@ class Record:
     conflicts: tuple[dict, ...] = ()  # rag.conflicts annotations among the shown excerpts
     shown_outdated: tuple[str, ...] = ()  # chunk ids of shown excerpts whose document is outdated
     error: str | None = None
+    shown_sentences: tuple = ()  # agent.eval.shown.ShownSentence: what the answer shows, judged
+    draft_sentences: tuple = ()  # what it keeps apart as an unverified draft
 
     @property
     def answerable(self) -> bool:
@@ -118,6 +120,10 @@ class Record:
         values = {k: v for k, v in row.items() if k in names}
         values["citations"] = tuple(CitedChunk(**{**c, "verdict": Verdict.of(c["verdict"])}) for c in row.get("citations", ()))
         values["tool_steps"] = tuple(ToolStep(**s) for s in row.get("tool_steps", ()))
+        from agent.eval.shown import ShownSentence
+
+        for name in ("shown_sentences", "draft_sentences"):
+            values[name] = tuple(ShownSentence(**{**s, "verdict": Verdict.of(s["verdict"])}) for s in row.get(name, ()))
         names = ("gold_docs", "gold_chunks", "markers", "packed", "retrieved", "queries", "shown_chunks", "tags",
                  "conflicts", "shown_outdated")
         for name in names:

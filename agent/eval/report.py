@@ -12,6 +12,7 @@ from typing import Sequence
 from agent.eval.gate import Thresholds, invariant_failures, threshold_failures
 from agent.eval.metrics import answer_metrics, citation_metrics, cites_gold, cost_metrics, problems, source_metrics
 from agent.eval.records import Record
+from agent.eval.shown import shown_metrics
 
 Section = tuple[str, list[tuple[str, str]]]
 
@@ -32,6 +33,7 @@ def build_report(records: Sequence[Record], retrieval: Sequence, settings: dict,
         "retrieval": [asdict(r) for r in retrieval],
         "citations": citations,
         "answers": answer_metrics(records),
+        "shown": shown_metrics(records),
         "cost": cost_metrics(records),
         "sources": source_metrics(records),
         "gate": {"ok": not broken and not missed, "invariants": broken, "thresholds": thresholds.as_dict(), "missed": missed},
@@ -88,6 +90,7 @@ def num(value: float | None, digits: int = 2) -> str:
 def sections(report: dict) -> list[Section]:
     """The summary as labelled lines, shared by the terminal table and report.md."""
     c, a, k = report["citations"], report["answers"], report["cost"]
+    d = report.get("shown") or shown_metrics(())
     status = a["status"]
     verdicts = " · ".join(f"{v} {n}" for v, n in c["verdicts"].items()) or "none"
     if k["tool_steps"]:
@@ -116,6 +119,15 @@ def sections(report: dict) -> list[Section]:
             ("evidence word overlap (mean)", f"{num(a['evidence_overlap'])} of {a['evidence_n']} answered"),
             ("evidence string in the answer", pct(a["evidence_contained"])),
             ("gold chunk among the agent's hits / shown excerpts", f"{pct(a['gold_retrieved'])} / {pct(a['gold_shown'])}"),
+        ]),
+        ("Shown as the answer", [
+            ("displayed precision (supported / shown sentences)",
+             f"{num(d['displayed_precision'])} of {d['shown_sentences']} (draft sentences {d['draft_sentences']})"),
+            ("evidence hit (answerable questions)", f"{pct(d['evidence_hit'])} of {d['evidence_hit_n']}"),
+            ("model share (sentences the model decoded)", pct(d["model_share"])),
+            ("made-up numbers", str(c["made_up"])),
+            ("abstention / false abstention", f"{pct(a['abstention_accuracy'])} / {pct(a['false_abstention'])}"),
+            ("latency p50 / first token p50", f"{num(k['latency_p50'], 1)} s / {num(k['ttft_p50'])} s"),
         ]),
         ("Sources", source_lines(report["sources"])),
         ("Cost", [

@@ -13,6 +13,7 @@ from agent.eval.metrics import contains_evidence
 from agent.eval.records import CitedChunk, Record, ToolStep
 from agent.events import Answer, AnswerFinished, ErrorEvent, Event, SearchFinished
 from agent.events import ToolStep as ToolStepEvent
+from agent.eval.shown import split_answer
 from rag import markers
 from rag.metrics import Question, gold_chunk_ids, question_files
 
@@ -150,6 +151,7 @@ def to_record(
             )
         )
     steps, agent_searches = tool_steps(events)
+    shown_sentences, draft_sentences = split_answer(answer)
     return Record.of(
         question,
         gold,
@@ -176,6 +178,8 @@ def to_record(
         tags=question.tags,
         conflicts=tuple(answer.conflicts),
         error=error,
+        shown_sentences=shown_sentences,
+        draft_sentences=draft_sentences,
     )
 
 

@@ -1,0 +1,76 @@
+"""The answerability rule: its signals and its decision, with exact values on tiny vocabularies."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import pytest
+
+from rag.answerability import PREFIX, SIGNALS, TermCounts, assess, decide, signals, unknown_names, unknown_share
+from rag.terms import terms
+
+DOCS = ["BM25 ranks chunks with the b parameter and controls length.", "The cache holds keys; SmolLM2 is small.",
+        "A proposal for length normalization.", "The cache is freed."]
+VOCAB = TermCounts.of(Counter(t for doc in DOCS for t in set(terms(doc))), documents=len(DOCS))
+
+
+def idf(df: int, n: int = len(DOCS)) -> float:
+    return math.log((n - df + 0.5) / (df + 0.5) + 1)
+
+
+def test_a_name_the_docs_never_mention_is_unknown_and_a_known_one_is_not():
+    assert unknown_names("How do I fine-tune SmolLM2 with LoRA?", VOCAB) == ("LoRA",)
+    assert unknown_names("Which FAISS or HNSW settings?", VOCAB) == ("FAISS", "HNSW")
+    # Sentence-initial capitals are ordinary words; names inside a hyphenated word still count.
+    assert unknown_names("What does BM25 control? Why cache?", VOCAB) == ()
+    assert unknown_names("How does ColBERT-style retrieval work?", VOCAB) == ("ColBERT-style",)
+    assert unknown_names("LoRA?", None) == ()
+
+
+def test_unknown_share_weights_each_missing_term_by_its_idf_and_forgives_morphological_variants():
+    # "docker" is unknown; "cache" (2 docs) is known; "normalisation" is known through the PREFIX-letter
+    # stem it shares with "normalization" (terms: "normalis" and "normal").
+    assert (VOCAB.frequency("normalis"), VOCAB.frequency("normalis", prefix=False), PREFIX) == (1, 0, 6)
+    expected = idf(0) / (idf(0) + idf(2) + idf(1))
+    assert unknown_share("Docker cache normalisation", VOCAB) == pytest.approx(expected)
+    assert unknown_share("docker", None) == 0.0
+    # "doesn't" reads as "does not": "not" is a term these docs never hold; "doesn" is not a term at all.
+    assert unknown_share("the cache doesn't", VOCAB) == pytest.approx(idf(0) / (idf(0) + idf(2)))
+
+
+def test_decide_is_the_logistic_of_the_weighted_signals():
+    values = dict(zip(SIGNALS, (1.0, 0.5, 0.25, 0.5)))
+    z = 0.1 + 2.0 * 1.0 + 1.0 * 0.5 - 2.0 * 0.25 - 1.0 * 0.5
+    assert decide(values, (2.0, 1.0, -2.0, -1.0), 0.1) == pytest.approx(1 / (1 + math.exp(-z)))
+
+
+def test_signals_take_the_best_score_and_cosine():
+    assert signals("Is Docker a cache?", [0.2, 0.7], [0.9, 0.1], VOCAB) == {
+        "unknown_name": 1.0, "unknown_share": pytest.approx(unknown_share("Is Docker a cache?", VOCAB)),
+        "best_score": 0.7, "best_cosine": 0.9,
+    }
+
+
+def test_no_shown_sentence_is_never_answerable_and_an_unknown_name_with_weak_quotes_is_declined():
+    assert not assess("What is the cache?", [], [], VOCAB).answerable
+    declined = assess("How do I run it in Docker with Qdrant?", [0.3], [0.3], VOCAB)
+    assert not declined.answerable and declined.reason == "the docs never mention Docker, Qdrant"
+    answered = assess("What does the b parameter in BM25 control?", [0.8], [0.7], VOCAB)
+    assert answered.answerable and answered.reason == ""
+
+
+def test_the_hybrid_index_gives_its_term_counts_as_a_vocabulary():
+    import numpy as np
+
+    from models.fakes import HashEmbedder
+    from rag.hybrid import HybridIndex
+    from rag.types import Chunk
+
+    chunks = [Chunk(f"docs/a.md#{i}", "docs/a.md", "docs/a.md", text) for i, text in
+              enumerate(["BM25 ranks chunks.", "The b parameter controls length normalisation of chunks."])]
+    index = HybridIndex(chunks, np.zeros((2, 64), dtype=np.float32), HashEmbedder())
+    vocabulary = index.vocabulary
+    assert vocabulary is index.vocabulary and vocabulary.documents == 2
+    assert (vocabulary.frequency("chunk"), vocabulary.frequency("bm25"), vocabulary.frequency("docker")) == (2, 1, 0)
+    assert unknown_names("Can BM25 run in Docker?", vocabulary) == ("Docker",)

@@ -1,0 +1,39 @@
+"""Answerability with the real index and MiniLM, through the agent's extractive mode (no model call)."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent.events import AnswerFinished
+from agent.session import ChatSession
+from agent.settings import AgentSettings
+
+pytestmark = pytest.mark.real
+
+
+@pytest.fixture(scope="module")
+def session(real_model, real_index, real_embedder):
+    return ChatSession(real_model, real_index, embedder=real_embedder,
+                       settings=AgentSettings(policy="search-first", decoding="extractive"))
+
+
+def _answer(session, question):
+    session.new_chat()
+    return next(e.answer for e in session.ask(question) if isinstance(e, AnswerFinished))
+
+
+def test_the_b_parameter_question_is_answered_with_a_quote_from_the_bm25_doc(session):
+    answer = _answer(session, "What does the b parameter in BM25 control?")
+    assert answer.status == "answered" and answer.quoted
+    assert any(c.doc_id == "docs/bm25.md" and c.verdict == "supported" for c in answer.citations)
+    first = answer.text.split("\n\n")[1]  # the first quote, after the label
+    assert "`b`" in first and ("long" in first or "length" in first)  # how long chunks are penalised
+
+
+@pytest.mark.parametrize("question", [
+    "How do I run the course lab inside a Docker container?",
+    "How do I connect smoldocs to a Qdrant or Chroma vector database?",
+])
+def test_questions_the_docs_do_not_cover_are_declined(session, question):
+    answer = _answer(session, question)
+    assert answer.status == "insufficient_evidence" and not answer.quoted

@@ -1,0 +1,52 @@
+"""The quote scorer's measurement: what counts as an evidence hit, and how features become a score."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rag.citations import Citation
+from rag.extractive import best_quotes, scores_of
+from rag.quote_eval import evidence_hit
+from rag.quote_features import FEATURES, candidates, feature_matrix
+from rag.types import Chunk
+
+
+def test_an_evidence_hit_is_containment_a_sentence_inside_the_evidence_or_most_of_its_words():
+    assert evidence_hit("After normalisation, cosine  similarity equals the dot product, so:", "Cosine similarity equals the dot product")
+    assert evidence_hit("The docs live in five folders.", "The docs live in five folders. Each has a README.")
+    assert not evidence_hit("Five folders.", "The docs live in five folders. Each has a README.")  # under 4 words
+    assert evidence_hit("one token is about four characters of text", "four characters of English text")  # 4 of 5 words
+    assert not evidence_hit("one token is about four characters", "four characters of English text")  # 2 of 5
+    assert not evidence_hit("anything", None)
+
+
+def test_scores_are_the_weighted_features_renormalised_without_an_embedder():
+    rows = np.array([[1.0, 0.5, 1.0, 0.0]], dtype=np.float32)
+    weights = dict(zip(FEATURES, (0.4, 0.2, 0.2, 0.2)))
+    assert scores_of(rows, True, weights)[0] == pytest.approx(0.4 + 0.1 + 0.2)
+    assert scores_of(rows, False, weights)[0] == pytest.approx((0.4 + 0.2) / 0.8)
+    assert scores_of(rows, True, weights, only=("coverage", "cosine"))[0] == pytest.approx(0.5)
+
+
+CODE = Chunk("docs/e.md#1", "docs/e.md", "docs/e.md",
+             "After normalisation, cosine similarity equals the dot product, so scoring is one product:\n\n"
+             "```python\nscores = matrix @ query\n```\n", ("Sentence embeddings", "Normalisation"))
+OTHER = Chunk("docs/f.md#1", "docs/f.md", "docs/f.md", "Cosine similarity compares directions of two vectors.")
+SHOWN = {1: Citation(1, CODE.chunk_id, CODE.doc_id, CODE.uri), 2: Citation(2, OTHER.chunk_id, OTHER.doc_id, OTHER.uri)}
+LOOKUP = {c.chunk_id: c for c in (CODE, OTHER)}.get
+
+
+def test_a_sentence_introducing_a_code_block_is_quotable_with_its_heading_as_context():
+    found = candidates(SHOWN, LOOKUP)
+    assert [(c.n, c.rank, c.sentence) for c in found] == [
+        (1, 1, "After normalisation, cosine similarity equals the dot product, so scoring is one product:"),
+        (2, 2, "Cosine similarity compares directions of two vectors."),
+    ]
+    assert found[0].in_context.startswith("Sentence embeddings > Normalisation: After normalisation")
+    rows = feature_matrix("How many products does cosine similarity take after normalisation?", found, None)
+    # "how many" wants a number: neither sentence has a digit; excerpt 1 gets the full rank prior, excerpt 2 half.
+    assert rows[:, FEATURES.index("rank")].tolist() == [1.0, 0.5]
+    assert rows[:, FEATURES.index("number")].tolist() == [0.0, 0.0]
+    quotes = best_quotes("What does cosine similarity equal after normalisation?", SHOWN, LOOKUP, None)
+    assert quotes[0].n == 1 and quotes[0].sentence.endswith("one product:")
