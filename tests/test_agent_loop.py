@@ -133,7 +133,7 @@ def test_bad_tool_arguments_reach_the_model_as_an_error_result():
         [
             '<tool_call>{"name": "search_docs", "arguments": {"query": "", "k": 50}}</tool_call>',
             '{"query": "kv cache"}',
-            "It caches keys [1].",
+            "The kv cache stores keys and values of earlier tokens [1].",
         ],
         policy="model",
         tool_grammar=False,
