@@ -39,12 +39,13 @@ def fill_missing(
     stop: threading.Event | None = None,
     first: Sequence[int] = (),
     batch: int = EMBED_BATCH,
+    limit: int | None = None,
 ) -> int:
     """Embed the missing rows of `matrix` in place, batch by batch; how many rows were embedded.
 
     Stops before a batch once `budget` seconds have passed (None: no limit; 0: embed nothing) or `stop` is set,
     so a row is either embedded whole or left at zero. Rows in `first` go before the others (a query's BM25
-    candidates, so a one-shot search gets hybrid ranking where it matters).
+    candidates, so a one-shot search gets hybrid ranking where it matters). `limit`: at most this many rows.
     """
     if budget is not None and budget <= 0:
         return 0
@@ -54,6 +55,8 @@ def fill_missing(
         front = [r for r in dict.fromkeys(int(r) for r in first) if r in wanted]
         front_set = set(front)
         todo = front + [r for r in todo if r not in front_set]
+    if limit is not None:
+        todo = todo[:limit]
     started = time.perf_counter()
     done = 0
     for lo in range(0, len(todo), batch):
