@@ -21,11 +21,15 @@ from rag.hybrid import HybridIndex
 from rag.index import IndexProgress, ProgressFn
 from rag.progressive import fill_missing, missing_rows
 
+READY_CHUNK_BUDGET = 1.0  # seconds of chunking before a live index is ready; the other files are chunked behind
+# A re-index chunks for at most this long, then publishes what it has and goes on: a quit never waits for more,
+# and searches see the folder fill in slice by slice.
+REFRESH_SLICE = 5.0
 PUBLISH_EVERY = 1.0  # seconds between snapshots while embedding: search improves as it goes
 SAVE_EVERY = 20.0  # seconds between checkpoints of the embeddings: a quit loses at most this much work
 IDLE_WAIT = 5.0
 
-Reopen = Callable[[], HybridIndex]
+Reopen = Callable[[ProgressFn | None, float | None], HybridIndex]  # (progress, chunk_budget)  # the folder's index now, chunks without embeddings left at zero
 
 
 class LiveIndex:
@@ -51,7 +55,7 @@ class LiveIndex:
         self.refreshes = 0  # re-indexes run (tests count coalescing with it)
         self.events = 0  # change notifications received
         self._lock = threading.Lock()
-        self._pending = False
+        self._pending = bool(getattr(index.update, "pending", ()))  # files left to chunk: a re-index first
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -152,7 +156,7 @@ class LiveIndex:
     def _refresh(self) -> None:
         self._save()
         try:
-            fresh = self.reopen()
+            fresh = self.reopen(self.emit, REFRESH_SLICE)
         except Exception as exc:  # the folder vanished or a file went unreadable mid-way: keep the last good index
             self.emit(IndexProgress("notice", message=f"re-index failed ({exc}); searching the last good index"))
             return
@@ -161,6 +165,9 @@ class LiveIndex:
         self._matrix = matrix
         self._dirty = carried > 0
         self.refreshes += 1
+        if getattr(fresh.update, "pending", ()):  # more files to chunk: another slice next
+            with self._lock:
+                self._pending = True
         self._current = fresh.with_embeddings(matrix) if carried else fresh  # the swap: one assignment
         self._published, self._unpublished = time.monotonic(), False
         update = getattr(fresh, "update", None)
@@ -243,11 +250,11 @@ def open_live_index(
     from rag.index import open_index
     from rag.watch import FolderWatcher
 
-    def reopen(emit: ProgressFn | None = None) -> HybridIndex:
+    def reopen(emit: ProgressFn | None = None, chunk_budget: float | None = None) -> HybridIndex:
         return open_index(docs_dir, tokenizer, embedder, index_dir=index_dir, progress=emit, embed_budget=0,
-                          **search_options)
+                          chunk_budget=chunk_budget, **search_options)
 
-    index = reopen(progress)
+    index = reopen(progress, READY_CHUNK_BUDGET)
     live = LiveIndex(index, embedder, reopen, progress=progress)
     if watch and index.docs_dir is not None:
         ignored = [index.index_dir] if index.index_dir is not None else []

@@ -58,7 +58,9 @@ def test_an_edited_file_is_searchable_with_its_new_text_within_seconds(docs, tmp
 
 
 def test_a_stopped_embedding_run_resumes_where_it_stopped(docs, tmp_path, real_tokenizer, real_embedder):
-    reopen = lambda: open_index(docs, real_tokenizer, real_embedder, index_dir=tmp_path / "i", embed_budget=0)  # noqa: E731
+    def reopen(emit=None, chunk_budget=None):
+        return open_index(docs, real_tokenizer, real_embedder, index_dir=tmp_path / "i", embed_budget=0)
+
     first = reopen()
     live = LiveIndex(first, real_embedder, reopen, batch=8)
     assert live.step() == "embed" and live.step() == "embed"

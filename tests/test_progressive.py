@@ -119,11 +119,15 @@ def test_save_embeddings_replaces_rows_only_for_the_same_chunks(docs, tmp_path):
 # -- the live index ------------------------------------------------------------------------------------------
 
 
-def live_(docs, tmp_path, embedder=None, **kw):
+def live_(docs, tmp_path, embedder=None, first_budget=None, **kw):
     embedder = embedder or CountingEmbedder()
     events: list[IndexProgress] = []
-    reopen = lambda: open_(docs, tmp_path / "i", embedder, embed_budget=0)  # noqa: E731
-    live = LiveIndex(reopen(), embedder, reopen, progress=events.append, publish_every=0.0, **kw)
+
+    def reopen(emit=None, chunk_budget=None):
+        return open_(docs, tmp_path / "i", embedder, embed_budget=0, chunk_budget=chunk_budget)
+
+    live = LiveIndex(reopen(chunk_budget=first_budget), embedder, reopen, progress=events.append, publish_every=0.0,
+                     **kw)
     return live, events
 
 
@@ -204,3 +208,14 @@ def test_docs_files_and_the_index_folder(tmp_path):
     assert flt(Change.modified, str(tmp_path / "docs" / "guide.md")) and not is_temp_file("guide.md")
     assert not flt(Change.added, str(tmp_path / "docs" / ".index" / "manifest.json"))
     assert not flt(Change.added, str(tmp_path / "docs" / "node_modules" / "a.md"))
+
+
+def test_a_live_index_is_ready_before_chunking_and_chunks_the_rest_behind(docs, tmp_path):
+    live, _ = live_(docs, tmp_path, first_budget=0)
+    pending = live.update.pending
+    assert len(live) == 0 and "guide.md" in pending and live.update.removed == ()
+    assert "files left to chunk" in live.update.summary()
+    assert live.search("quantization", k=1) == []  # an empty index answers, it does not fail
+    assert live.step() == "refresh"
+    assert live.doc_ids == sorted(pending) and not live.update.pending and live.search("quantization", k=1)
+    assert live.step() == "embed"
