@@ -49,7 +49,7 @@ print(json.dumps({"ready": ready, "first_token": first_token, "answer": answered
 
 
 def synthetic_folder(root: Path, n_files: int, seed: int = 0) -> Path:
-    """`n_files` Markdown pages made of docs_corpus paragraphs under new headings (about 1.5 KB each)."""
+    """`n_files` Markdown pages made of docs_corpus paragraphs under new headings (0.7-1 KB, one or two chunks)."""
     from rag.corpus import default_docs_dir
 
     paragraphs = []
@@ -65,11 +65,11 @@ def synthetic_folder(root: Path, n_files: int, seed: int = 0) -> Path:
         folder = root / f"part{i // 200:02d}"
         folder.mkdir(parents=True, exist_ok=True)
         sections = []
-        for s in range(3):
-            body = "\n\n".join(rng.sample(paragraphs, 2))
+        for s in range(2):
+            body = "\n\n".join(rng.sample(paragraphs, 1))
             sections.append(f"## Section {s + 1} of page {i}\n\n{body}")
         text = f"# Page {i}: {rng.choice(paragraphs).split('.')[0][:60]}\n\n" + "\n\n".join(sections) + "\n"
-        (folder / f"page-{i:05d}.md").write_text(text[: 1500 + rng.randrange(500)], encoding="utf-8")
+        (folder / f"page-{i:05d}.md").write_text(text[: 700 + rng.randrange(300)], encoding="utf-8")
     return root
 
 

@@ -47,6 +47,8 @@ async def test_prompt_is_usable_while_embedding_and_the_status_line_follows(stor
         assert "semantic 25%" in str(status.content)
         view = await ask(pilot, "what does the kv cache store")  # answered while embedding goes on
         assert view.answer.status == "answered"
+        sent["progress"](IndexProgress("chunk", 3, 20))  # a re-index reading files
+        await wait_for(pilot, lambda: "reading files 3/20" in str(status.content))
         sent["progress"](IndexProgress("embed", 6, 10))  # from the worker thread in real use
         await wait_for(pilot, lambda: "semantic 60%" in str(status.content))
         assert not app.chat.query_one("#loading").display

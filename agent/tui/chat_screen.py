@@ -130,7 +130,9 @@ class ChatScreen(Screen):
             self.query_one(LoadingPanel).show(message)
         elif message.stage == "embed":  # the live index embedding behind a usable prompt
             total = int(message.total or 0)
-            self.query_one(StatusLine).set(embedding=(int(message.done or 0), total), index_size=total)
+            self.query_one(StatusLine).set(embedding=(int(message.done or 0), total), index_size=total, chunking=None)
+        elif message.stage == "chunk":  # a re-index reading files behind the prompt
+            self.query_one(StatusLine).set(chunking=(int(message.done or 0), int(message.total or 0)))
         elif message.stage == "notice":  # a re-index, a vanished folder: one line, the chat goes on
             self.notify(message.label, timeout=8)
 
