@@ -21,7 +21,7 @@ from rag.hybrid import HybridIndex
 from rag.index import IndexProgress, ProgressFn
 from rag.progressive import fill_missing, missing_rows
 
-READY_CHUNK_BUDGET = 1.0  # seconds of chunking before a live index is ready; the other files are chunked behind
+READY_CHUNK_BUDGET = 0.5  # seconds of chunking before a live index is ready; the other files are chunked behind
 # A re-index chunks for at most this long, then publishes what it has and goes on: a quit never waits for more,
 # and searches see the folder fill in slice by slice.
 REFRESH_SLICE = 5.0
@@ -29,7 +29,7 @@ PUBLISH_EVERY = 1.0  # seconds between snapshots while embedding: search improve
 SAVE_EVERY = 20.0  # seconds between checkpoints of the embeddings: a quit loses at most this much work
 IDLE_WAIT = 5.0
 
-Reopen = Callable[[ProgressFn | None, float | None], HybridIndex]  # (progress, chunk_budget)  # the folder's index now, chunks without embeddings left at zero
+Reopen = Callable[..., HybridIndex]  # (progress, chunk_budget, stop) -> the folder's index, new chunks unembedded  # the folder's index now, chunks without embeddings left at zero
 
 
 class LiveIndex:
@@ -156,7 +156,7 @@ class LiveIndex:
     def _refresh(self) -> None:
         self._save()
         try:
-            fresh = self.reopen(self.emit, REFRESH_SLICE)
+            fresh = self.reopen(self.emit, REFRESH_SLICE, self._stop)
         except Exception as exc:  # the folder vanished or a file went unreadable mid-way: keep the last good index
             self.emit(IndexProgress("notice", message=f"re-index failed ({exc}); searching the last good index"))
             return
@@ -250,9 +250,9 @@ def open_live_index(
     from rag.index import open_index
     from rag.watch import FolderWatcher
 
-    def reopen(emit: ProgressFn | None = None, chunk_budget: float | None = None) -> HybridIndex:
+    def reopen(emit: ProgressFn | None = None, chunk_budget: float | None = None, stop=None) -> HybridIndex:
         return open_index(docs_dir, tokenizer, embedder, index_dir=index_dir, progress=emit, embed_budget=0,
-                          chunk_budget=chunk_budget, **search_options)
+                          chunk_budget=chunk_budget, stop=stop, **search_options)
 
     index = reopen(progress, READY_CHUNK_BUDGET)
     live = LiveIndex(index, embedder, reopen, progress=progress)

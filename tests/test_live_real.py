@@ -58,7 +58,7 @@ def test_an_edited_file_is_searchable_with_its_new_text_within_seconds(docs, tmp
 
 
 def test_a_stopped_embedding_run_resumes_where_it_stopped(docs, tmp_path, real_tokenizer, real_embedder):
-    def reopen(emit=None, chunk_budget=None):
+    def reopen(emit=None, chunk_budget=None, stop=None):
         return open_index(docs, real_tokenizer, real_embedder, index_dir=tmp_path / "i", embed_budget=0)
 
     first = reopen()

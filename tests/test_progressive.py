@@ -123,8 +123,8 @@ def live_(docs, tmp_path, embedder=None, first_budget=None, **kw):
     embedder = embedder or CountingEmbedder()
     events: list[IndexProgress] = []
 
-    def reopen(emit=None, chunk_budget=None):
-        return open_(docs, tmp_path / "i", embedder, embed_budget=0, chunk_budget=chunk_budget)
+    def reopen(emit=None, chunk_budget=None, stop=None):
+        return open_(docs, tmp_path / "i", embedder, embed_budget=0, chunk_budget=chunk_budget, stop=stop)
 
     live = LiveIndex(reopen(chunk_budget=first_budget), embedder, reopen, progress=events.append, publish_every=0.0,
                      **kw)
@@ -216,6 +216,9 @@ def test_a_live_index_is_ready_before_chunking_and_chunks_the_rest_behind(docs, 
     assert len(live) == 0 and "guide.md" in pending and live.update.removed == ()
     assert "files left to chunk" in live.update.summary()
     assert live.search("quantization", k=1) == []  # an empty index answers, it does not fail
+    stopped = threading.Event()
+    stopped.set()  # quitting: a re-index stops between files and keeps what it has
+    assert open_(docs, tmp_path / "j", stop=stopped).update.pending == pending
     assert live.step() == "refresh"
     assert live.doc_ids == sorted(pending) and not live.update.pending and live.search("quantization", k=1)
     assert live.step() == "embed"
