@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 from typing import Callable, Iterable
 
 import numpy as np
@@ -48,7 +49,8 @@ class LiveIndex:
         self._current = index
         self.embedder = embedder
         self.reopen = reopen
-        self.emit = progress or (lambda event: None)
+        self._progress_fn = progress or (lambda event: None)
+        self._told: set[str] = set()  # notices already shown: a re-index repeats the per-file ones
         self.publish_every = publish_every
         self.save_every = save_every
         self.batch = batch
@@ -56,6 +58,7 @@ class LiveIndex:
         self.events = 0  # change notifications received
         self._lock = threading.Lock()
         self._pending = bool(getattr(index.update, "pending", ()))  # files left to chunk: a re-index first
+        self._changed = False  # the pending re-index comes from file changes (announced), not catching up
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -96,7 +99,7 @@ class LiveIndex:
     def changed(self, paths: Iterable[str] = ()) -> None:
         """Files changed: re-index once the worker is free (any number of calls meanwhile make one re-index)."""
         with self._lock:
-            self._pending = True
+            self._pending = self._changed = True
             self.events += 1
         self._wake.set()
 
@@ -115,16 +118,25 @@ class LiveIndex:
 
         return release
 
-    def gone(self, message: str) -> None:
+    def gone(self, root=None) -> None:
         """The docs folder disappeared: say so once; the last good snapshot stays in use."""
-        self.emit(IndexProgress("notice", message=message))
+        self.emit(IndexProgress("notice", message=gone_message(root or self._current.docs_dir)))
+
+    def emit(self, event: IndexProgress) -> None:
+        """Pass progress on; a notice is said once (until a re-index succeeds, for a folder that was gone)."""
+        if event.stage == "notice":
+            if event.message in self._told:
+                return
+            self._told.add(event.message)
+        self._progress_fn(event)
 
     def step(self) -> str:
         """One unit of work: "refresh", "embed" (one batch) or "idle"."""
         with self._lock:
             refresh, self._pending = self._pending, False
+            announce, self._changed = self._changed, False
         if refresh:
-            self._refresh()
+            self._refresh(announce)
             return "refresh"
         if self._holds or self.embedder is None or self._embedding_failed or not missing_rows(self._matrix).size:
             self._finish()
@@ -153,13 +165,17 @@ class LiveIndex:
                 self._wake.wait(IDLE_WAIT)
                 self._wake.clear()
 
-    def _refresh(self) -> None:
+    def _refresh(self, announce: bool = True) -> None:
         self._save()
+        root = self._current.docs_dir
         try:
             fresh = self.reopen(self.emit, REFRESH_SLICE, self._stop)
         except Exception as exc:  # the folder vanished or a file went unreadable mid-way: keep the last good index
-            self.emit(IndexProgress("notice", message=f"re-index failed ({exc}); searching the last good index"))
+            gone = root is not None and not Path(root).is_dir()
+            message = gone_message(root) if gone else f"re-index failed ({exc}); searching the last good index"
+            self.emit(IndexProgress("notice", message=message))
             return
+        self._told.discard(gone_message(root))
         matrix = np.array(fresh.dense.matrix, copy=True)
         carried = _carry_over(self._current, fresh, matrix)
         self._matrix = matrix
@@ -171,7 +187,7 @@ class LiveIndex:
         self._current = fresh.with_embeddings(matrix) if carried else fresh  # the swap: one assignment
         self._published, self._unpublished = time.monotonic(), False
         update = getattr(fresh, "update", None)
-        if update is not None and (update.added or update.changed or update.removed):
+        if announce and update is not None and (update.added or update.changed or update.removed):
             self.emit(IndexProgress("notice", message=f"re-indexed: {len(update.added)} added, "
                                     f"{len(update.changed)} changed, {len(update.removed)} removed"))
         self._progress()
@@ -224,6 +240,10 @@ class LiveIndex:
         self.emit(IndexProgress("embed", done, total))
 
 
+def gone_message(root) -> str:
+    return f"docs folder {root} is gone (deleted or unmounted); searching the last good index"
+
+
 def _carry_over(old: HybridIndex, new: HybridIndex, matrix: np.ndarray) -> int:
     """Copy embeddings the old snapshot has and the new one lacks, for chunks with the same id and text."""
     carried = 0
@@ -254,8 +274,12 @@ def open_live_index(
         return open_index(docs_dir, tokenizer, embedder, index_dir=index_dir, progress=emit, embed_budget=0,
                           chunk_budget=chunk_budget, stop=stop, **search_options)
 
-    index = reopen(progress, READY_CHUNK_BUDGET)
+    told: list[str] = []
+    show = progress or (lambda event: None)
+    index = reopen(lambda e: told.append(e.message) if e.stage == "notice" else show(e), READY_CHUNK_BUDGET)
     live = LiveIndex(index, embedder, reopen, progress=progress)
+    for message in told:  # passed on through the live index, so a re-index does not repeat them
+        live.emit(IndexProgress("notice", message=message))
     if watch and index.docs_dir is not None:
         ignored = [index.index_dir] if index.index_dir is not None else []
         live.watcher = FolderWatcher(index.docs_dir, live.changed, live.gone, ignore_paths=ignored).start()

@@ -1,7 +1,7 @@
 """Watching a docs folder with watchfiles: changes come out in batches, editors' temporary files left out.
 
 A burst of events (a `git checkout`, an editor's save dance) arrives as one batch: watchfiles groups changes
-until `step` ms pass without a new one. A folder that is deleted or unmounted is reported once through `on_gone`;
+until `step` ms pass without a new one. A folder that is deleted or unmounted is reported through `on_gone(root)`;
 the watcher then waits for it to come back (checking once a second) and reports its return as a change.
 """
 
@@ -49,7 +49,7 @@ class DocsFilter(watchfiles.DefaultFilter):
 
 
 ChangeFn = Callable[[set[str]], None]
-GoneFn = Callable[[str], None]
+GoneFn = Callable[[Path], None]
 
 
 class FolderWatcher:
@@ -66,7 +66,7 @@ class FolderWatcher:
     ) -> None:
         self.root = Path(root)
         self.on_change = on_change
-        self.on_gone = on_gone or (lambda message: None)
+        self.on_gone = on_gone or (lambda root: None)
         self.filter = DocsFilter(ignore_paths)
         self.debounce_ms = debounce_ms
         self.step_ms = step_ms
@@ -90,7 +90,7 @@ class FolderWatcher:
                 self._watch()
             if self._stop.is_set():
                 return
-            self.on_gone(f"docs folder {self.root} is gone (deleted or unmounted); searching the last good index")
+            self.on_gone(self.root)
             while not self.root.is_dir():
                 if self._stop.wait(1.0):
                     return

@@ -146,12 +146,13 @@ def test_live_index_fills_in_batches_and_each_snapshot_stays_as_it_was(docs, tmp
 
 
 def test_a_thousand_change_events_make_one_reindex(docs, tmp_path):
-    live, _ = live_(docs, tmp_path)
+    live, events = live_(docs, tmp_path)
     (docs / "new.md").write_text("# Fresh page\n\nzebrafish telemetry\n")
     for n in range(1000):
         live.changed({f"/x/{n}.md"})
     assert live.step() == "refresh" and live.refreshes == 1
     assert live.step() != "refresh" and live.refreshes == 1
+    assert [e.message for e in events if e.stage == "notice"] == ["re-indexed: 1 added, 0 changed, 0 removed"]
     assert live.search("zebrafish telemetry", k=1)[0].doc_id == "new.md"
 
 
@@ -181,6 +182,8 @@ def test_a_deleted_folder_keeps_the_last_good_index_with_one_notice(docs, tmp_pa
     notices = [e.message for e in events if e.stage == "notice"]
     assert len(notices) == 1 and "last good index" in notices[0] and "\n" not in notices[0]
     assert live.snapshot() is good and live.search("quantization", k=1)
+    live.gone(docs)  # the watcher says so too: still one notice
+    assert len([e for e in events if e.stage == "notice"]) == 1
 
 
 def test_embedding_waits_while_an_answer_holds_the_index(docs, tmp_path):
