@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -225,3 +226,27 @@ def test_a_live_index_is_ready_before_chunking_and_chunks_the_rest_behind(docs, 
     assert live.step() == "refresh"
     assert live.doc_ids == sorted(pending) and not live.update.pending and live.search("quantization", k=1)
     assert live.step() == "embed"
+
+
+def test_watcher_reports_a_burst_in_few_batches_and_never_temp_files(tmp_path):
+    from rag.watch import FolderWatcher
+
+    root = tmp_path / "w"
+    root.mkdir()
+    batches: list[set[str]] = []
+    watcher = FolderWatcher(root, batches.append, step_ms=100).start()
+    try:
+        assert watcher.ready.wait(10)
+        (root / "notes.md.swp").write_text("swap")
+        (root / "4913").write_text("")
+        threading.Event().wait(1.0)
+        assert batches == []  # an editor's temp files alone never trigger a re-index
+        for n in range(1000):
+            (root / f"page-{n}.md").write_text(f"page {n}")
+        deadline = time.monotonic() + 20
+        while sum(len(b) for b in batches) < 1000 and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        watcher.close()
+    assert 1 <= len(batches) <= 5 and sum(len(b) for b in batches) >= 1000
+    assert not any(is_temp_file(p) for b in batches for p in b)
