@@ -107,7 +107,7 @@ class ChatSession:
         """Run one turn; a cancelled turn is kept with what streamed so far, marked cancelled.
 
         A live index (rag.live) is pinned for the turn: every search and check of one answer reads the same
-        snapshot, and its background embedding pauses so the answer gets the cores.
+        snapshot, and its background chunking and embedding pause so the answer gets the cores.
         """
         # Only verified text goes back to the model: a turn whose words all stayed in the draft adds nothing.
         history = [

@@ -187,11 +187,13 @@ def test_a_deleted_folder_keeps_the_last_good_index_with_one_notice(docs, tmp_pa
     assert len([e for e in events if e.stage == "notice"]) == 1
 
 
-def test_embedding_waits_while_an_answer_holds_the_index(docs, tmp_path):
+def test_background_work_waits_while_an_answer_holds_the_index(docs, tmp_path):
     live, _ = live_(docs, tmp_path)
     release = live.hold()
-    assert live.step() == "idle" and live.dense_coverage == 0.0
+    live.changed()
+    assert live.step() == "idle" and live.dense_coverage == 0.0 and live.refreshes == 0
     release()
+    assert live.step() == "refresh"
     release()  # twice is harmless
     assert live.step() == "embed"
 
