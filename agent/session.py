@@ -100,17 +100,40 @@ class ChatSession:
             return ""  # in-process: the status line stays as it was
         return f"tools: {self.policy} · n_ctx {self.n_ctx:,} · copy/marker guards: in-process only"
 
+    @property
+    def dense_coverage(self) -> float:
+        """The share of chunks with an embedding: search is hybrid for those, BM25 for the rest."""
+        return float(getattr(self.retriever, "dense_coverage", 1.0))
+
     def ask(self, question: str, cancel: CancelToken | None = None) -> Iterator[Event]:
-        """Run one turn; a cancelled turn is kept with what streamed so far, marked cancelled."""
+        """Run one turn; a cancelled turn is kept with what streamed so far, marked cancelled.
+
+        A live index (rag.live) is pinned for the turn: every search and check of one answer reads the same
+        snapshot, and its background chunking and embedding pause so the answer gets the cores.
+        """
         # Only verified text goes back to the model: a turn whose words all stayed in the draft adds nothing.
         history = [
             (t.question, t.answer.text) for t in self.history
             if t.answer.status not in ("error", "interrupted") and t.answer.text.strip()
         ]
-        for event in self.agent.run(question, history, cancel, sources=self.last_sources()):
-            if isinstance(event, AnswerFinished) and (event.answer.text.strip() or event.answer.draft.strip()):
-                self.history.append(Turn(question, event.answer))
-            yield event
+        snapshot = getattr(self.retriever, "snapshot", None)
+        self.agent.retriever = snapshot() if snapshot is not None else self.retriever
+        hold = getattr(self.retriever, "hold", None)
+        release = hold() if hold is not None else None
+        try:
+            for event in self.agent.run(question, history, cancel, sources=self.last_sources()):
+                if isinstance(event, AnswerFinished) and (event.answer.text.strip() or event.answer.draft.strip()):
+                    self.history.append(Turn(question, event.answer))
+                yield event
+        finally:
+            if release is not None:
+                release()
+
+    def close(self) -> None:
+        """Stop a live index's worker and watcher, saving the embeddings computed so far."""
+        close = getattr(self.retriever, "close", None)
+        if close is not None:
+            close()
 
     def last_sources(self) -> dict[int, str]:
         """The last answer's citation numbers and the chunks they name (made-up and unresolved ones left out)."""
@@ -154,18 +177,23 @@ def open_session(
     settings: AgentSettings | None = None,
     current_only: bool = False,
     open_model: Callable[[], ChatModel] | None = None,
+    live: bool = False,
 ) -> ChatSession:
-    """Load the model (`open_model()`, else the GGUF at `model_path`), the embedder and the index of `docs_dir`."""
+    """Load the model (`open_model()`, else the GGUF at `model_path`), the embedder and the index of `docs_dir`.
+
+    `live` (the TUI, a server): ready once BM25 is, embeddings fill in behind and changed files are re-indexed
+    (rag.live); call `close()` when done. Otherwise every chunk is embedded before this returns.
+    """
     from models.chat import load_chat_model
     from models.embedder import optional_embedder
     from rag.corpus import default_docs_dir
     from rag.index import open_index
+    from rag.live import open_live_index
 
     model = open_model() if open_model is not None else load_chat_model(model_path)
     embedder = optional_embedder()  # None: BM25 only, and the header says how to add semantic search
     docs = Path(docs_dir) if docs_dir else default_docs_dir()
-    index = open_index(
-        docs, model.tokenizer, embedder, index_dir=index_dir, progress=progress, current_only=current_only
-    )
+    opener = open_live_index if live else open_index
+    index = opener(docs, model.tokenizer, embedder, index_dir=index_dir, progress=progress, current_only=current_only)
     settings = (settings or AgentSettings()).with_(policy=tools)
     return ChatSession(model, index, embedder=embedder, settings=settings, docs_dir=docs)

@@ -32,6 +32,7 @@ MODULES = {
     "retrieval": "query p50/p95 at docs_corpus, 10k, 100k chunks; index build and re-index",
     "end_to_end": "cold `smoldocs ask` to first token and to the verified answer; its peak RSS",
     "memory": "peak RSS of the TUI with a loaded chat",
+    "progressive": "2,000-file folder: TUI to a usable prompt and a first answer, first search vs a blocking build",
     "verify": "claim verification and the quoted fallback per answer vs embedding every sentence",
     "server": "decode tok/s and first token through a local llama_cpp.server vs in-process; the count-check probe",
 }

@@ -32,6 +32,13 @@ def embed_texts(
     return out
 
 
+def embedded_rows(matrix: np.ndarray) -> np.ndarray:
+    """Which rows hold an embedding: a row of zeros is one not computed yet (a unit vector is never all zero)."""
+    if matrix.ndim != 2 or not matrix.shape[1]:
+        return np.zeros(matrix.shape[0] if matrix.ndim else 0, dtype=bool)
+    return np.any(matrix != 0, axis=1)
+
+
 class DenseIndex:
     """Cosine similarity of a query to every row (rows and queries are unit vectors)."""
 

@@ -59,14 +59,27 @@ def weighted(rankings: list[Ranked], weights: list[float]) -> dict[int, float]:
     return fused
 
 
-def fuse(method: str, bm25: Ranked, dense: Ranked, bm25_weight: float = BM25_WEIGHT) -> list[tuple[int, float]]:
-    """(row, fused score) best first; ties go to the better best rank, then the lower row."""
+def fuse(
+    method: str, bm25: Ranked, dense: Ranked, bm25_weight: float = BM25_WEIGHT, unembedded: np.ndarray | None = None
+) -> list[tuple[int, float]]:
+    """(row, fused score) best first; ties go to the better best rank, then the lower row.
+
+    Rows marked in `unembedded` have no dense half yet: they rank by BM25 alone, their BM25 share standing in for
+    the whole score (weighted: the full weight; rrf: counted for both rankings), so they are not pushed below
+    embedded rows only for lack of an embedding.
+    """
     if method == "rrf":
         fused = rrf([bm25, dense])
+        alone = rrf([bm25])
     elif method == "weighted":
         fused = weighted([bm25, dense], [bm25_weight, 1.0 - bm25_weight])
+        alone = weighted([bm25], [1.0])
     else:
         raise ValueError(f"unknown fusion {method!r}: choose one of {', '.join(FUSIONS)}")
+    if unembedded is not None and unembedded.any():
+        for row in bm25.rows.tolist():
+            if unembedded[row]:
+                fused[row] = alone[row] if method == "weighted" else 2 * alone[row]
     best_rank: dict[int, int] = {}
     for ranking in (bm25, dense):
         for rank, row in enumerate(ranking.rows.tolist(), start=1):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -11,7 +12,7 @@ from models.embedder import SEMANTIC_OFF
 from models.protocols import Embedder
 from rag.bm25 import BM25Index
 from rag.chunking import indexed_text
-from rag.dense import DenseIndex
+from rag.dense import DenseIndex, embedded_rows
 from rag.errors import SemanticSearchOff
 from rag.fusion import BM25_WEIGHT, FUSIONS, Ranked, fuse, top_rows
 from rag.sources import SourceInfo, source_info
@@ -72,12 +73,27 @@ class HybridIndex:
             raise ValueError(f"{len(self.chunks)} chunks but BM25 postings for {len(bm25)}")
         self.bm25 = bm25  # built from these chunks with term_settings (or loaded, when the store says so)
         self.dense = DenseIndex(embeddings)
+        self.embedded = embedded_rows(self.dense.matrix)  # rows whose embedding is computed; the rest rank by BM25
         # Documents not described (an index built without its files) still get the folder rule.
         given = dict(sources or {})
         self.sources = {d: given.get(d) or source_info(d) for d in self._doc_names}
         self.current_only = current_only  # leave outdated documents out of every search
         self._outdated_row = np.asarray([self.sources[d].outdated for d in doc_of_row], dtype=bool)
         self._vocabulary = None  # rag.answerability.TermCounts, built on first use
+
+    @property
+    def dense_coverage(self) -> float:
+        """The share of chunks with an embedding (1.0 for an empty index): hybrid for those, BM25 for the rest."""
+        return float(self.embedded.mean()) if len(self.embedded) else 1.0
+
+    def with_embeddings(self, embeddings: np.ndarray) -> "HybridIndex":
+        """A new index over the same chunks and BM25 postings with other embedding rows (this one is unchanged)."""
+        if embeddings.shape != self.dense.matrix.shape:
+            raise ValueError(f"expected embeddings of shape {self.dense.matrix.shape}, got {embeddings.shape}")
+        twin = copy.copy(self)
+        twin.dense = DenseIndex(np.array(embeddings, dtype=np.float32, copy=True))
+        twin.embedded = embedded_rows(twin.dense.matrix)
+        return twin
 
     def source(self, doc_id: str) -> SourceInfo:
         """The standing of a document: outdated or current, and its expiry."""
@@ -140,7 +156,8 @@ class HybridIndex:
             fused = list(zip(semantic.rows.tolist(), semantic.scores.tolist()))
         else:
             method = self.fusion if mode == "hybrid" else mode
-            fused = fuse(method, lexical, semantic, self.bm25_weight)
+            unembedded = None if self.embedded.all() else ~self.embedded
+            fused = fuse(method, lexical, semantic, self.bm25_weight, unembedded)
         # On a tie an outdated chunk goes after the current ones (the sort is stable otherwise).
         fused = sorted(fused, key=lambda pair: (-round(float(pair[1]), 9), bool(self._outdated_row[pair[0]])))
         bm25_rank = {row: r for r, row in enumerate(lexical.rows.tolist(), start=1)}

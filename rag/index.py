@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -13,12 +14,12 @@ import numpy as np
 from models.embedder import SEMANTIC_OFF
 from models.protocols import Embedder, Tokenizer
 from rag import store
-from rag.chunking import ChunkSettings, chunk_layout, indexed_text
+from rag.chunking import ChunkSettings, chunk_layout
 from rag.corpus import Document, check_docs_dir, default_docs_dir, load_corpus
-from rag.dense import embed_texts
 from rag.errors import IndexCorrupt, IndexNotSaved, Unreadable
 from rag.formats import read_layout
-from rag.hybrid import HybridIndex
+from rag.hybrid import CANDIDATE_DEPTH, HybridIndex
+from rag.progressive import fill_missing
 from rag.sources import source_info
 from rag.terms import TermSettings
 from rag.types import Chunk
@@ -62,6 +63,8 @@ class IndexUpdate:
     embed_seconds: float = 0.0
     parts: tuple[str, ...] = ("bm25", "dense")  # which halves the index has: no "dense" without MiniLM
     refreshed: bool = False  # the dense half was added or dropped, or the list of unreadable files changed
+    dense_missing: int = 0  # chunks still without an embedding (progressive indexing fills them in later)
+    pending: tuple[str, ...] = ()  # files not chunked yet (chunk_budget spent): not searchable until a later run
 
     @property
     def files(self) -> int:
@@ -70,19 +73,25 @@ class IndexUpdate:
     @property
     def modified(self) -> bool:
         """True when the stored index was (re)written."""
-        return self.rebuilt or self.refreshed or bool(self.added or self.changed or self.removed)
+        return self.rebuilt or self.refreshed or bool(self.added or self.changed or self.removed or self.chunks_embedded)
 
     def summary(self) -> str:
         """One line for the CLI: files, chunks, what changed, how long."""
         if self.rebuilt:
             what = f"rebuilt ({self.reason})"
+        elif self.chunks_embedded and not (self.added or self.changed or self.removed or self.refreshed):
+            what = "resumed embedding"
         elif self.modified:
             what = f"updated: {len(self.added)} added, {len(self.changed)} changed, {len(self.removed)} removed"
         else:
             what = "up to date"
         rate = f", {self.chunks_embedded / self.embed_seconds:.0f} chunks/s" if self.embed_seconds > 0 else ""
         skipped = sum(self.skipped.values())
+        if self.dense_missing:
+            rate += f" ({self.dense_missing} left to embed: search ranks them by BM25 until then)"
         embedded = f"embedded {self.chunks_embedded} chunks{rate}" if "dense" in self.parts else "BM25 only"
+        if self.pending:
+            embedded += f"; {len(self.pending)} files left to chunk"
         return f"{self.files} files, {self.chunks} chunks; {what}; {embedded}; {skipped} files skipped; {self.seconds:.2f} s"
 
 
@@ -113,12 +122,21 @@ def open_index(
     rebuild: bool = False,
     chunking: ChunkSettings = ChunkSettings(),
     must_save: bool = False,
+    embed_budget: float | None = None,
+    embed_first: str | None = None,
+    chunk_budget: float | None = None,
+    stop: threading.Event | None = None,
     **search_options,
 ) -> HybridIndex:
     """The ready index of `docs_dir` (None: the bundled docs_corpus/), updated and saved if files changed.
 
     When it cannot be saved, a search can still use it from memory (one notice); with `must_save` (the `index`
     command, whose whole point is saving) that is IndexNotSaved instead. Either way the previous index is intact.
+    Chunks without an embedding (new ones, ones a stopped run left, or all of them when MiniLM was just
+    installed) are embedded for at most `embed_budget` seconds (None: all of them, 0: none), the BM25 candidates
+    of `embed_first` (a query) before the rest; those left rank by BM25 alone until rag.progressive or the next run
+    fills them in. With `chunk_budget`, new or changed files not chunked within that many seconds (or once `stop`
+    is set) are left out (`update.pending`) for a later run.
     `embedder` None: BM25 only, with a notice saying how to turn semantic search on. `search_options` go to
     HybridIndex (fusion, term_settings, min_dense_score, bm25_weight, current_only).
     """
@@ -143,6 +161,8 @@ def open_index(
     doc_chunks: dict[str, list[Chunk]] = {}
     kept_vectors: dict[str, np.ndarray] = {}
     fresh: list[str] = []
+    pending: list[str] = []  # new or changed files left for a later run once `chunk_budget` is spent
+    chunk_started = time.perf_counter()
     for n, doc in enumerate(corpus.documents, start=1):
         emit(IndexProgress("chunk", n - 1, len(corpus.documents), message=doc.doc_id))
         entry = old_files.get(doc.doc_id)
@@ -153,6 +173,10 @@ def open_index(
                 kept_vectors[doc.doc_id] = stored.embeddings[[old_rows[cid] for cid in entry["chunks"]]]
         elif memo is not None and memo.get("sha256") == doc.sha256:
             skips[doc.doc_id] = memo
+        elif (chunk_budget is not None and time.perf_counter() - chunk_started >= chunk_budget) or (
+            stop is not None and stop.is_set()
+        ):
+            pending.append(doc.doc_id)
         else:
             try:
                 layout = read_layout(doc.doc_id, doc.path, doc.text, doc.sha256, _page_progress(emit, doc.doc_id))
@@ -166,24 +190,33 @@ def open_index(
         skipped[memo["reason"]] = skipped.get(memo["reason"], 0) + 1
 
     indexed = [d for d in corpus.documents if d.doc_id in doc_chunks]
-    to_embed = [] if embedder is None else [
-        c for d in indexed if d.doc_id not in kept_vectors for c in doc_chunks[d.doc_id]
-    ]
-    embed_started = time.perf_counter()
-    new_vectors = (
-        embed_texts(
-            embedder,
-            [indexed_text(c) for c in to_embed],
-            on_batch=lambda done, secs: emit(IndexProgress("embed", done, len(to_embed), rate=done / max(secs, 1e-9))),
-        )
-        if embedder is not None
-        else None
-    )
-    embed_seconds = time.perf_counter() - embed_started if to_embed else 0.0
-
     dim = int(embedder.dim) if embedder is not None else 0
-    chunks, embeddings, files = _assemble(indexed, doc_chunks, kept_vectors, new_vectors, dim)
-    removed = tuple(sorted(set(old_files) - set(files)))
+    # Chunks without stored vectors start as zero rows (no embedding yet): BM25 is ready now, and
+    # rag.progressive fills the dense half within `embed_budget`, the rest later.
+    chunks, embeddings, files = _assemble(indexed, doc_chunks, kept_vectors, dim)
+    sources = {d.doc_id: source_info(d.doc_id, d.text) for d in corpus.documents}
+    for doc_id, info in sources.items():
+        if info.notice:
+            emit(IndexProgress("notice", message=f"{doc_id}: {info.notice}"))
+    terms_wanted = search_options.get("term_settings", TermSettings()).to_dict()
+    same_chunks = stored is not None and not fresh and set(old_files) == set(files)
+    reusable = same_chunks and stored.bm25_terms == terms_wanted
+    bm25 = stored.bm25 if reusable else None  # else HybridIndex builds it from the chunks
+    index = HybridIndex(
+        chunks, embeddings, embedder, docs_dir=root, index_dir=target, bm25=bm25, sources=sources, **search_options
+    )
+    embedded = 0
+    embed_started = time.perf_counter()
+    if embedder is not None:
+        first = index.rank_bm25(embed_first, CANDIDATE_DEPTH).rows.tolist() if embed_first else ()
+        embedded = fill_missing(
+            embeddings, chunks, embedder, budget=embed_budget, first=first,
+            on_batch=lambda done, total, secs: emit(IndexProgress("embed", done, total, rate=done / max(secs, 1e-9))),
+        )
+        if embedded:
+            index = index.with_embeddings(embeddings)
+    embed_seconds = time.perf_counter() - embed_started if embedded else 0.0
+    removed = tuple(sorted(set(old_files) - set(files) - set(pending)))
     update = IndexUpdate(
         index_dir=target,
         rebuilt=stored is None,
@@ -193,21 +226,13 @@ def open_index(
         removed=removed,
         unchanged=len(indexed) - len(fresh),
         chunks=len(chunks),
-        chunks_embedded=len(to_embed),
+        chunks_embedded=embedded,
         skipped=skipped,
         embed_seconds=embed_seconds,
         parts=("bm25", "dense") if embedder is not None else ("bm25",),
         refreshed=stored is not None and (not dense_kept or skips != old_skips),
-    )
-    sources = {d.doc_id: source_info(d.doc_id, d.text) for d in corpus.documents}
-    for doc_id, info in sources.items():
-        if info.notice:
-            emit(IndexProgress("notice", message=f"{doc_id}: {info.notice}"))
-    terms_wanted = search_options.get("term_settings", TermSettings()).to_dict()
-    reusable = stored is not None and not update.modified and stored.bm25_terms == terms_wanted
-    bm25 = stored.bm25 if reusable else None  # else HybridIndex builds it from the chunks
-    index = HybridIndex(
-        chunks, embeddings, embedder, docs_dir=root, index_dir=target, bm25=bm25, sources=sources, **search_options
+        dense_missing=int((~index.embedded).sum()) if embedder is not None else 0,
+        pending=tuple(pending),
     )
     if update.modified or (stored is not None and stored.bm25_terms != terms_wanted):
         emit(IndexProgress("save", 0, 1))
@@ -258,23 +283,18 @@ def _assemble(
     documents: list[Document],
     doc_chunks: dict[str, list[Chunk]],
     kept_vectors: dict[str, np.ndarray],
-    new_vectors: np.ndarray | None,
     dim: int,
 ) -> tuple[list[Chunk], np.ndarray, dict[str, dict]]:
-    """Chunks and embedding rows in document order, reusing stored rows where they are still valid."""
+    """Chunks and embedding rows in document order: stored rows where still valid, zero rows (to embed) elsewhere."""
     chunks: list[Chunk] = []
     sources: list[np.ndarray] = []
     files: dict[str, dict] = {}
-    fresh_row = 0
     for doc in documents:
         these = doc_chunks[doc.doc_id]
         if doc.doc_id in kept_vectors:
             sources.append(kept_vectors[doc.doc_id])
-        elif new_vectors is not None:
-            sources.append(new_vectors[fresh_row : fresh_row + len(these)])
-            fresh_row += len(these)
         else:
-            sources.append(np.zeros((len(these), 0), np.float32))
+            sources.append(np.zeros((len(these), dim), np.float32))
         chunks.extend(these)
         files[doc.doc_id] = {"sha256": doc.sha256, "chunks": [c.chunk_id for c in these]}
     embeddings = np.concatenate(sources).astype(np.float32) if sources else np.zeros((0, dim), np.float32)

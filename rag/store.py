@@ -332,3 +332,43 @@ def _read_verified(index_dir: Path, name: str, checksums: dict) -> bytes:
     if digest.hexdigest() != expected["sha256"]:
         raise IndexCorrupt(f"{name} does not match its checksum")
     return bytes(data)
+
+
+def save_embeddings(index_dir: Path, embeddings: np.ndarray, chunk_ids: list[str]) -> bool:
+    """Replace only the embedding rows of the stored index (embeddings filled in behind a saved index).
+
+    Commits the same way as `save`: a new checksummed file, then the manifest, under the folder's lock. False,
+    writing nothing, when the stored index no longer holds exactly `chunk_ids` (another save replaced it): those
+    rows belong to a different index.
+    """
+    index_dir = Path(index_dir)
+    manifest_path = index_dir / MANIFEST
+    buf = io.BytesIO()
+    np.save(buf, np.ascontiguousarray(embeddings, dtype=np.float32), allow_pickle=False)
+    data = buf.getvalue()
+    name = f"embeddings-{uuid.uuid4().hex[:12]}.npy"
+    written = index_dir / name
+    try:
+        with _locked(index_dir):
+            try:
+                manifest = _check_manifest(manifest_path.read_bytes())
+                listed = [cid for entry in manifest["files"].values() for cid in entry["chunks"]]
+                old_name = str(manifest["embeddings_file"])
+            except (OSError, IndexCorrupt, KeyError, TypeError, AttributeError):
+                return False
+            if listed != list(chunk_ids) or embeddings.shape[0] != len(listed):
+                return False
+            atomic_write(written, data)
+            checksums = {k: v for k, v in manifest["checksums"].items() if k != old_name}
+            checksums[name] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+            manifest.update(embeddings_file=name, checksums=checksums)
+            manifest[SELF_SUM] = _self_sum(manifest)
+            atomic_write(manifest_path, json.dumps(manifest, indent=1, ensure_ascii=True).encode("ascii"))
+            written = None  # committed
+            with contextlib.suppress(OSError):
+                (index_dir / old_name).unlink(missing_ok=True)
+        return True
+    finally:
+        if written is not None:
+            with contextlib.suppress(OSError):
+                written.unlink(missing_ok=True)

@@ -14,7 +14,7 @@ from models.fakes import HashEmbedder, WordTokenizer
 
 DATA = Path(__file__).parent / "data" / "retrieval_docs"
 JSON_KEYS = {"rank", "chunk_id", "doc_id", "uri", "heading", "lines", "pages", "score", "bm25_rank", "dense_rank",
-             "outdated", "expires", "text"}
+             "outdated", "expires", "text", "dense_coverage"}
 
 
 @pytest.fixture

@@ -9,17 +9,24 @@ import sys
 from agent.chats.codec import answer_to_dict
 from agent.events import Answer, AnswerFinished, ErrorEvent, SearchFinished, TextDelta
 from agent.settings import POLICIES
+from rag.progressive import coverage_note
 from rag.verdicts import Verdict
 
 HELP = "ask one question about the docs and check the answer's citations"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from agent.commands.common import add_current_only_option, add_decoding_options, add_index_options
+    from agent.commands.common import (
+        add_current_only_option,
+        add_decoding_options,
+        add_embed_budget_option,
+        add_index_options,
+    )
 
     p.add_argument("question", help="the question, in quotes")
     add_index_options(p)
     add_current_only_option(p)
+    add_embed_budget_option(p)
     p.add_argument("--tools", choices=POLICIES, default=None, help="who decides the searches (default: auto)")
     add_decoding_options(p)
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
@@ -46,9 +53,12 @@ def run(args: argparse.Namespace) -> int:
             answer = event.answer
     assert answer is not None, "the agent ended a turn without an answer"
     if args.json:
-        print(json.dumps(answer_to_dict(answer) | {"notice": session.search_notice or None}, ensure_ascii=False, indent=2))
+        data = answer_to_dict(answer) | {"notice": session.search_notice or None}
+        print(json.dumps(data | {"dense_coverage": round(session.dense_coverage, 4)}, ensure_ascii=False, indent=2))
     else:
         print_answer(answer, session, already_streamed=streaming)
+        if not session.search_notice and coverage_note(session.dense_coverage):
+            print(f"note: {coverage_note(session.dense_coverage)} (the next run continues)", file=sys.stderr)
     return 0 if answer.status not in ("error", "interrupted") else 1
 
 

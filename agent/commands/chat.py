@@ -34,7 +34,8 @@ def run(args: argparse.Namespace) -> int:
 
     def session_factory(progress=None):
         return open_session(docs, args.model, tools=args.tools or "auto", index_dir=args.index, progress=progress,
-                            settings=settings, current_only=args.current_only, open_model=lambda: open_chat_model(args))
+                            settings=settings, current_only=args.current_only, open_model=lambda: open_chat_model(args),
+                            live=True)
 
     app = make_app(session_factory, ChatStore(), theme=args.theme)
     app.run()

@@ -91,6 +91,29 @@ def add_current_only_option(p: argparse.ArgumentParser) -> None:
                    help="search only current documents: leave out archived, deprecated and superseded ones")
 
 
+def add_embed_budget_option(p: argparse.ArgumentParser) -> None:
+    """--embed-budget: how long a one-shot command embeds new chunks before answering."""
+    from rag.progressive import ONE_SHOT_BUDGET
+
+    p.add_argument(
+        "--embed-budget", type=_budget, default=ONE_SHOT_BUDGET, metavar="SECONDS",
+        help=f"embed new chunks for at most this long, then answer: the rest rank by BM25 alone and the next run "
+        f"continues (default {ONE_SHOT_BUDGET:g}; 'all' waits for every chunk)",
+    )
+
+
+def _budget(value: str) -> float | None:
+    if value.strip().lower() == "all":
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds or 'all', got {value!r}") from None
+    if not seconds >= 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more seconds, got {value}")
+    return seconds
+
+
 def add_decoding_options(p: argparse.ArgumentParser) -> None:
     """--decoding, and --constrained as its shorthand; read back with decoding_from_args."""
     from agent.settings import DECODINGS
@@ -138,8 +161,13 @@ def open_index_from_args(
     quiet: bool = False,
     stream: TextIO | None = None,
     must_save: bool = False,
+    embed_budget: float | None = None,
+    embed_first: str | None = None,
 ) -> HybridIndex:
-    """The ready index for --docs/--index, updated if files changed, with progress on stderr (unless quiet)."""
+    """The ready index for --docs/--index, updated if files changed, with progress on stderr (unless quiet).
+
+    `embed_budget`/`embed_first`: see rag.index.open_index (one-shot commands answer before every chunk is embedded).
+    """
     from rag.index import open_index
 
     tokenizer = tokenizer or load_tokenizer_from_args(args)
@@ -151,6 +179,7 @@ def open_index_from_args(
             getattr(args, "docs", None), tokenizer, embedder,
             index_dir=getattr(args, "index", None), progress=bar, rebuild=rebuild, must_save=must_save,
             current_only=bool(getattr(args, "current_only", False)),
+            embed_budget=embed_budget, embed_first=embed_first,
         )
     finally:
         bar.close()

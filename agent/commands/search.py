@@ -7,9 +7,15 @@ import difflib
 import json
 import textwrap
 
-from agent.commands.common import add_current_only_option, add_index_options, open_index_from_args
+from agent.commands.common import (
+    add_current_only_option,
+    add_embed_budget_option,
+    add_index_options,
+    open_index_from_args,
+)
 from agent.errors import UsageError
 from rag.hybrid import MODES
+from rag.progressive import coverage_note
 from rag.types import Hit
 
 HELP = "search the docs index and show how each retriever ranked the hits"
@@ -20,6 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("query", metavar="QUERY", help="what to look for")
     add_index_options(p)
     add_current_only_option(p)
+    add_embed_budget_option(p)
     p.add_argument("-k", type=_positive, default=5, metavar="N", help="how many hits (default 5)")
     p.add_argument("--doc-id", action="append", dest="doc_ids", metavar="ID", help="only this document (repeatable)")
     p.add_argument("--mode", choices=MODES, default="hybrid", help="retriever or fusion to use (default hybrid)")
@@ -39,19 +46,23 @@ def _positive(value: str) -> int:
 def run(args: argparse.Namespace) -> int:
     if not args.query.strip():
         raise UsageError("the search query is empty: give a few words to look for")
-    index = open_index_from_args(args, quiet=args.json)
+    index = open_index_from_args(args, quiet=args.json, embed_budget=args.embed_budget, embed_first=args.query)
     for doc_id in args.doc_ids or ():
         if doc_id not in index.doc_ids:
             close = difflib.get_close_matches(doc_id, index.doc_ids, n=3)
             hint = f"did you mean {', '.join(close)}?" if close else "run `smoldocs index` to list what is indexed"
             raise UsageError(f"unknown --doc-id {doc_id!r}: {hint}")
     hits = index.search(args.query, k=args.k, doc_ids=args.doc_ids, mode=args.mode)
+    coverage = index.dense_coverage
     if args.json:
-        print(json.dumps([hit_to_json(rank, hit) for rank, hit in enumerate(hits, start=1)], indent=2, ensure_ascii=False))
+        rows = [hit_to_json(rank, hit) | {"dense_coverage": round(coverage, 4)} for rank, hit in enumerate(hits, start=1)]
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
         return 0
     method = f"{args.mode} ({index.fusion})" if args.mode == "hybrid" else args.mode
     if not getattr(index, "has_dense", True):
         method = "bm25, semantic search off"
+    elif coverage_note(coverage):
+        print(f"note: {coverage_note(coverage)} (the next run continues)")
     if not hits:
         print(f"no results for {args.query!r} ({method}, {len(index)} chunks)")
         return 0

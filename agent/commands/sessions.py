@@ -15,7 +15,10 @@ def open_cli_session(args: argparse.Namespace, tools: str = "auto", decoding: st
 
     model = open_chat_model(args)
     embedder = load_embedder_from_args(args)
-    index = open_index_from_args(args, tokenizer=model.tokenizer, embedder=embedder)
+    index = open_index_from_args(
+        args, tokenizer=model.tokenizer, embedder=embedder,
+        embed_budget=getattr(args, "embed_budget", None), embed_first=getattr(args, "question", None),
+    )
     settings = AgentSettings(policy=tools, decoding=decoding)
     changes = {name: getattr(args, name, None) for name in ("temperature", "max_tokens")}
     changes = {name: value for name, value in changes.items() if value is not None}

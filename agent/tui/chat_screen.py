@@ -111,6 +111,9 @@ class ChatScreen(Screen):
 
     def on_unmount(self) -> None:
         self.conversation.close()
+        close = getattr(self.session, "close", None)
+        if close is not None:  # a live index saves the embeddings made so far: the next start resumes there
+            close()
 
     # -- loading ----------------------------------------------------------------------------------------
     @work(thread=True, exit_on_error=False, group="load")
@@ -123,15 +126,26 @@ class ChatScreen(Screen):
         self.post_message(SessionReady(session))
 
     def on_load_progress(self, message: LoadProgress) -> None:
-        self.query_one(LoadingPanel).show(message)
+        if self.session is None:
+            self.query_one(LoadingPanel).show(message)
+        elif message.stage == "embed":  # the live index embedding behind a usable prompt
+            total = int(message.total or 0)
+            self.query_one(StatusLine).set(embedding=(int(message.done or 0), total), index_size=total, chunking=None)
+        elif message.stage == "chunk":  # a re-index reading files behind the prompt
+            self.query_one(StatusLine).set(chunking=(int(message.done or 0), int(message.total or 0)))
+        elif message.stage == "notice":  # a re-index, a vanished folder: one line, the chat goes on
+            self.notify(message.label, timeout=8)
 
     async def on_session_ready(self, message: SessionReady) -> None:
         session = self.conversation.session = message.session
         self.query_one(LoadingPanel).display = False
+        coverage = getattr(session, "dense_coverage", 1.0)
+        embedding = (round(coverage * session.index_size), session.index_size) if coverage < 1.0 else None
         self.query_one(StatusLine).set(
             model=session.model_name, index_size=session.index_size, docs=session.docs_dir,
             note=getattr(session, "backend_note", ""),
             notice=getattr(session, "search_notice", ""),
+            embedding=embedding,
         )
         for welcome in self.query(".welcome").results(Static):
             welcome.update(welcome_text(session.docs_dir))

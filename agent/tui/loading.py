@@ -28,7 +28,7 @@ def describe_progress(progress: Any) -> LoadProgress:
     stage = getattr(progress, "stage", "")
     message = getattr(progress, "message", "")
     if stage == "notice" or stage not in STAGES:
-        return LoadProgress(message or str(stage) or "Loading…")
+        return LoadProgress(message or str(stage) or "Loading…", stage=str(stage))
     label, unit = STAGES[stage]
     if stage == "read" and message:  # the pages of one long file: name it
         label = f"{label} {message}"
@@ -39,7 +39,7 @@ def describe_progress(progress: Any) -> LoadProgress:
         label = f"{label} ({done} {unit} found)"
     if stage == "chunk" and message:
         label = f"{label}: {message}"
-    return LoadProgress(label, done, total or None)
+    return LoadProgress(label, done, total or None, stage=stage)
 
 
 class LoadingPanel(Vertical):
