@@ -532,7 +532,7 @@ async def test_a_crashing_turn_shows_the_error_and_the_app_goes_on(store):
 
 @pilot_test
 async def test_clicking_a_marker_in_the_answer_opens_its_source(store):
-    async with chatting(store, ["The kv cache stores keys and values of earlier tokens [1]."]) as (pilot, session, _, _):
+    async with chatting(store, ["The kv cache stores keys and values [1]."]) as (pilot, session, _, _):
         view = await ask(pilot, "what does the kv cache store")
         paragraph = view.query_one(CitedMarkdown).query("MarkdownBlock").last()
         column = paragraph.content.plain.index("[1]")
