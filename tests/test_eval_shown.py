@@ -63,3 +63,17 @@ def test_shown_metrics_pool_sentences_over_the_run():
     }
     again = Record.from_json(records[1].to_json())
     assert again.shown_sentences == (WEAK,) and again.draft_sentences == (QUOTE,)
+
+
+def test_split_answer_counts_a_sentence_judged_twice_once_and_keeps_the_draft_apart():
+    ref = "The docs live in five folders."
+    claims = (
+        ClaimVerdict(ref, (1,), Verdict.UNSUPPORTED),  # judged with the model's words, a weaker use of [1]
+        ClaimVerdict("Each folder holds four documents.", (1,), Verdict.UNSUPPORTED),
+        ClaimVerdict(ref, (1,), Verdict.SUPPORTED),  # judged as shown
+    )
+    answer = Answer("q", f"> {ref} [1]", "answered", claims=claims,
+                    model_text=f"> {ref} [1]\nEach folder holds four documents. [1]", draft="Each folder holds four documents. [1]")
+    shown, draft = split_answer(answer)
+    assert [(s.text, s.verdict, s.by_model) for s in shown] == [(ref, Verdict.SUPPORTED, True)]
+    assert [s.text for s in draft] == ["Each folder holds four documents."]

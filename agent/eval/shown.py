@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from agent.eval.metrics import contains_evidence, ratio
+from rag import markers
 from rag.verdicts import Verdict
 
 
@@ -47,16 +48,30 @@ def model_share(shown: Sequence[ShownSentence], draft: Sequence[ShownSentence] =
 
 
 def split_answer(answer) -> tuple[tuple[ShownSentence, ...], tuple[ShownSentence, ...]]:
-    """(shown, draft) of an agent Answer. Every judged claim is shown today; the model's claims are those not
-    in the quotes smoldocs appended after the model's words."""
-    quotes = answer.text[len(answer.model_text):] if answer.quoted and answer.text.startswith(answer.model_text) else ""
-    # Claim texts are tidied ("`a ::= b`" loses a space before punctuation): compare without any whitespace.
-    squashed = _squash(quotes)
-    shown = tuple(
-        ShownSentence(c.text, c.verdict, by_model=not (quotes and _squash(c.text) in squashed), evidence=c.evidence)
-        for c in answer.claims
-    )
-    return shown, ()
+    """(shown, draft) of an agent Answer.
+
+    `answer.claims` holds the verdicts of the shown text and of everything the model wrote (the draft included),
+    so a claim is shown when its text is in `answer.text`, and draft when it is only in `answer.draft`; a
+    sentence judged twice (the model wrote it and it is shown) counts once, with the shown text's verdict. The
+    model decoded a shown sentence unless the text is smoldocs' own quotes (`quoted`).
+    """
+    shown_text, draft_text = _squash(markers.strip(answer.text)), _squash(markers.strip(getattr(answer, "draft", "") or ""))
+    # smoldocs' own quotes: the whole text of a quoted answer, or what follows the model's words in one that
+    # keeps them in front.
+    model = answer.model_text or ""
+    quotes = answer.text[len(model):] if model and answer.text.startswith(model) else answer.text
+    quotes = _squash(markers.strip(quotes)) if answer.quoted else ""
+    shown: dict[str, ShownSentence] = {}
+    draft: dict[str, ShownSentence] = {}
+    for c in reversed(answer.claims):  # the shown text's verdicts come last: they win
+        key = _squash(c.text)
+        if not key:
+            continue
+        if key in shown_text:
+            shown.setdefault(key, ShownSentence(c.text, c.verdict, by_model=key not in quotes, evidence=c.evidence))
+        elif key in draft_text:
+            draft.setdefault(key, ShownSentence(c.text, c.verdict, by_model=True, evidence=c.evidence))
+    return tuple(reversed(shown.values())), tuple(reversed(draft.values()))
 
 
 def _squash(text: str) -> str:
