@@ -281,7 +281,7 @@ class Agent:
                 text=text,
                 status=status,
                 citations=verification.citations,
-                claims=display.claims,
+                claims=verification.claims,  # the shown text and all the model wrote, each judged
                 quoted=quoted,
                 model_text=model_text,
                 draft=display.draft,
@@ -353,6 +353,8 @@ class Agent:
         # Every number the model wrote keeps its verdict (a made-up one is reported, and the eval counts them all)
         # though only supported claims are shown; a number used twice shows its weaker use.
         written = display.written or self.judge(model_text, shown, lookup)
+        if text in (NOT_COVERED, UNSUPPORTED_NOTE):
+            return text, status, quoted, written  # smoldocs' own note is not a claim to judge
         return text, status, quoted, written.merged(self.judge(text, shown, lookup))
 
 

@@ -70,8 +70,8 @@ def cited_claim(unit: Unit) -> str:
 def quote_display(units: Sequence[Unit], judge: Judge, shown, lookup) -> Display:
     """References always shown (cited by the system); each claim shown only when all of it is supported.
 
-    No `written` verdicts: a number the system gave a claim to check it is not the model's citation, and an
-    unsupported claim held back must not weaken the verdict of the reference it follows."""
+    `written` carries the claims' verdicts but no citation verdicts: a number the system gave a claim to check it
+    is not the model's citation, and an unsupported claim held back must not weaken its reference's verdict."""
     blocks: list[str] = []
     draft: list[str] = []
     judged: list[ClaimVerdict] = []
@@ -86,4 +86,5 @@ def quote_display(units: Sequence[Unit], judge: Judge, shown, lookup) -> Display
             blocks.append(claim)
         else:
             draft.append(unit.claim.strip())
-    return Display("\n\n".join(blocks), "\n\n".join(draft), tuple(judged))
+    # The claims keep their verdicts (judged against their reference's chunk); no citation verdicts come from them.
+    return Display("\n\n".join(blocks), "\n\n".join(draft), tuple(judged), Verification(tuple(judged), ()))
