@@ -46,7 +46,7 @@ KEYS = (
     Key("tokenizer", Path, "--tokenizer", "SMOLDOCS_TOKENIZER", example='"~/models/SmolLM2-1.7B-Instruct-Q4_K_M.gguf"'),
     Key("n_ctx", int, "--n-ctx", "SMOLDOCS_N_CTX", example="8192"),
     Key("tools", str, "--tools", "SMOLDOCS_TOOLS", "auto", POLICIES, '"auto"'),
-    Key("decoding", str, "--decoding", "SMOLDOCS_DECODING", "free", DECODINGS, '"free"'),
+    Key("decoding", str, "--decoding", "SMOLDOCS_DECODING", "auto", DECODINGS, '"auto"'),
     Key("temperature", float, "--temperature", None, example="0.2"),
     Key("max_tokens", int, "--max-tokens", None, example="256"),
     Key("connect_timeout", float, "--connect-timeout", "SMOLDOCS_CONNECT_TIMEOUT", 5.0, example="5"),

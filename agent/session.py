@@ -160,11 +160,14 @@ class ChatSession:
 
 
 def fit_to_model(settings: AgentSettings, model: ChatModel) -> AgentSettings:
-    """The default budgets scaled to the model's window (a server may hold more, or less, than 2048 tokens)."""
+    """The default budgets scaled to the model's window (a server may hold more, or less, than 2048 tokens), and
+    `auto` decoding resolved by the model's size."""
     from agent.context import Budgets
 
     if settings.budgets == Budgets() and model.n_ctx != settings.budgets.n_ctx:
         settings = settings.with_(budgets=Budgets.for_window(model.n_ctx))
+    if settings.decoding == "auto":
+        settings = settings.with_(decoding=settings.resolve_decoding(model.n_params))
     return settings
 
 

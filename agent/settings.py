@@ -8,7 +8,7 @@ from agent.context import Budgets
 from models.protocols import GenerationOptions
 
 POLICIES = ("auto", "search-first", "model")
-DECODINGS = ("free", "guarded", "constrained", "quote", "extractive")
+DECODINGS = ("auto", "free", "guarded", "constrained", "quote", "extractive")
 SMALL_MODEL_PARAMS = 1_000_000_000  # below this, `auto` searches first: small models call tools badly
 
 
@@ -38,7 +38,10 @@ class AgentSettings:
     # quote: the answer opens with a reference copied verbatim from one of the quote scorer's best sentences
     # (a copy guard, agent/quoting.py), cited by the system, then an optional short claim, up to 3 times.
     # extractive: no model call; the best quotes of the shown excerpts, or a refusal (the baseline of #16).
-    decoding: str = "free"
+    # auto: extractive below 1B parameters, free above (and when the size is unknown). Measured (40 questions, SmolLM2-135M): free and guarded
+    # showed exactly the sentences extractive shows (the model's own words were never verified: model share 0%),
+    # displayed precision 0.98 and evidence hit 0.76 for all three, at 17 s vs 0.3 s; quote 0.98 / 0.38.
+    decoding: str = "auto"
     tool_grammar: bool = True  # model policy: force tool calls into the schema's shape
     fallback: bool = True  # extractive quotes when no claim of the model's answer is supported
     few_shot: bool = True  # one worked example after the system rules (measured: fewer made-up numbers)
@@ -54,6 +57,12 @@ class AgentSettings:
 
     def with_(self, **changes) -> "AgentSettings":
         return replace(self, **changes)
+
+    def resolve_decoding(self, n_params: int | None) -> str:
+        """The decoding in force: `auto` is extractive for a model known to be small, free otherwise."""
+        if self.decoding != "auto":
+            return self.decoding
+        return "extractive" if n_params is not None and n_params < SMALL_MODEL_PARAMS else "free"
 
     def resolve_policy(self, n_params: int | None) -> str:
         if self.policy != "auto":

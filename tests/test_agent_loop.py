@@ -314,8 +314,12 @@ def test_answer_is_decoded_with_the_constraint_of_the_decoding_setting(decoding)
         assert f'num ::= {" | ".join(chr(34) + str(n) + chr(34) for n in shown)}' in options.grammar
 
 
-def test_free_decoding_is_the_default_and_unknown_decodings_are_refused():
-    assert AgentSettings().decoding == "free"
+def test_auto_decoding_is_the_default_and_unknown_decodings_are_refused():
+    assert AgentSettings().decoding == "auto"
+    assert AgentSettings().resolve_decoding(134_515_008) == "extractive"  # SmolLM2-135M
+    assert AgentSettings().resolve_decoding(1_711_376_384) == "free"
+    assert AgentSettings().resolve_decoding(None) == "free"
+    assert AgentSettings(decoding="quote").resolve_decoding(134_515_008) == "quote"
     with pytest.raises(ValueError, match="unknown decoding 'strict'"):
         AgentSettings(decoding="strict")
 

@@ -26,7 +26,7 @@ def test_flags_beat_environment_beat_file_beat_defaults(settings_file, monkeypat
     assert (got.values["base_url"], got.sources["base_url"]) == ("http://flag:2/v1", "flag --base-url")
     assert (got.values["tools"], got.sources["tools"]) == ("search-first", "env SMOLDOCS_TOOLS")
     assert (got.values["n_ctx"], got.sources["n_ctx"]) == (4096, "file")
-    assert (got.values["decoding"], got.sources["decoding"]) == ("free", "default")
+    assert (got.values["decoding"], got.sources["decoding"]) == ("auto", "default")
 
 
 @pytest.mark.parametrize(

@@ -360,7 +360,7 @@ def test_decoding_options_and_the_constrained_shorthand(capsys):
     from agent.commands.eval import settings_from_args
 
     parse = build_parser().parse_args
-    assert settings_from_args(parse(["eval"])).decoding == "free"
+    assert settings_from_args(parse(["eval"])).decoding == "auto"
     assert settings_from_args(parse(["eval", "--decoding", "guarded"])).decoding == "guarded"
     assert settings_from_args(parse(["eval", "--constrained"])).decoding == "constrained"
     assert main(["eval", "--constrained", "--decoding", "free", "--limit", "2"]) == 2

@@ -120,7 +120,7 @@ def add_decoding_options(p: argparse.ArgumentParser) -> None:
 
     p.add_argument(
         "--decoding", choices=DECODINGS, default=None,
-        help="free: unconstrained (default); guarded: free text in which only shown [n] can be written; "
+        help="auto (default): extractive below 1B parameters, free above; free: unconstrained; guarded: free text in which only shown [n] can be written; "
              "constrained: every sentence ends with a shown [n]; extractive: no model text, only the best quotes",
     )  # fmt: skip
     p.add_argument("--constrained", action="store_true", help="the same as --decoding constrained")
@@ -134,7 +134,7 @@ def decoding_from_args(args: argparse.Namespace) -> str:
         from agent.errors import UsageError
 
         raise UsageError(f"--constrained contradicts --decoding {args.decoding}: give one of them")
-    return "constrained" if args.constrained else (args.decoding or "free")
+    return "constrained" if args.constrained else (args.decoding or "auto")
 
 
 def load_tokenizer_from_args(args: argparse.Namespace):

@@ -9,7 +9,7 @@ from agent.session import ChatSession
 from agent.settings import AgentSettings
 
 
-def open_cli_session(args: argparse.Namespace, tools: str = "auto", decoding: str = "free") -> ChatSession:
+def open_cli_session(args: argparse.Namespace, tools: str = "auto", decoding: str = "auto") -> ChatSession:
     """Load the chat model named by --model, the embedder, and the index of --docs (with a progress bar)."""
     from agent.commands.common import load_embedder_from_args, open_chat_model, open_index_from_args
 
