@@ -123,3 +123,19 @@ class HashEmbedder:
             if norm > 0:
                 out[row] /= norm
         return out
+
+
+class CountingEmbedder(HashEmbedder):
+    """A hash embedder that records every text it embeds and how many calls it took."""
+
+    def __init__(self, dim: int = 64, model_id: str | None = None) -> None:
+        super().__init__(dim)
+        if model_id is not None:
+            self.model_id = model_id  # its own key in a vector cache
+        self.seen: list[str] = []
+        self.calls = 0
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls += 1
+        self.seen.extend(texts)
+        return super().embed(texts)

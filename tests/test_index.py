@@ -13,25 +13,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.fakes import HashEmbedder, WordTokenizer
+from models.fakes import CountingEmbedder, WordTokenizer
 from rag import store
 from rag.chunking import ChunkSettings
 from rag.index import IndexProgress, open_index
 from rag.types import Chunk, Retriever
 
 DATA = Path(__file__).parent / "data" / "retrieval_docs"
-
-
-class CountingEmbedder(HashEmbedder):
-    """A hash embedder that records every text it embeds."""
-
-    def __init__(self, dim: int = 512) -> None:
-        super().__init__(dim)
-        self.seen: list[str] = []
-
-    def embed(self, texts):
-        self.seen.extend(texts)
-        return super().embed(texts)
 
 
 @pytest.fixture
@@ -43,7 +31,7 @@ def docs(tmp_path: Path) -> Path:
 
 def open_(docs: Path, index_dir: Path, embedder=None, **kw):
     events: list[IndexProgress] = []
-    index = open_index(docs, WordTokenizer(), embedder or CountingEmbedder(), index_dir=index_dir,
+    index = open_index(docs, WordTokenizer(), embedder or CountingEmbedder(512), index_dir=index_dir,
                        progress=events.append, chunking=ChunkSettings(max_tokens=40), **kw)
     return index, events
 
@@ -53,7 +41,7 @@ def test_first_open_builds_and_saves_then_reopens_without_embedding(docs, tmp_pa
     assert first.update.rebuilt and first.update.reason == "new index"
     assert isinstance(first, Retriever)
     assert {e.stage for e in events} >= {"scan", "chunk", "embed", "save", "done"}
-    embedder = CountingEmbedder()
+    embedder = CountingEmbedder(512)
     again, _ = open_(docs, tmp_path / "idx", embedder)
     assert not again.update.modified and embedder.seen == []
     assert [c.chunk_id for c in again.chunks] == [c.chunk_id for c in first.chunks]
@@ -81,7 +69,7 @@ def test_reopening_loads_the_stored_bm25_postings_unless_term_settings_differ(do
 def test_editing_one_file_reembeds_only_its_chunks_and_keeps_other_ids(docs, tmp_path):
     before, _ = open_(docs, tmp_path / "idx")
     (docs / "guide.md").write_text("# Install guide\n\nA new first paragraph.\n\n## Extra\n\nMore words here.\n")
-    embedder = CountingEmbedder()
+    embedder = CountingEmbedder(512)
     after, _ = open_(docs, tmp_path / "idx", embedder)
     assert after.update.changed == ("guide.md",) and after.update.added == () and after.update.unchanged == 5
     guide = [c for c in after.chunks if c.doc_id == "guide.md"]
@@ -176,7 +164,7 @@ def test_a_damaged_index_is_rebuilt_with_one_notice(docs, tmp_path, damage):
 def test_other_settings_rebuild_with_a_notice_naming_them(docs, tmp_path):
     open_(docs, tmp_path / "idx")
     events: list[IndexProgress] = []
-    index = open_index(docs, WordTokenizer(), CountingEmbedder(), index_dir=tmp_path / "idx",
+    index = open_index(docs, WordTokenizer(), CountingEmbedder(512), index_dir=tmp_path / "idx",
                        progress=events.append, chunking=ChunkSettings(max_tokens=30))
     assert index.update.rebuilt and "chunker" in index.update.reason
     assert any("chunker" in e.message for e in events if e.stage == "notice")
@@ -184,7 +172,7 @@ def test_other_settings_rebuild_with_a_notice_naming_them(docs, tmp_path):
 
 def test_the_default_index_dir_is_a_cache_folder_per_docs_folder(docs, tmp_path, monkeypatch):
     monkeypatch.setenv("SMOLDOCS_CACHE", str(tmp_path / "cache"))
-    index = open_index(docs, WordTokenizer(), CountingEmbedder())
+    index = open_index(docs, WordTokenizer(), CountingEmbedder(512))
     assert index.update.index_dir.parent == tmp_path / "cache" / "indexes"
     assert index.update.index_dir == store.default_index_dir(docs)
     assert store.default_index_dir(docs) != store.default_index_dir(tmp_path)

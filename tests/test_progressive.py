@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from models.fakes import HashEmbedder, WordTokenizer
+from models.fakes import CountingEmbedder, WordTokenizer
 from rag import store
 from rag.chunking import ChunkSettings
 from rag.fusion import Ranked, fuse
@@ -22,16 +22,6 @@ from rag.watch import DocsFilter, is_temp_file
 DATA = Path(__file__).parent / "data" / "retrieval_docs"
 
 
-class CountingEmbedder(HashEmbedder):
-    def __init__(self, dim: int = 256) -> None:
-        super().__init__(dim)
-        self.seen: list[str] = []
-
-    def embed(self, texts):
-        self.seen.extend(texts)
-        return super().embed(texts)
-
-
 @pytest.fixture
 def docs(tmp_path: Path) -> Path:
     root = tmp_path / "docs"
@@ -40,12 +30,12 @@ def docs(tmp_path: Path) -> Path:
 
 
 def open_(docs: Path, index_dir: Path, embedder=None, **kw):
-    return open_index(docs, WordTokenizer(), embedder or CountingEmbedder(), index_dir=index_dir,
+    return open_index(docs, WordTokenizer(), embedder or CountingEmbedder(256), index_dir=index_dir,
                       chunking=ChunkSettings(max_tokens=40), **kw)
 
 
 def test_budget_zero_gives_a_bm25_index_with_zero_coverage_and_saves_it(docs, tmp_path):
-    embedder = CountingEmbedder()
+    embedder = CountingEmbedder(256)
     index = open_(docs, tmp_path / "i", embedder, embed_budget=0)
     assert embedder.seen == [] and index.dense_coverage == 0.0
     assert index.update.dense_missing == len(index) and "left to embed" in index.update.summary()
@@ -56,7 +46,7 @@ def test_budget_zero_gives_a_bm25_index_with_zero_coverage_and_saves_it(docs, tm
 
 def test_next_run_embeds_only_the_missing_rows_and_matches_a_blocking_build(docs, tmp_path):
     open_(docs, tmp_path / "i", embed_budget=0)
-    embedder = CountingEmbedder()
+    embedder = CountingEmbedder(256)
     resumed = open_(docs, tmp_path / "i", embedder)
     assert resumed.dense_coverage == 1.0 and resumed.update.chunks_embedded == len(resumed)
     assert resumed.update.summary().split(";")[1].strip() == "resumed embedding"
@@ -75,7 +65,7 @@ def test_fill_missing_embeds_first_rows_first_and_stops_between_batches(docs, tm
         seen.append((done, total))
         stop.set()  # asked to stop after the first batch: the second never starts
 
-    n = fill_missing(matrix, index.chunks, CountingEmbedder(), first=[7, 3], batch=2, stop=stop, on_batch=on_batch)
+    n = fill_missing(matrix, index.chunks, CountingEmbedder(256), first=[7, 3], batch=2, stop=stop, on_batch=on_batch)
     assert n == 2 and seen == [(2, len(index))]
     assert set(np.flatnonzero(matrix.any(axis=1))) == {3, 7}
     assert missing_rows(matrix).size == len(index) - 2
@@ -109,7 +99,7 @@ def test_save_embeddings_replaces_rows_only_for_the_same_chunks(docs, tmp_path):
     index = open_(docs, tmp_path / "i", embed_budget=0)
     ids = [c.chunk_id for c in index.chunks]
     filled = np.array(index.dense.matrix)
-    fill_missing(filled, index.chunks, CountingEmbedder())
+    fill_missing(filled, index.chunks, CountingEmbedder(256))
     assert not store.save_embeddings(tmp_path / "i", filled, ids[:-1] + ["other#0"])
     assert not store.load(tmp_path / "i").embeddings.any()
     assert store.save_embeddings(tmp_path / "i", filled, ids)
@@ -121,7 +111,7 @@ def test_save_embeddings_replaces_rows_only_for_the_same_chunks(docs, tmp_path):
 
 
 def live_(docs, tmp_path, embedder=None, first_budget=None, **kw):
-    embedder = embedder or CountingEmbedder()
+    embedder = embedder or CountingEmbedder(256)
     events: list[IndexProgress] = []
 
     def reopen(emit=None, chunk_budget=None, stop=None):
@@ -158,7 +148,7 @@ def test_a_thousand_change_events_make_one_reindex(docs, tmp_path):
 
 
 def test_reindex_keeps_embeddings_of_unchanged_chunks_and_pinned_snapshot_is_old(docs, tmp_path):
-    embedder = CountingEmbedder()
+    embedder = CountingEmbedder(256)
     live, _ = live_(docs, tmp_path, embedder)
     while live.step() == "embed":
         pass

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.fakes import HashEmbedder
+from models.fakes import CountingEmbedder, HashEmbedder
 from rag.citations import Citation
 from rag.support import Params
 from rag.types import Chunk
@@ -213,19 +213,8 @@ def test_without_an_embedder_the_result_says_it_is_lexical_only():
     assert not dense.lexical_only
 
 
-class CountingEmbedder(HashEmbedder):
-    def __init__(self, model_id):
-        super().__init__()
-        self.model_id = model_id  # its own key in the vector cache
-        self.calls = 0
-
-    def embed(self, texts):
-        self.calls += 1
-        return super().embed(texts)
-
-
 def test_all_claims_and_sentences_are_embedded_in_one_batch_and_reused():
-    embedder = CountingEmbedder("counting-once")
+    embedder = CountingEmbedder(model_id="counting-once")
     answer = "The KV cache stores keys [1]. BM25 ranks chunks [2]. The k1 parameter is 1.5 [2][1]. Unrelated [3]."
     first = verify_answer(answer, SHOWN, INDEX.get, embedder)
     assert embedder.calls == 1

@@ -17,6 +17,14 @@ from agent.eval.shown import shown_metrics
 Section = tuple[str, list[tuple[str, str]]]
 
 
+def question_counts(records: Sequence[Record]) -> dict:
+    return {
+        "n": len(records),
+        "answerable": sum(r.answerable for r in records),
+        "unanswerable": sum(not r.answerable for r in records),
+    }
+
+
 def build_report(records: Sequence[Record], retrieval: Sequence, settings: dict, thresholds: Thresholds) -> dict:
     """Every metric, the gate's verdict, and the per-question rows."""
     citations = citation_metrics(records)
@@ -25,11 +33,7 @@ def build_report(records: Sequence[Record], retrieval: Sequence, settings: dict,
     missed = threshold_failures(thresholds, recall5, citations)
     return {
         "settings": settings,
-        "questions": {
-            "n": len(records),
-            "answerable": sum(r.answerable for r in records),
-            "unanswerable": sum(not r.answerable for r in records),
-        },
+        "questions": question_counts(records),
         "retrieval": [asdict(r) for r in retrieval],
         "citations": citations,
         "answers": answer_metrics(records),
@@ -45,11 +49,7 @@ def build_probe_report(records: Sequence[Record], retrieval: Sequence, settings:
     """The report of a run without the model: retrieval, and the conflict notes of what would be shown."""
     return {
         "settings": settings,
-        "questions": {
-            "n": len(records),
-            "answerable": sum(r.answerable for r in records),
-            "unanswerable": sum(not r.answerable for r in records),
-        },
+        "questions": question_counts(records),
         "retrieval": [asdict(r) for r in retrieval],
         "sources": source_metrics(records),
         "rows": [
