@@ -20,6 +20,9 @@ import sys
 from pathlib import Path
 from llama_cpp import Llama
 
+from models.cpu import use_safe_weight_buffers
+
+use_safe_weight_buffers()  # the same weight layout as ours: on a VM whose AMX faults, any other crashes
 path, n_prompt, n_completion, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 llm = Llama(model_path=path, n_ctx=2048, n_threads=threads, n_threads_batch=threads, verbose=False)
 text = "\\n\\n".join(p.read_text(encoding="utf-8") for p in sorted(Path(sys.argv[5]).rglob("*.md")))

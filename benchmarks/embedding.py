@@ -67,6 +67,9 @@ def _bare_loop(path: Path) -> Callable[[Sequence[str]], list]:
     """What one writes without this module: a plain Llama with default threads, one embed() call per text."""
     import llama_cpp
 
+    from models.cpu import use_safe_weight_buffers
+
+    use_safe_weight_buffers()  # the weight layout ours uses (see models.cpu)
     llm = llama_cpp.Llama(model_path=str(path), embedding=True, n_ctx=512, verbose=False)
     return lambda texts: [llm.embed(t, normalize=True) for t in texts]
 

@@ -39,6 +39,9 @@ class LlamaEmbedder:
     ) -> None:
         import llama_cpp
 
+        from models.cpu import use_safe_weight_buffers
+
+        use_safe_weight_buffers()
         if batch_tokens < MAX_TOKENS:
             raise ValueError(f"batch_tokens must be >= {MAX_TOKENS} so a whole input fits one decode")
         # n_ctx bounds the tokens of one decode; a non-causal model needs n_ubatch to hold the whole batch.

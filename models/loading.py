@@ -50,7 +50,10 @@ def open_llama(config: ModelConfig, *, vocab_only: bool = False, embedding: bool
     """A llama_cpp.Llama for `config`, or a one-line ModelError naming the path and the fix."""
     from llama_cpp import Llama
 
+    from models.cpu import use_safe_weight_buffers
+
     check_gguf(Path(config.path))
+    use_safe_weight_buffers()
     if not config.verbose:
         _quiet_llama_logs()
     _RECENT_LOG.clear()
