@@ -47,3 +47,14 @@ def real_index(real_tokenizer, real_embedder):
     from rag.index import open_index
 
     return open_index(None, real_tokenizer, real_embedder)
+
+
+@pytest.fixture
+def docs(tmp_path):
+    """A copy of tests/data/retrieval_docs (7 small pages) to index, edit and damage; a module may define its own."""
+    import shutil
+    from pathlib import Path
+
+    root = tmp_path / "docs"
+    shutil.copytree(Path(__file__).parent / "data" / "retrieval_docs", root)
+    return root

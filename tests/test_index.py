@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 from pathlib import Path
 
@@ -18,15 +17,6 @@ from rag import store
 from rag.chunking import ChunkSettings
 from rag.index import IndexProgress, open_index
 from rag.types import Chunk, Retriever
-
-DATA = Path(__file__).parent / "data" / "retrieval_docs"
-
-
-@pytest.fixture
-def docs(tmp_path: Path) -> Path:
-    root = tmp_path / "docs"
-    shutil.copytree(DATA, root)
-    return root
 
 
 def open_(docs: Path, index_dir: Path, embedder=None, **kw):

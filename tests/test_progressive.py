@@ -19,15 +19,6 @@ from rag.live import LiveIndex
 from rag.progressive import fill_missing, missing_rows
 from rag.watch import DocsFilter, is_temp_file
 
-DATA = Path(__file__).parent / "data" / "retrieval_docs"
-
-
-@pytest.fixture
-def docs(tmp_path: Path) -> Path:
-    root = tmp_path / "docs"
-    shutil.copytree(DATA, root)
-    return root
-
 
 def open_(docs: Path, index_dir: Path, embedder=None, **kw):
     return open_index(docs, WordTokenizer(), embedder or CountingEmbedder(256), index_dir=index_dir,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -12,7 +11,6 @@ from agent.cli import main
 from agent.commands import common
 from models.fakes import HashEmbedder, WordTokenizer
 
-DATA = Path(__file__).parent / "data" / "retrieval_docs"
 JSON_KEYS = {"rank", "chunk_id", "doc_id", "uri", "heading", "lines", "pages", "score", "bm25_rank", "dense_rank",
              "outdated", "expires", "text", "dense_coverage"}
 
@@ -21,13 +19,6 @@ JSON_KEYS = {"rank", "chunk_id", "doc_id", "uri", "heading", "lines", "pages", "
 def fake_models(monkeypatch):
     monkeypatch.setattr(common, "load_tokenizer_from_args", lambda args: WordTokenizer())
     monkeypatch.setattr(common, "load_embedder_from_args", lambda args: HashEmbedder(512))
-
-
-@pytest.fixture
-def docs(tmp_path: Path) -> Path:
-    root = tmp_path / "docs"
-    shutil.copytree(DATA, root)
-    return root
 
 
 def test_index_prints_a_summary_then_up_to_date(fake_models, docs, tmp_path, capsys):

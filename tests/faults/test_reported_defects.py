@@ -15,15 +15,6 @@ import pytest
 from faults_support import cli, index_args, search_args
 from rag import store
 
-DATA = Path(__file__).parent.parent / "data" / "retrieval_docs"
-
-
-@pytest.fixture
-def docs(tmp_path: Path) -> Path:
-    root = tmp_path / "docs"
-    shutil.copytree(DATA, root)
-    return root
-
 
 def hit_ids(run) -> list[str]:
     assert run.rc == 0, run.err
