@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
 import pytest
 
-from models.cpu import extra_buffers_wanted
+from models.cpu import ENV, extra_buffers_wanted
 from models.errors import BadSetting
 
 AMX = "CPU : SSE3 = 1 | AVX2 = 1 | AVX512 = 1 | AMX_INT8 = 1 | REPACK = 1 |"
@@ -43,7 +44,8 @@ print(use_safe_weight_buffers(), "AMX_INT8 = 1" in info, lib.llama_model_default
 @pytest.mark.real
 def test_the_real_model_loads_and_answers_with_the_layout_chosen_for_this_cpu():
     # A child process: the choice is made once per process, and a wrong one crashes it rather than the test run.
-    done = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=120)
+    env = {k: v for k, v in os.environ.items() if k != ENV}  # the automatic choice, whatever the caller set
+    done = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
     applied, amx, default = done.stdout.split()[-3:]
     assert applied == str(amx == "False") and default == applied
