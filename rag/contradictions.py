@@ -39,6 +39,17 @@ _DIGIT_ONE = re.compile(r"(?<![\w.])1(?!\w|[.,]\d)")
 _ALIGNED = 0.5  # a claim clause and a window clause sharing this much (Jaccard) say the same thing
 _NEGATION_ALIGNED = 0.6  # ... and to call one the negation of the other, this much
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
+# A release named relative to now ("the next major version", "a future release"): a plan or a history the text
+# must state, like a version number.
+_RELEASE = re.compile(
+    r"\b(?:next|future|upcoming|coming|later|subsequent|previous|earlier|prior|newer|older)\s+"
+    r"(?:(?:major|minor|stable|feature)\s+)?(?:versions?|releases?)\b",
+    re.IGNORECASE,
+)
+_VERSION_WORD = re.compile(r"\b(?:versions?|releases?)\b", re.IGNORECASE)
+# "also X" adds to a set that "X (and nothing else)" closes.
+_ADDING = re.compile(r"\b(?:also|as well as|in addition to|additionally)\b", re.IGNORECASE)
+_CLOSED = re.compile(r"\b(?:nothing else|no other|nothing more|none other)\b", re.IGNORECASE)
 
 
 def contradiction(claim_text: str, claim: Terms, window_text: str, context_text: str) -> str:
@@ -51,6 +62,7 @@ def contradiction(claim_text: str, claim: Terms, window_text: str, context_text:
         or _swapped(claim_text, claim, context_text)
         or _cue_changed(claim, context_text)
         or _negation(claim_text, claim, context_text, context)
+        or _added_to_closed(claim_text, context_text, context)
     )
 
 
@@ -62,11 +74,27 @@ def unstated(claim_text: str, claim: Terms, window_text: str, window: Terms) -> 
     names = {s.text for s in specifics(claim_text) if not contains(text, s.text)}
     names |= {i for i in claim.identifiers if i not in window.identifiers and i not in text}
     missing = sorted(numbers) + sorted(names)
+    release = _RELEASE.search(claim_text)
+    if release and not _VERSION_WORD.search(window_text):
+        missing.append(repr(release.group().lower()))
     if missing:
         return f"the best-matching text does not state {_join(missing)}"
     stated = {c.group for c in window.cues}
     strong = [c.word for c in claim.cues if c.group in _MUST_BE_STATED and not _MUST_BE_STATED[c.group] & stated]
     return f"the cited text does not say {strong[0]!r}" if strong else ""
+
+
+def _added_to_closed(claim_text: str, context_text: str, context: Terms) -> str:
+    """The claim adds ("also X") what the text rules out ("... and nothing else"): X is named nowhere near."""
+    closed = _CLOSED.search(context_text)
+    adding = _ADDING.search(claim_text)
+    if not closed or not adding:
+        return ""
+    added = clauses(claim_text[adding.end() :])
+    new = sorted(terms(added[0]).words - context.words) if added else []
+    if new:
+        return f"the cited text says {closed.group().lower()!r} where the claim adds {' '.join(new)!r}"
+    return ""
 
 
 def _number_changed(claim_text: str, claim: Terms, window: Terms) -> str:

@@ -141,6 +141,26 @@ def test_an_obligation_the_text_does_not_state_is_not_supported():
 
 
 @pytest.mark.parametrize("embedder", EMBEDDERS)
+def test_a_release_the_text_does_not_name_is_not_supported(embedder):
+    passage = "The `fs.exists()` function is deprecated, but `fs.existsSync()` is not deprecated in Node.js."
+    verdict = check(passage, "The `fs.exists()` function will be removed in the next major version of Node.js.",
+                    embedder)  # fmt: skip
+    assert verdict.verdict != "supported" and "'next major version'" in verdict.reason
+    said = "`fs.exists()` is deprecated and will be removed in a future version of Node.js."
+    assert check(said, "`fs.exists()` will be removed in a future version of Node.js.", embedder).verdict == "supported"
+
+
+@pytest.mark.parametrize("embedder", EMBEDDERS)
+def test_adding_to_what_the_text_closes_is_unsupported(embedder):
+    passage = '"git stash" learned the "--staged" option to stash away what has been added to the index (and nothing else).'
+    verdict = check(passage, '"git stash --staged" also stashes untracked files.', embedder)
+    assert verdict.verdict == "unsupported"
+    assert "'nothing else'" in verdict.reason and "untrack" in verdict.reason
+    kept = '"git stash --staged" stashes away what has been added to the index, and nothing else.'
+    assert check(passage, kept, embedder).verdict == "supported"
+
+
+@pytest.mark.parametrize("embedder", EMBEDDERS)
 @pytest.mark.parametrize("passage, claim", [
     ("<p>Public modules must be installed in <code class=\"file\"><span class=\"pre\">/usr/lib/python3/dist-packages"
      "</span></code>.</p>", "Public modules must be installed in `/usr/lib/python3/dist-packages`."),
