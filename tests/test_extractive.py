@@ -38,7 +38,7 @@ def test_quotes_the_sentences_closest_to_the_question_each_with_its_marker(embed
     quotes = [line for line in lines[1:] if line]
     assert all(line.startswith("> ") for line in quotes)
     assert quotes[0] == "> Its size grows linearly with the context length n_ctx. [1]"
-    assert used[0] == 1 and len(quotes) <= 3
+    assert used[0] == 1 and len(quotes) <= 4
 
 
 @pytest.mark.parametrize("embedder", [None, HashEmbedder()])
@@ -66,6 +66,26 @@ def test_headings_and_code_are_not_quoted():
 def test_max_sentences_and_min_score_bound_the_quote():
     assert len(best_quotes("cache", SHOWN, INDEX.get, None, max_sentences=1)) == 1
     assert extractive_answer("quantum chromodynamics", SHOWN, INDEX.get, None) == ("", ())
+
+
+def test_when_the_best_few_share_an_excerpt_the_best_of_another_excerpt_follows():
+    first = Chunk("docs/a.md#0", "docs/a.md", "docs/a.md", "The cache holds keys. The cache holds values. "
+                  "The cache holds both for every token. The cache is large.")  # fmt: skip
+    other = Chunk("docs/b.md#0", "docs/b.md", "docs/b.md", "Eviction drops the oldest cache entries first.")
+    shown = {1: Citation(1, first.chunk_id, first.doc_id, first.uri),
+             2: Citation(2, other.chunk_id, other.doc_id, other.uri)}  # fmt: skip
+    lookup = {first.chunk_id: first, other.chunk_id: other}.get
+    plain = best_quotes("what does the cache hold", shown, lookup, None, max_sentences=3, min_score=0.0)
+    assert [q.n for q in plain] == [1, 1, 1]
+    widened = best_quotes("what does the cache hold", shown, lookup, None, max_sentences=3, min_score=0.0,
+                          other_excerpt=1)  # fmt: skip
+    assert widened[:3] == plain and [q.n for q in widened[3:]] == [2]
+    assert widened[3].sentence == "Eviction drops the oldest cache entries first."
+    fewer = best_quotes("what does the cache hold", shown, lookup, None, max_sentences=5, min_score=0.0,
+                        other_excerpt=1)  # fmt: skip
+    assert [q.n for q in fewer] == [1, 1, 1, 2]  # fewer than five quotable: all of them, nothing added twice
+    text, used = extractive_answer("what does the cache hold", shown, lookup, None, min_score=0.0)
+    assert used == (1, 2) and text.count("\n> ") == 4
 
 
 def test_near_duplicate_sentences_are_quoted_once():
