@@ -23,8 +23,8 @@ WEIGHTS = dict(zip(FEATURES, (0.37, 0.26, 0.22, 0.15)))
 MIN_SCORE = 0.2
 MAX_OVERLAP = 0.8  # a sentence sharing more of its words with one already chosen adds nothing
 # After the best few, the best sentence of an excerpt none of them came from. The rank prior often fills every
-# place from the first excerpt while the answer sits in another one. Measured by quote_eval's splits (evidence
-# string in the quoted text, 3 best / 3 best + this / 4 best): fit 48 / 54 / 51 of 76, held back 60 / 62 / 61.
+# place from the first excerpt while the answer sits in another one. `python -m rag.quote_eval` (evidence string
+# in the quoted text, 3 best / 3 best + this): fit 48 / 54 of 76, held back 60 / 61; the 4 best instead: 51 / 61.
 # Capping the quotes per excerpt was worse (at most 2 from one excerpt: held back 52 of 76).
 OTHER_EXCERPT = 1
 
@@ -95,23 +95,33 @@ def best_quotes(
     """The sentences of the shown, resolvable excerpts closest to the question, best first, near-duplicates dropped;
     then, when `max_sentences` were found, up to `other_excerpt` more, each the best of an excerpt not yet quoted."""
     ranked = rank_sentences(question, shown_citations, lookup, embedder)
+    return select(ranked, embedder is not None, max_sentences, min_score, other_excerpt)
+
+
+def select(
+    ranked: "Ranked", with_cosine: bool, max_sentences: int = 3, min_score: float = MIN_SCORE, other_excerpt: int = 0
+) -> list[Quote]:
+    """best_quotes' choice among sentences already scored (rag.quote_eval measures it on the same rows)."""
     found, scores = ranked.candidates, ranked.scores
     if not found or max_sentences <= 0:
         return []
-    close = scores_of(ranked.features, embedder is not None, only=("coverage", "cosine"))
+    close = scores_of(ranked.features, with_cosine, only=("coverage", "cosine"))
     order = sorted(range(len(found)), key=lambda i: (-scores[i], found[i].n, i))
     chosen: list[Quote] = []
+
+    def fits(i: int) -> bool:
+        return close[i] >= min_score and not any(_overlap(found[i].sentence, q.sentence) > MAX_OVERLAP for q in chosen)
+
     for i in order:
         if len(chosen) >= max_sentences:
             break
-        if close[i] >= min_score and not any(_overlap(found[i].sentence, q.sentence) > MAX_OVERLAP for q in chosen):
+        if fits(i):
             chosen.append(Quote(found[i].n, found[i].sentence, float(scores[i])))
     if len(chosen) < max_sentences:
         return chosen
     for _ in range(other_excerpt):
         quoted = {q.n for q in chosen}
-        extra = next((i for i in order if found[i].n not in quoted and close[i] >= min_score
-                      and not any(_overlap(found[i].sentence, q.sentence) > MAX_OVERLAP for q in chosen)), None)  # fmt: skip
+        extra = next((i for i in order if found[i].n not in quoted and fits(i)), None)
         if extra is None:
             break
         chosen.append(Quote(found[extra].n, found[extra].sentence, float(scores[extra])))

@@ -8,6 +8,9 @@ lowercasing and collapsing whitespace, it contains the question's evidence strin
 least 4 words that lies inside the evidence (evidence spanning sentences); or it holds at least 60% of the
 evidence's distinct words (evidence cut differently from our sentence split).
 
+Quoted answer: the evidence string (case and whitespace aside) in the sentences the extractive answer quotes,
+the three best alone and with the best sentence of another excerpt after them (rag.extractive.OTHER_EXCERPT).
+
 Answerability: abstention on unanswerable questions and false abstention on answerable ones, per split.
 
 Splits: questions at even positions of the file fit, odd positions are held back. `--fit` fits the scorer's
@@ -28,7 +31,7 @@ import numpy as np
 
 from rag import answerability as ab
 from rag.claim_terms import terms
-from rag.extractive import WEIGHTS, Ranked, rank_sentences, scores_of
+from rag.extractive import OTHER_EXCERPT, WEIGHTS, Ranked, rank_sentences, scores_of, select
 from rag.metrics import Question, load_questions
 from rag.packing import Ledger
 from rag.quote_features import FEATURES
@@ -138,6 +141,16 @@ def fit_weights(cases: Sequence[Case], l2: float = 0.01, steps: int = 1500, rate
     return dict(zip(FEATURES, np.round(w / w.sum(), 2).tolist()))
 
 
+def quoted_hits(cases: Sequence[Case], other_excerpt: int) -> int:
+    """Answerable cases whose quoted answer (as rag.extractive picks it) holds the evidence string."""
+    hits = 0
+    for case in cases:
+        if case.question.answerable and case.question.evidence:
+            text = " ".join(q.sentence for q in select(case.ranked, True, other_excerpt=other_excerpt))
+            hits += _norm(case.question.evidence) in _norm(text)
+    return hits
+
+
 # -- answerability ----------------------------------------------------------------------------------------------
 
 def answerability_signals(case: Case, weights: dict[str, float]) -> dict[str, float]:
@@ -177,6 +190,10 @@ def report(cases: Sequence[Case], weights: dict[str, float], ab_weights, ab_bias
         base = top_k(part, lambda c: c.baseline)
         new = top_k(part, lambda c: scores_of(c.ranked.features, True, weights))
         lines.append(f"{name:<9} {n:>9}  {base[0]:>3} / {base[1]:<3}           {new[0]:>3} / {new[1]:<3}")
+    lines += ["", f"split     questions  quoted answer: 3 best  + best of another excerpt (x{OTHER_EXCERPT})"]
+    for name, part in (("fit", [c for c in cases if c.fit]), ("held-back", [c for c in cases if not c.fit])):
+        n = sum(c.question.answerable for c in part)
+        lines.append(f"{name:<9} {n:>9}  {quoted_hits(part, 0):>21}  {quoted_hits(part, OTHER_EXCERPT):>31}")
     lines += ["", f"answerability weights {dict(zip(ab.SIGNALS, ab_weights))} bias {ab_bias}",
               "split      abstention on unanswerable  false abstention on answerable"]
     for name, part in (("fit", [c for c in cases if c.fit]), ("held-back", [c for c in cases if not c.fit])):
