@@ -49,7 +49,7 @@ _RELEASE = re.compile(
 _VERSION_WORD = re.compile(r"\b(?:versions?|releases?)\b", re.IGNORECASE)
 # "also X" adds to a set that "X (and nothing else)" closes.
 _ADDING = re.compile(r"\b(?:also|as well as|in addition to|additionally)\b", re.IGNORECASE)
-_CLOSED = re.compile(r"\b(?:nothing else|no other|nothing more|none other)\b", re.IGNORECASE)
+_CLOSED = re.compile(r"\b(?:nothing else|nothing more|and no other)\b", re.IGNORECASE)
 
 
 def contradiction(claim_text: str, claim: Terms, window_text: str, context_text: str) -> str:

@@ -99,7 +99,7 @@ def best_quotes(
 
 
 def select(
-    ranked: "Ranked", with_cosine: bool, max_sentences: int = 3, min_score: float = MIN_SCORE, other_excerpt: int = 0
+    ranked: Ranked, with_cosine: bool, max_sentences: int = 3, min_score: float = MIN_SCORE, other_excerpt: int = 0
 ) -> list[Quote]:
     """best_quotes' choice among sentences already scored (rag.quote_eval measures it on the same rows)."""
     found, scores = ranked.candidates, ranked.scores
