@@ -125,7 +125,7 @@ def _best_threshold(
         predicted = free & (scores >= threshold)
         tp = int((predicted & labels).sum())
         fp = int((predicted & ~labels).sum())
-        if tp + fp == 0 or tp / (tp + fp) < floor - 1e-12:
+        if tp + fp == 0 or tp / (tp + fp) < floor:
             continue
         accuracy = float((predicted == labels).mean())
         if accuracy > best[1]:
