@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections import Counter
 
 import numpy as np
-
 import pytest
 
 from models.fakes import HashEmbedder
