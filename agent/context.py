@@ -13,7 +13,7 @@ from agent.errors import AgentError
 from agent.events import ContextBuilt
 from agent.prompts import QUESTION_SUFFIX, SYSTEM_RULES, evidence_message, question_message
 from models.protocols import Tokenizer
-from rag.packing import join_blocks
+from rag.excerpts.packing import join_blocks
 
 
 class ContextOverflow(AgentError):

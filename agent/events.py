@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Union
+from enum import StrEnum
+from typing import Any, Iterable, Union
 
-from rag.packing import Omission
+from rag.excerpts.packing import Omission
 from rag.types import Hit
-from rag.verdicts import CitationVerdict, ClaimVerdict, Verdict, numbers_with
+from rag.verification.verdicts import CitationVerdict, ClaimVerdict, Verdict, numbers_with
 
 
 @dataclass(frozen=True)
@@ -70,13 +71,32 @@ class TextDelta:
     text: str
 
 
+class AnswerStatus(StrEnum):
+    """How a turn ended. A str, so saved chats and JSON carry the plain word."""
+
+    ANSWERED = "answered"  # something supported (or quoted) is shown
+    INSUFFICIENT_EVIDENCE = "insufficient_evidence"  # the docs do not cover the question: smoldocs declined
+    CANCELLED = "cancelled"  # the user stopped it; what streamed is kept as the draft
+    ERROR = "error"  # the model or a tool failed
+    INTERRUPTED = "interrupted"  # the model server stopped mid-answer; what streamed is kept
+    NOT_ASKED = "not_asked"  # `smoldocs eval --no-model`: searched and packed, no model asked
+
+    @classmethod
+    def of(cls, value: str) -> "AnswerStatus":
+        """The status a saved word names; an unknown word (a newer smoldocs) reads as an error."""
+        try:
+            return cls(value)
+        except ValueError:
+            return cls.ERROR
+
+
 @dataclass(frozen=True)
 class Answer:
     """The final answer of one turn, built once when the turn ends."""
 
     question: str
     text: str
-    status: str  # answered | insufficient_evidence | cancelled | error
+    status: AnswerStatus
     citations: tuple[CitationVerdict, ...] = ()  # one per number the text cites, made-up ones included
     claims: tuple[ClaimVerdict, ...] = ()
     quoted: bool = False  # text is an extractive fallback of quoted sentences, not the model's words
@@ -89,7 +109,7 @@ class Answer:
     total_time: float = 0.0
     tokens_per_second: float = 0.0
     stop_reason: str | None = None  # why generation was cut short by the agent (a loop guard), if it was
-    conflicts: tuple[dict, ...] = ()  # rag.conflicts.Conflict.to_json() of the excerpts shown: sources disagree
+    conflicts: tuple[dict, ...] = ()  # rag.excerpts.conflicts.Conflict.to_json() of the excerpts shown: sources disagree
 
     @property
     def unknown(self) -> tuple[int, ...]:
@@ -123,3 +143,22 @@ Event = Union[
 EVENT_TYPES: tuple[type, ...] = (
     TurnStarted, ToolStep, SearchStarted, SearchFinished, ContextBuilt, TextDelta, AnswerFinished, ErrorEvent
 )
+
+
+def shown_hits(events: Iterable[Event]) -> dict[int, Hit]:
+    """The numbered excerpts one turn showed the model: ledger number -> hit.
+
+    SearchFinished lists the hits in rank order and the numbers of those kept; the kept hits are the ones
+    no omission names, in the same order.
+    """
+    found: dict[int, Hit] = {}
+    for event in events:
+        if not isinstance(event, SearchFinished) or event.error:
+            continue
+        left_out = {o.rank for o in event.omissions}
+        kept = [h for rank, h in enumerate(event.hits, 1) if rank not in left_out]
+        for n, hit in zip(event.packed, kept):
+            found.setdefault(n, hit)
+    return found
+
+

@@ -11,6 +11,7 @@ from agent.context import ContextWindow
 from agent.events import (
     Answer,
     AnswerFinished,
+    AnswerStatus,
     ErrorEvent,
     Event,
     SearchFinished,
@@ -25,7 +26,7 @@ from agent.prompts import (
     NOT_COVERED, QUESTION_SUFFIX, QUOTE_QUESTION_SUFFIX, UNSUPPORTED_NOTE, abstains, neutralize, placeholder_query,
     system_rules, tool_rules,
 )
-from agent.quoting import REF_OPEN, QuoteCandidates, QuoteGuard, Span, parse_units, quote_evidence
+from agent.quoting import REF_OPEN, QuoteCandidates, QuoteGuard, Span, parse_quote_units, quote_evidence
 from agent.verified import Display, free_display, quote_display
 from agent.settings import AgentSettings
 from agent.toolcalls import ParseFailure, parse_tool_calls
@@ -35,14 +36,14 @@ from models.grammar import json_schema_grammar
 from models.protocols import CancelToken, ChatModel
 from rag import markers
 from rag.citations import Citation
-from rag.conflicts import find_conflicts
-from rag.extractive import Quoter
-from rag.document_tool import GET_DOCUMENT_DESCRIPTION, GET_DOCUMENT_NAME, GET_DOCUMENT_SCHEMA, get_document_tool
-from rag.packing import Ledger, block
-from rag.search_tool import SEARCH_DOCS_DESCRIPTION, SEARCH_DOCS_NAME, SEARCH_DOCS_SCHEMA, search_docs_tool
+from rag.excerpts.conflicts import find_conflicts
+from rag.answering.extractive import Quoter
+from rag.excerpts.document_tool import GET_DOCUMENT_DESCRIPTION, GET_DOCUMENT_NAME, GET_DOCUMENT_SCHEMA, get_document_tool
+from rag.excerpts.packing import Ledger, block
+from rag.excerpts.search_tool import SEARCH_DOCS_DESCRIPTION, SEARCH_DOCS_NAME, SEARCH_DOCS_SCHEMA, search_docs_tool
 from rag.types import Retriever
-from rag.verdicts import Judge
-from rag.verify import Verifier
+from rag.verification.verdicts import Judge
+from rag.verification.verifier import Verifier
 
 MAX_QUERY_CHARS = 1000
 
@@ -129,7 +130,7 @@ class Agent:
     # -- tools ----------------------------------------------------------------------------------------------
 
     def _registry(self, ledger: Ledger, budget: int) -> ToolRegistry:
-        tool = search_docs_tool(self.retriever, ledger, self.model.tokenizer, max_tokens=budget, order=self.settings.order)
+        tool = search_docs_tool(self.retriever, ledger, self.model.tokenizer, max_tokens=budget)
         document = get_document_tool(self.retriever, ledger, self.model.tokenizer, max_tokens=budget)
         return ToolRegistry({
             SEARCH_DOCS_NAME: Tool(SEARCH_DOCS_NAME, SEARCH_DOCS_DESCRIPTION, SEARCH_DOCS_SCHEMA, tool),
@@ -248,7 +249,7 @@ class Agent:
         shown = shown_excerpts(ledger.citations(), shown_numbers)
         if not shown:
             text = f"{NOT_COVERED} search_docs found no excerpt for this question."
-            yield AnswerFinished(replace(base, text=text, status="insufficient_evidence"))
+            yield AnswerFinished(replace(base, text=text, status=AnswerStatus.INSUFFICIENT_EVIDENCE))
             return
         if self.settings.decoding == "extractive":
             yield from self._extract(question, shown, base)
@@ -258,21 +259,21 @@ class Agent:
         yield from self._generate(messages, built.reserve, shown, cancel, generation, guard)
         stats = self.model.last_stats
         model_text = ((REF_OPEN if quoting else "") + generation.text).strip()
-        status = "answered"
+        status = AnswerStatus.ANSWERED
         if cancel.cancelled:
-            status = "cancelled"
+            status = AnswerStatus.CANCELLED
         elif generation.failed:
-            status = "interrupted" if generation.interrupted else "error"
+            status = AnswerStatus.INTERRUPTED if generation.interrupted else AnswerStatus.ERROR
         elif not quoting and abstains(model_text):
-            status = "insufficient_evidence"
+            status = AnswerStatus.INSUFFICIENT_EVIDENCE
         if quoting:
             # Only references that are (a head of) an offered span are shown, guard or no guard.
             units = [
-                u for u in parse_units(generation.text)[0]
+                u for u in parse_quote_units(generation.text)[0]
                 if any(s.n == u.n and s.text.startswith(u.reference) for s in spans)
             ]
             display = quote_display(units, self.judge, shown, self.retriever.chunk)
-        else:  # a reference cut off mid-way (cancelled) is dropped by parse_units: never shown as a quote
+        else:  # a reference cut off mid-way (cancelled) is dropped by parse_quote_units: never shown as a quote
             display = free_display(model_text, self.judge, shown, self.retriever.chunk)
         text, status, quoted, verification = self._check(question, model_text, status, shown, display)
         yield AnswerFinished(
@@ -329,7 +330,7 @@ class Agent:
         lookup = self.retriever.chunk
         quoted = self.quoter(question, shown, lookup) if self.quoter is not None else None
         if not quoted:
-            yield AnswerFinished(replace(base, text=NOT_COVERED, status="insufficient_evidence"))
+            yield AnswerFinished(replace(base, text=NOT_COVERED, status=AnswerStatus.INSUFFICIENT_EVIDENCE))
             return
         yield TextDelta(quoted.text)
         verification = self.judge(quoted.text, shown, lookup)
@@ -337,19 +338,19 @@ class Agent:
             replace(base, text=quoted.text, quoted=True, citations=verification.citations, claims=verification.claims)
         )
 
-    def _check(self, question: str, model_text: str, status: str, shown, display: Display):
+    def _check(self, question: str, model_text: str, status: AnswerStatus, shown, display: Display):
         """The text to show (only what is verified), its status, whether the extractive quotes stand in for it,
         and the verdicts of the shown text plus any number the model made up or that does not resolve."""
         lookup = self.retriever.chunk
         text, quoted = display.text, False
-        if status == "insufficient_evidence" and not text:
+        if status is AnswerStatus.INSUFFICIENT_EVIDENCE and not text:
             text = NOT_COVERED  # the model declined; anything more it said stays in the draft
-        elif status == "answered" and not text:
+        elif status is AnswerStatus.ANSWERED and not text:
             fallback = self.quoter(question, shown, lookup) if self.quoter is not None and self.settings.fallback else None
             if fallback:
                 text, quoted = fallback.text, True
             else:  # nothing the model wrote holds, and no excerpt sentence comes close to the question
-                text, status = UNSUPPORTED_NOTE, "insufficient_evidence"
+                text, status = UNSUPPORTED_NOTE, AnswerStatus.INSUFFICIENT_EVIDENCE
         # Every number the model wrote keeps its verdict (a made-up one is reported, and the eval counts them all)
         # though only supported claims are shown; a number used twice shows its weaker use.
         written = display.written or self.judge(model_text, shown, lookup)

@@ -25,23 +25,23 @@ from mcp_types import Resource as MCPResource
 from agent import __version__
 from agent.chats.codec import verification_to_dict
 from models.protocols import Embedder, Tokenizer
-from rag.answer_check import MAX_ANSWER_CHARS, check_citations, supported_share
+from rag.verification.answer_check import MAX_ANSWER_CHARS, check_citations, supported_share
 from rag.citations import Citation
-from rag.corpus import TEXT_SUFFIXES, check_docs_dir, decode_text, default_docs_dir, iter_candidate_files
-from rag.document_tool import GET_DOCUMENT_DESCRIPTION, GET_DOCUMENT_NAME, GET_DOCUMENT_SCHEMA, GetDocumentTool
-from rag.document_tool import validate_arguments as document_problem
+from rag.ingest.corpus import TEXT_SUFFIXES, check_docs_dir, decode_text, default_docs_dir, iter_candidate_files
+from rag.excerpts.document_tool import GET_DOCUMENT_DESCRIPTION, GET_DOCUMENT_NAME, GET_DOCUMENT_SCHEMA, GetDocumentTool
+from rag.excerpts.document_tool import document_problem
 from rag.errors import RagError
-from rag.hybrid import HybridIndex
-from rag.index import open_index
-from rag.packing import Ledger, sourced_block
-from rag.search_tool import (
+from rag.retrieval.hybrid import HybridIndex
+from rag.indexing.build import open_index
+from rag.excerpts.packing import Ledger, sourced_block
+from rag.excerpts.search_tool import (
     DEFAULT_MAX_TOKENS,
     SEARCH_DOCS_DESCRIPTION,
     SEARCH_DOCS_NAME,
     SEARCH_DOCS_SCHEMA,
     SearchDocsTool,
 )
-from rag.search_tool import validate_arguments as search_problem
+from rag.excerpts.search_tool import search_problem
 
 RESOURCE_PREFIX = "smoldocs://doc/"
 CHECK_CITATIONS_NAME = "check_citations"
@@ -83,7 +83,7 @@ def _stamp(root: Path) -> tuple:
     return tuple(found)
 
 
-class LiveIndex:
+class FolderIndex:
     """The index of one docs folder, reopened incrementally whenever a stat of its files shows a change."""
 
     def __init__(self, docs_dir, tokenizer: Tokenizer, embedder: Embedder, index_dir=None) -> None:
@@ -191,7 +191,7 @@ def _answer_problem(arguments: Any) -> str | None:
 class DocsServer(MCPServer):
     """MCPServer whose resource list follows the docs folder as it is now."""
 
-    def __init__(self, live: LiveIndex, **kwargs) -> None:
+    def __init__(self, live: FolderIndex, **kwargs) -> None:
         self.live = live
         super().__init__(**kwargs)
 
@@ -208,7 +208,7 @@ class DocsServer(MCPServer):
 
 
 def build_server(
-    live: LiveIndex, max_tokens: int = DEFAULT_MAX_TOKENS, embedder_for_checks: Embedder | None = None
+    live: FolderIndex, max_tokens: int = DEFAULT_MAX_TOKENS, embedder_for_checks: Embedder | None = None
 ) -> MCPServer:
     """The MCP server over `live`: search_docs, get_document, check_citations, and one resource per document."""
     sessions = Sessions()

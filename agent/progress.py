@@ -6,7 +6,7 @@ import threading
 import time
 from typing import TextIO
 
-from rag.index import IndexProgress
+from rag.indexing.build import IndexProgress
 
 
 class ProgressBar:

@@ -22,11 +22,11 @@ import numpy as np
 
 from agent.grammars import MarkerGuard
 from models.protocols import Embedder
-from rag.answerability import Vocabulary, assess_shown
-from rag.extractive import Quote, best_quotes
+from rag.answering.extractive import Quote, assess_ranked, rank_sentences, select
+from rag.retrieval.vocabulary import DocumentFrequencies
 from rag import markers
 from rag.markers import MARKER_PATTERN, mask_code
-from rag.verdicts import CitationLike, Lookup
+from rag.citations import CitationLike, Lookup
 
 QUOTE_CANDIDATES = 3  # sentences the model may copy from: the scorer's best few, never every sentence start
 REF_OPEN = "> "  # written by the system before the model's first token: the answer opens with a reference
@@ -39,19 +39,20 @@ _REF_LINE = re.compile(r"^> (?P<body>.*?) (?P<marker>" + MARKER_PATTERN + r")$")
 
 
 class QuoteCandidates:
-    """The sentences quote decoding offers the model: the quote scorer's best few (rag.extractive.best_quotes),
-    best first; none when rag.answerability says the shown excerpts do not answer the question (then smoldocs
+    """The sentences quote decoding offers the model: the quote scorer's best few (rag.answering.extractive.best_quotes),
+    best first; none when rag.answering.answerability says the shown excerpts do not answer the question (then smoldocs
     abstains without calling the model). `vocabulary`: the index's term counts (None: quote scores alone)."""
 
-    def __init__(self, embedder: Embedder | None, vocabulary: Vocabulary | None = None, k: int = QUOTE_CANDIDATES):
+    def __init__(self, embedder: Embedder | None, vocabulary: DocumentFrequencies | None = None, k: int = QUOTE_CANDIDATES):
         self.embedder = embedder
         self.vocabulary = vocabulary
         self.k = k
 
     def __call__(self, question: str, shown: Mapping[int, CitationLike], lookup: Lookup) -> list[Quote]:
-        if not assess_shown(question, shown, lookup, self.embedder, self.vocabulary).answerable:
+        ranked = rank_sentences(question, shown, lookup, self.embedder)
+        if not assess_ranked(question, ranked, self.embedder, self.vocabulary).answerable:
             return []
-        return best_quotes(question, shown, lookup, self.embedder, max_sentences=self.k)
+        return select(ranked, self.embedder is not None, max_sentences=self.k)
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ def normalized(text: str) -> str:
 def quote_spans(
     quotes: Sequence, excerpts: Mapping[int, str], count: Callable[[str], int], max_tokens: int = MAX_SPAN_TOKENS
 ) -> list[Span]:
-    """Copyable spans of the candidate sentences (`rag.extractive.Quote`s): each starts at the sentence's start or
+    """Copyable spans of the candidate sentences (`rag.answering.extractive.Quote`s): each starts at the sentence's start or
     after a `;`/`:`, and is cut at a clause boundary outside code to at most `max_tokens`. A table row is copied
     whole or not at all, and a span that is not in its excerpt's text (whitespace aside) is never offered."""
     spans: dict[tuple[int, str], Span] = {}
@@ -233,7 +234,7 @@ class QuoteGuard:
 
 
 @dataclass(frozen=True)
-class Unit:
+class QuoteUnit:
     """One reference (copied text and its excerpt number) and the claim the model wrote after it, if any."""
 
     reference: str
@@ -241,9 +242,9 @@ class Unit:
     claim: str = ""
 
 
-def parse_units(text: str, prefix: str = REF_OPEN) -> tuple[list[Unit], str]:
+def parse_quote_units(text: str, prefix: str = REF_OPEN) -> tuple[list[QuoteUnit], str]:
     """The complete units of a quote-decoded answer, and a reference left unfinished (dropped: never shown)."""
-    units: list[Unit] = []
+    units: list[QuoteUnit] = []
     partial = ""
     lines = (prefix + text).split("\n")
     for i, line in enumerate(lines):
@@ -251,10 +252,10 @@ def parse_units(text: str, prefix: str = REF_OPEN) -> tuple[list[Unit], str]:
             m = _REF_LINE.match(line.rstrip())
             numbers = markers.parse(m.group("marker")) if m else ()
             if len(numbers) == 1:
-                units.append(Unit(m.group("body"), numbers[0]))
+                units.append(QuoteUnit(m.group("body"), numbers[0]))
             elif i == len(lines) - 1 or line.strip():
                 partial = line[len(REF_OPEN):] if line.startswith(REF_OPEN) else line
         elif line.strip() and units:
             last = units[-1]
-            units[-1] = Unit(last.reference, last.n, (last.claim + " " + line.strip()).strip())
+            units[-1] = QuoteUnit(last.reference, last.n, (last.claim + " " + line.strip()).strip())
     return units, partial.strip()

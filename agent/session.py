@@ -6,15 +6,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Protocol, Sequence, runtime_checkable
 
-from agent.events import Answer, AnswerFinished, Event
+from agent.events import Answer, AnswerFinished, AnswerStatus, Event
 from agent.loop import Agent
 from agent.quoting import QuoteCandidates
 from agent.settings import AgentSettings
 from models.protocols import CancelToken, ChatModel, Embedder
-from rag.extractive import QuoteFallback
+from rag.answering.extractive import QuoteFallback
 from rag.types import Chunk, Hit, Retriever
-from rag.verdicts import Verdict
-from rag.verify import Verifier
+from rag.verification.verdicts import Verdict
+from rag.verification.verifier import Verifier
 
 
 @dataclass
@@ -30,6 +30,9 @@ class Session(Protocol):
     model_name: str
     index_size: int
     docs_dir: Path | None
+    dense_coverage: float  # the share of chunks search ranks by meaning too
+    backend_note: str  # what the status line says of the model's backend ("" in-process)
+    search_notice: str  # what search is missing, in one line ("" when whole)
 
     def ask(self, question: str, cancel: CancelToken | None = None) -> Iterator[Event]: ...
 
@@ -40,6 +43,8 @@ class Session(Protocol):
     def new_chat(self) -> None: ...
 
     def restore(self, turns: Sequence[Turn]) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class ChatSession:
@@ -61,9 +66,9 @@ class ChatSession:
         self.docs_dir = docs_dir
         self.history: list[Turn] = []
         # The claim verifier, the extractive fallback and quote decoding's candidates, bound to the embedder (None:
-        # lexical only); the fallback and the candidates ask rag.answerability, with the index's term counts when
+        # lexical only); the fallback and the candidates ask rag.answering.answerability, with the index's term counts when
         # the retriever has them.
-        vocabulary = getattr(retriever, "vocabulary", None)
+        vocabulary = retriever.vocabulary
         self.agent = Agent(
             model, retriever, self.settings, judge=Verifier(embedder), quoter=QuoteFallback(embedder, vocabulary),
             candidates=QuoteCandidates(embedder, vocabulary),
@@ -80,14 +85,11 @@ class ChatSession:
     @property
     def search_notice(self) -> str:
         """What search is missing, in one line ("" when it is whole): shown in the TUI header and --json."""
-        return str(getattr(self.retriever, "notice", "") or "")
+        return self.retriever.notice
 
     @property
     def index_size(self) -> int:
-        try:
-            return len(self.retriever)  # type: ignore[arg-type]
-        except TypeError:
-            return 0
+        return len(self.retriever)
 
     @property
     def policy(self) -> str:
@@ -103,37 +105,32 @@ class ChatSession:
     @property
     def dense_coverage(self) -> float:
         """The share of chunks with an embedding: search is hybrid for those, BM25 for the rest."""
-        return float(getattr(self.retriever, "dense_coverage", 1.0))
+        return self.retriever.dense_coverage
 
     def ask(self, question: str, cancel: CancelToken | None = None) -> Iterator[Event]:
         """Run one turn; a cancelled turn is kept with what streamed so far, marked cancelled.
 
-        A live index (rag.live) is pinned for the turn: every search and check of one answer reads the same
+        A live index (rag.indexing.live) is pinned for the turn: every search and check of one answer reads the same
         snapshot, and its background chunking and embedding pause so the answer gets the cores.
         """
         # Only verified text goes back to the model: a turn whose words all stayed in the draft adds nothing.
         history = [
             (t.question, t.answer.text) for t in self.history
-            if t.answer.status not in ("error", "interrupted") and t.answer.text.strip()
+            if t.answer.status not in (AnswerStatus.ERROR, AnswerStatus.INTERRUPTED) and t.answer.text.strip()
         ]
-        snapshot = getattr(self.retriever, "snapshot", None)
-        self.agent.retriever = snapshot() if snapshot is not None else self.retriever
-        hold = getattr(self.retriever, "hold", None)
-        release = hold() if hold is not None else None
+        self.agent.retriever = self.retriever.snapshot()
+        release = self.retriever.hold()
         try:
             for event in self.agent.run(question, history, cancel, sources=self.last_sources()):
                 if isinstance(event, AnswerFinished) and (event.answer.text.strip() or event.answer.draft.strip()):
                     self.history.append(Turn(question, event.answer))
                 yield event
         finally:
-            if release is not None:
-                release()
+            release()
 
     def close(self) -> None:
         """Stop a live index's worker and watcher, saving the embeddings computed so far."""
-        close = getattr(self.retriever, "close", None)
-        if close is not None:
-            close()
+        self.retriever.close()
 
     def last_sources(self) -> dict[int, str]:
         """The last answer's citation numbers and the chunks they name (made-up and unresolved ones left out)."""
@@ -185,13 +182,13 @@ def open_session(
     """Load the model (`open_model()`, else the GGUF at `model_path`), the embedder and the index of `docs_dir`.
 
     `live` (the TUI, a server): ready once BM25 is, embeddings fill in behind and changed files are re-indexed
-    (rag.live); call `close()` when done. Otherwise every chunk is embedded before this returns.
+    (rag.indexing.live); call `close()` when done. Otherwise every chunk is embedded before this returns.
     """
     from models.chat import load_chat_model
     from models.embedder import optional_embedder
-    from rag.corpus import default_docs_dir
-    from rag.index import open_index
-    from rag.live import open_live_index
+    from rag.ingest.corpus import default_docs_dir
+    from rag.indexing.build import open_index
+    from rag.indexing.live import open_live_index
 
     model = open_model() if open_model is not None else load_chat_model(model_path)
     embedder = optional_embedder()  # None: BM25 only, and the header says how to add semantic search

@@ -28,7 +28,6 @@ class AgentSettings:
     policy: str = "auto"
     k: int = 5
     max_steps: int = 3  # model policy: tool rounds before the answer step
-    order: str = "rank"  # excerpt order: rank | lost_in_middle
     # free: unconstrained (the default: fewest wrong citations, measured below); guarded: free text in which `[`
     # can only open a marker naming a shown excerpt, so no number is made up (a Python guard, ~2% of decode
     # speed); constrained: every sentence must end with a shown marker (a grammar, ~30% of decode speed).

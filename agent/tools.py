@@ -53,14 +53,8 @@ class ToolRegistry:
     def __init__(self, tools: Mapping[str, Tool] | None = None) -> None:
         self._tools: dict[str, Tool] = dict(tools or {})
 
-    def register(self, tool: Tool) -> None:
-        self._tools[tool.name] = tool
-
     def names(self) -> list[str]:
         return sorted(self._tools)
-
-    def get(self, name: str) -> Tool | None:
-        return self._tools.get(name)
 
     def specs(self) -> list[dict]:
         return [self._tools[name].spec() for name in self.names()]

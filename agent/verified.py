@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from agent.quoting import Unit
+from agent.quoting import QuoteUnit
 from rag import markers
-from rag.verdicts import ClaimVerdict, Judge, Verdict, Verification
+from rag.verification.verdicts import ClaimVerdict, Judge, Verdict, Verification
 
 
 @dataclass(frozen=True)
@@ -61,13 +61,13 @@ def free_display(model_text: str, judge: Judge, shown, lookup) -> Display:
     return Display("".join(shown_parts).strip(), _tidy("".join(draft_parts)), written.claims, written)
 
 
-def cited_claim(unit: Unit) -> str:
+def cited_claim(unit: QuoteUnit) -> str:
     """The claim after a reference, carrying that reference's number unless it cites something itself."""
     claim = unit.claim.strip()
     return claim if markers.find(claim) else f"{claim} [{unit.n}]"
 
 
-def quote_display(units: Sequence[Unit], judge: Judge, shown, lookup) -> Display:
+def quote_display(units: Sequence[QuoteUnit], judge: Judge, shown, lookup) -> Display:
     """References always shown (cited by the system); each claim shown only when all of it is supported.
 
     `written` carries the claims' verdicts but no citation verdicts: a number the system gave a claim to check it

@@ -113,7 +113,7 @@ def bare_llama(n_prompt: int, n_completion: int, timeout: float = 900) -> ChildR
     """A fresh process that only loads the chat GGUF, evaluates n_prompt tokens and streams n_completion tokens."""
     from models.config import default_threads
     from models.locate import resolve_model_path
-    from rag.corpus import default_docs_dir
+    from rag.ingest.corpus import default_docs_dir
 
     argv = [sys.executable, "-c", BARE_SCRIPT, str(resolve_model_path(None)), str(n_prompt), str(n_completion),
             str(default_threads()), str(default_docs_dir())]

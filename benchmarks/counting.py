@@ -84,7 +84,7 @@ def answer_ms(model, messages, options, repeats: int) -> float:
 
 def run(quick: bool = False) -> list[dict]:
     from agent.context import ContextWindow
-    from rag.packing import Ledger, Packer, block
+    from rag.excerpts.packing import Ledger, Packer, block
 
     model = workload.chat_model()
     tokenizer = model.tokenizer

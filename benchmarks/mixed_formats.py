@@ -3,7 +3,7 @@
 Retrieval over this folder against retrieval over the all-Markdown original shows what each loader loses:
 
     python -m benchmarks.mixed_formats /tmp/mixed     # the folder, and its questions in questions.jsonl.mixed
-    python -m rag.retrieval_eval --docs /tmp/mixed --questions /tmp/mixed/questions.jsonl.mixed
+    python -m rag.evaluation.retrieval_eval --docs /tmp/mixed --questions /tmp/mixed/questions.jsonl.mixed
 
 contracts/ becomes PDF (one page per top-level section, `##` titles in the outline), guide/ HTML and course/
 AsciiDoc. Needs fpdf2 (the `test` extra) to write the PDFs.
@@ -18,7 +18,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from rag.corpus import default_docs_dir
+from rag.ingest.corpus import default_docs_dir
 
 CONVERT = {"contracts": ".pdf", "guide": ".html", "course": ".adoc"}
 _HEADING = re.compile(r"^(#{1,6})\s+(.*)$")

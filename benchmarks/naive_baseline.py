@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 from rank_bm25 import BM25Okapi
 
-from rag.corpus import default_docs_dir, load_corpus
-from rag.metrics import Question, first_per_doc, load_questions, mean, recall_at_k
+from rag.ingest.corpus import default_docs_dir, load_corpus
+from rag.evaluation.questions import Question, first_per_doc, load_questions, mean, recall_at_k
 
 WINDOW = 200
 _WORD = re.compile(r"\w+")
@@ -64,8 +64,8 @@ def main() -> None:
     if args.ours:
         from models.embedder import load_embedder
         from models.tokenizer import load_tokenizer
-        from rag.index import open_index
-        from rag.retrieval_eval import MemoEmbedder, evaluate
+        from rag.indexing.build import open_index
+        from rag.evaluation.retrieval_eval import MemoEmbedder, evaluate
 
         index = open_index(None, load_tokenizer(), MemoEmbedder(load_embedder()))
         for r in evaluate(index, load_questions(), ("bm25", "dense", index.fusion)):

@@ -50,7 +50,7 @@ print(json.dumps({"ready": ready, "first_token": first_token, "answer": answered
 
 def synthetic_folder(root: Path, n_files: int, seed: int = 0) -> Path:
     """`n_files` Markdown pages made of docs_corpus paragraphs under new headings (0.7-1 KB, one or two chunks)."""
-    from rag.corpus import default_docs_dir
+    from rag.ingest.corpus import default_docs_dir
 
     paragraphs = []
     for path in sorted(default_docs_dir().rglob("*.md")):

@@ -24,13 +24,13 @@ from rank_bm25 import BM25Okapi
 
 from benchmarks.measure import load_average, percentile
 from benchmarks.table import render, row
-from rag import store
-from rag.chunking import indexed_text
-from rag.fusion import fuse, top_rows
-from rag.hybrid import CANDIDATE_DEPTH, HybridIndex
-from rag.index import open_index
-from rag.metrics import load_questions
-from rag.terms import terms
+from rag.indexing import store
+from rag.ingest.chunking import indexed_text
+from rag.retrieval.fusion import fuse, top_rows
+from rag.retrieval.hybrid import CANDIDATE_DEPTH, HybridIndex
+from rag.indexing.build import open_index
+from rag.evaluation.questions import load_questions
+from rag.retrieval.terms import index_terms
 from rag.types import Chunk
 
 SECTION = "retrieval"
@@ -77,10 +77,10 @@ class NaiveSearch:
     def __init__(self, index: HybridIndex) -> None:
         self.index = index
         settings = index.term_settings
-        self.bm25 = BM25Okapi([terms(indexed_text(c, settings.headings), settings) for c in index.chunks])
+        self.bm25 = BM25Okapi([index_terms(indexed_text(c, settings.headings), settings) for c in index.chunks])
 
     def search(self, query: str, k: int = 5) -> list[tuple[int, float]]:
-        lexical = top_rows(np.asarray(self.bm25.get_scores(terms(query, self.index.term_settings))), CANDIDATE_DEPTH)
+        lexical = top_rows(np.asarray(self.bm25.get_scores(index_terms(query, self.index.term_settings))), CANDIDATE_DEPTH)
         semantic = self.index.rank_dense(query, CANDIDATE_DEPTH)
         return fuse(self.index.fusion, lexical, semantic, self.index.bm25_weight)[:k]
 
@@ -187,7 +187,7 @@ def _subset_docs(dest: Path, n: int) -> Path:
     """A copy of the first n docs of docs_corpus/docs/ in `dest`, to time an index build in seconds, not minutes."""
     import shutil
 
-    from rag.corpus import default_docs_dir
+    from rag.ingest.corpus import default_docs_dir
 
     dest.mkdir(parents=True)
     for path in sorted((default_docs_dir() / "docs").glob("*.md"))[:n]:

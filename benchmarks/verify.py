@@ -10,12 +10,12 @@ import random
 
 from benchmarks.measure import interleaved, machine, median, timed
 from benchmarks.table import render, row, to_json
-from rag import support
-from rag.calibration_set import load_items
+from rag.verification import support
+from rag.evaluation.calibration_set import load_items
 from rag.citations import Citation
-from rag.extractive import extractive_answer
-from rag.support import gather, judge
-from rag.verify import DENSE, verify_answer
+from rag.answering.extractive import extractive_answer
+from rag.verification.support import gather, judge
+from rag.verification.verifier import DENSE, verify_answer
 
 SHOWN = 5  # excerpts shown per answer, as search_docs packs them by default
 CLAIMS = 4  # claims per answer
@@ -59,7 +59,7 @@ def _verify(work, embedder):
 
 def _verify_unpruned(work, embedder):
     """The baseline: the same judgement after embedding every sentence of every cited chunk."""
-    from rag.claims import factual_claims
+    from rag.verification.claims import factual_claims
 
     _, answer, shown, lookup = work
     pairs = [(c.text, lookup(shown[n].chunk_id)) for c in factual_claims(answer) for n in c.citations if n in shown]

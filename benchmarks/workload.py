@@ -25,7 +25,7 @@ def chat_model():
 def docs_index():
     """The hybrid index of docs_corpus/ (built on first use, then read from the cache)."""
     from models.embedder import load_embedder
-    from rag.index import open_index
+    from rag.indexing.build import open_index
 
     return open_index(None, chat_model().tokenizer, load_embedder())
 

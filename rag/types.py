@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
-from typing import Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Callable, Protocol, Sequence, runtime_checkable
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from rag.retrieval.vocabulary import DocumentFrequencies
 
 
 class _Located:
@@ -39,6 +45,21 @@ class _Located:
 
 
 @dataclass(frozen=True)
+class SourceInfo:
+    """A document's standing: outdated (and why), when it expires, and a notice when its front matter is unusable."""
+
+    outdated: bool = False
+    why: str = ""  # "status: archived", "superseded by docs/x.md", "in folder archive/"
+    superseded_by: str | None = None
+    expires: str | None = None  # ISO date, YYYY-MM-DD
+    notice: str | None = None  # one line for the user: what is wrong with the front matter and what was done
+
+    def expired(self, today: dt.date | None = None) -> bool:
+        """Past its expiry date (the day itself still counts as valid)."""
+        return self.expires is not None and dt.date.fromisoformat(self.expires) < (today or dt.date.today())
+
+
+@dataclass(frozen=True)
 class Chunk(_Located):
     """A heading-aware piece of one document. `chunk_id` is `<doc_id>#<n>`, stable per file."""
 
@@ -69,7 +90,7 @@ class Hit(_Located):
     page_end: int = 0
     bm25_rank: int | None = None
     dense_rank: int | None = None
-    outdated: bool = False  # its document is archived, deprecated or superseded (rag.sources)
+    outdated: bool = False  # its document is archived, deprecated or superseded (rag.ingest.sources)
     expires: str | None = None  # ISO date after which its document must not be shown
 
     @classmethod
@@ -102,8 +123,112 @@ class Hit(_Located):
 
 @runtime_checkable
 class Retriever(Protocol):
-    """Ranked search over stored chunks, plus lookup by id for citation checks."""
+    """Everything the agent, the tools, the CLI and the eval ask of an index: ranked search, lookup by id, what
+    the index holds and how whole it is, and the hooks a live index needs around one answer. The embedded
+    HybridIndex, the live index over it and any other backend implement all of it (RetrieverDefaults gives the
+    answers of an index that has no more to say)."""
 
     def search(self, query: str, k: int = 5, doc_ids: Sequence[str] | None = None) -> list[Hit]: ...
 
     def chunk(self, chunk_id: str) -> Chunk | None: ...
+
+    def __len__(self) -> int: ...
+
+    @property
+    def chunks(self) -> Sequence[Chunk]:
+        """Every chunk, in index order (the eval finds gold chunks among them)."""
+        ...
+
+    @property
+    def doc_ids(self) -> list[str] | None:
+        """Every document id with a chunk, sorted; None when the index cannot list them (a filter is trusted)."""
+        ...
+
+    def source(self, doc_id: str) -> SourceInfo:
+        """A document's standing: outdated or current, and its expiry."""
+        ...
+
+    @property
+    def vocabulary(self) -> "DocumentFrequencies | None":
+        """Document frequencies of the BM25 terms (None: the answerability rule rests on quote scores alone)."""
+        ...
+
+    @property
+    def has_dense(self) -> bool:
+        """True when search has its semantic half (MiniLM is installed and the index has vectors)."""
+        ...
+
+    @property
+    def dense_coverage(self) -> float:
+        """The share of chunks with an embedding: hybrid for those, BM25 for the rest."""
+        ...
+
+    @property
+    def notice(self) -> str:
+        """One line when search is missing a part; "" when it is whole."""
+        ...
+
+    @property
+    def docs_dir(self) -> "Path | None":
+        """The docs folder the index reads, when it reads one."""
+        ...
+
+    def snapshot(self) -> "Retriever":
+        """A view that stays the same for one answer, whatever re-indexing happens meanwhile."""
+        ...
+
+    def hold(self) -> Callable[[], None]:
+        """Pause background indexing while an answer is written; call the result to resume."""
+        ...
+
+    def close(self) -> None:
+        """Stop background work, saving what it did."""
+        ...
+
+
+def _resume() -> None:
+    return None
+
+
+class RetrieverDefaults:
+    """Retriever's answers for an index that has no more to say: a fixed set of chunks, all current, searched
+    whole, with no background work. A backend overrides what it knows better."""
+
+    docs_dir: "Path | None" = None
+    chunks: Sequence[Chunk] = ()
+
+    def __len__(self) -> int:
+        return len(self.chunks)
+
+    @property
+    def doc_ids(self) -> list[str] | None:
+        return sorted({c.doc_id for c in self.chunks}) if self.chunks else None
+
+    def source(self, doc_id: str) -> SourceInfo:
+    
+        return SourceInfo()
+
+    @property
+    def vocabulary(self) -> "DocumentFrequencies | None":
+        return None
+
+    @property
+    def has_dense(self) -> bool:
+        return True
+
+    @property
+    def dense_coverage(self) -> float:
+        return 1.0
+
+    @property
+    def notice(self) -> str:
+        return ""
+
+    def snapshot(self) -> "Retriever":
+        return self  # type: ignore[return-value]
+
+    def hold(self) -> Callable[[], None]:
+        return _resume
+
+    def close(self) -> None:
+        return None

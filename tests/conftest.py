@@ -44,7 +44,7 @@ def real_embedder():
 @pytest.fixture(scope="session")
 def real_index(real_tokenizer, real_embedder):
     """The hybrid index over the bundled docs_corpus, built once per test session in the session's cache."""
-    from rag.index import open_index
+    from rag.indexing.build import open_index
 
     return open_index(None, real_tokenizer, real_embedder)
 

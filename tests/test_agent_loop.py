@@ -11,14 +11,15 @@ from agent.settings import AgentSettings
 from agent.context import Budgets
 from models.fakes import HashEmbedder, ScriptedChatModel
 from models.protocols import CancelToken
-from rag.types import Chunk, Hit
+from rag.types import Chunk, Hit, RetrieverDefaults
 
 
-class MemoryRetriever:
+class MemoryRetriever(RetrieverDefaults):
     """Word-overlap search over a few chunks, recording every call."""
 
     def __init__(self, chunks):
-        self.chunks = {c.chunk_id: c for c in chunks}
+        self.by_id = {c.chunk_id: c for c in chunks}
+        self.chunks = list(self.by_id.values())
         self.calls = []
 
     def __len__(self):
@@ -28,7 +29,7 @@ class MemoryRetriever:
         self.calls.append((query, k, doc_ids))
         words = set(query.lower().split())
         scored = []
-        for c in self.chunks.values():
+        for c in self.chunks:
             if doc_ids and c.doc_id not in doc_ids:
                 continue
             overlap = len(words & set(c.text.lower().split()))
@@ -38,7 +39,7 @@ class MemoryRetriever:
         return [Hit.from_chunk(c, float(s)) for s, c in scored[:k]]
 
     def chunk(self, chunk_id):
-        return self.chunks.get(chunk_id)
+        return self.by_id.get(chunk_id)
 
 
 def _chunk(doc, n, text):

@@ -9,7 +9,7 @@ import pytest
 from agent.events import AnswerFinished, ContextBuilt, ErrorEvent
 from agent.session import ChatSession
 from agent.settings import AgentSettings
-from rag.verdicts import Verdict
+from rag.verification.verdicts import Verdict
 
 pytestmark = pytest.mark.real
 

@@ -7,12 +7,13 @@ from collections import Counter
 
 import pytest
 
-from rag.answerability import PREFIX, SIGNALS, TermCounts, assess, decide, signals, unknown_names, unknown_share
-from rag.terms import terms
+from rag.answering.answerability import SIGNALS, assess, decide, signals, unknown_names, unknown_share
+from rag.retrieval.vocabulary import PREFIX, TermCounts
+from rag.retrieval.terms import index_terms
 
 DOCS = ["BM25 ranks chunks with the b parameter and controls length.", "The cache holds keys; SmolLM2 is small.",
         "A proposal for length normalization.", "The cache is freed."]
-VOCAB = TermCounts.of(Counter(t for doc in DOCS for t in set(terms(doc))), documents=len(DOCS))
+VOCAB = TermCounts.of(Counter(t for doc in DOCS for t in set(index_terms(doc))), documents=len(DOCS))
 
 
 def idf(df: int, n: int = len(DOCS)) -> float:
@@ -64,7 +65,7 @@ def test_the_hybrid_index_gives_its_term_counts_as_a_vocabulary():
     import numpy as np
 
     from models.fakes import HashEmbedder
-    from rag.hybrid import HybridIndex
+    from rag.retrieval.hybrid import HybridIndex
     from rag.types import Chunk
 
     chunks = [Chunk(f"docs/a.md#{i}", "docs/a.md", "docs/a.md", text) for i, text in

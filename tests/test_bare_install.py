@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
-import json
 import os
 import subprocess
 import sys
@@ -21,11 +20,12 @@ from models import bert_gguf, embedder as embedder_module
 from models.embedder import SEMANTIC_OFF, optional_embedder
 from models.errors import EmbedderNotInstalled, ModelNotFound
 from models.fakes import HashEmbedder, ScriptedChatModel, WordTokenizer
-from rag import store
-from rag.chunking import ChunkSettings
+from rag.indexing import store
+from rag.ingest.chunking import ChunkSettings
 from rag.errors import SemanticSearchOff
-from rag.index import IndexProgress, open_index
+from rag.indexing.build import IndexProgress, open_index
 from tui_support import pilot_test
+from json_support import read_output
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).parent / "data" / "retrieval_docs"
@@ -103,12 +103,12 @@ def test_bm25_only_index_searches_says_so_and_records_its_parts(tmp_path):
 
 def test_installing_minilm_later_fills_in_the_dense_half_without_rechunking(tmp_path, monkeypatch):
     bare = _open(DATA, tmp_path / "idx", None)
-    import rag.index
+    import rag.indexing.build
 
     def no_chunking(*args, **kwargs):
         raise AssertionError("unchanged files must not be chunked again")
 
-    monkeypatch.setattr(rag.index, "chunk_layout", no_chunking)
+    monkeypatch.setattr(rag.indexing.build, "chunk_layout", no_chunking)
     events: list[IndexProgress] = []
     whole = _open(DATA, tmp_path / "idx", HashEmbedder(), events)
     assert whole.has_dense and whole.notice == "" and whole.update.parts == ("bm25", "dense")
@@ -140,7 +140,7 @@ def test_cli_search_without_minilm_runs_bm25_and_prints_the_notice(tmp_path):
     (docs / "sampling.md").write_text("# Sampling\n\nTemperature scales the logits before sampling.\n")
     out = _run_cli(["search", "what does the kv cache store", "--docs", str(docs), "--json"], tmp_path / "cache")
     assert out.returncode == 0, out.stderr
-    hits = json.loads(out.stdout)
+    hits = read_output("search", out.stdout)["hits"]
     assert hits[0]["doc_id"] == "cache.md" and hits[0]["dense_rank"] is None
     assert f"smoldocs: {SEMANTIC_OFF}" in out.stderr.splitlines() and "Traceback" not in out.stderr
     dense = _run_cli(["search", "kv cache", "--docs", str(docs), "--mode", "dense"], tmp_path / "cache")

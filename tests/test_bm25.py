@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
 
-from rag.bm25 import BM25Index
-from rag.terms import TermSettings, identifier_parts, light_stem, stem, terms
+from rag.retrieval.bm25 import BM25Index
+from rag.retrieval.terms import TermSettings, identifier_parts, light_stem, stem, index_terms
 
 _doc = st.lists(st.sampled_from("alpha beta gamma delta eps zeta eta theta".split()), min_size=0, max_size=12)
 
@@ -35,33 +35,33 @@ def test_an_empty_corpus_scores_nothing():
 
 
 def test_terms_are_lowercase_words_without_function_words():
-    assert terms("What is the cache size?") == ["cach", "size"]
-    assert terms("What is the cache size?", TermSettings(stem=False, stopwords=False)) == [
+    assert index_terms("What is the cache size?") == ["cach", "size"]
+    assert index_terms("What is the cache size?", TermSettings(stem=False, stopwords=False)) == [
         "what", "is", "the", "cache", "size",
     ]
 
 
 def test_identifiers_are_indexed_whole_and_split():
-    assert terms("n_ctx") == ["n_ctx", "n", "ctx"]
-    assert terms("fs.readFile") == ["fs", "readfile", "read", "file"]
-    assert terms("spawnSync") == ["spawnsync", "spawn", "sync"]
-    assert terms("HTTPServer") == ["httpserver", "http", "server"]
-    assert terms("KV-cache") == ["kv", "cach"]
-    assert terms("os.path.join") == ["os", "path", "join"]
-    assert terms("x86_64") == ["x86_64", "x86", "64"]
+    assert index_terms("n_ctx") == ["n_ctx", "n", "ctx"]
+    assert index_terms("fs.readFile") == ["fs", "readfile", "read", "file"]
+    assert index_terms("spawnSync") == ["spawnsync", "spawn", "sync"]
+    assert index_terms("HTTPServer") == ["httpserver", "http", "server"]
+    assert index_terms("KV-cache") == ["kv", "cach"]
+    assert index_terms("os.path.join") == ["os", "path", "join"]
+    assert index_terms("x86_64") == ["x86_64", "x86", "64"]
 
 
 def test_dotted_names_whole_on_request():
     token = TermSettings(wholes="token")
-    assert terms("fs.readFile", token) == ["fs.readfile", "fs", "readfile", "read", "file"]
-    assert terms("os.path.join", token) == ["os.path.join", "os", "path", "join"]
+    assert index_terms("fs.readFile", token) == ["fs.readfile", "fs", "readfile", "read", "file"]
+    assert index_terms("os.path.join", token) == ["os.path.join", "os", "path", "join"]
     with pytest.raises(ValueError, match="choose one of segment, token"):
         TermSettings(wholes="all")
 
 
 def test_a_question_in_words_meets_the_identifier_in_the_docs():
-    question = set(terms("How do I read a file synchronously?"))
-    assert {"read", "file"} <= set(terms("fs.readFileSync(path)"))
+    question = set(index_terms("How do I read a file synchronously?"))
+    assert {"read", "file"} <= set(index_terms("fs.readFileSync(path)"))
     assert {"read", "file"} <= question
     assert "readfil" not in question  # parts are stemmed one by one, never the glued word
 
@@ -74,8 +74,8 @@ def test_identifier_parts_split_at_separators_and_camel_humps():
 
 def test_without_identifiers_the_old_word_terms_come_back():
     old = TermSettings(stemmer="light", identifiers=False)
-    assert terms("What is the KV-cache size?", old) == ["kv", "cache", "size"]
-    assert terms("n_ctx spawnSync", old) == ["n_ctx", "n", "ctx", "spawnsync"]
+    assert index_terms("What is the KV-cache size?", old) == ["kv", "cache", "size"]
+    assert index_terms("n_ctx spawnSync", old) == ["n_ctx", "n", "ctx", "spawnsync"]
 
 
 def test_the_snowball_stemmer_joins_plural_and_verb_forms():

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from models.fakes import HashEmbedder
-from rag.calibrate import PRECISION_FLOOR, _best_threshold, evaluate, evidence_for, fit, main, split
-from rag.handlabelled import ALTERATIONS, load_handlabelled
-from rag.calibration_set import (
+from rag.evaluation.calibrate import PRECISION_FLOOR, _best_threshold, evaluate_verifier, evidence_for, fit, main, split
+from rag.evaluation.handlabelled import ALTERATIONS, load_handlabelled
+from rag.evaluation.calibration_set import (
     SUPPORTED_KINDS,
     UNSUPPORTED_KINDS,
     build_items,
@@ -20,9 +20,9 @@ from rag.calibration_set import (
     source_sentences,
     write_items,
 )
-from rag.support import SUPPORTED, judge
+from rag.verification.support import SUPPORTED, judge
 from rag.types import Chunk
-from rag.verify import DENSE, LEXICAL
+from rag.verification.verifier import DENSE, LEXICAL
 
 TARGET_ACCURACY = 0.90  # rule-made regression set
 TARGET_PRECISION = 0.95
@@ -140,14 +140,14 @@ def test_lexical_verifier_on_held_back_hand_claims(hand):
     # Without MiniLM fewer paraphrases are recognised, and precision is a little under the MiniLM target
     # (measured 0.948: 55 of 58; 2 altered and 1 unstated claim of 41 each passed).
     test = split(hand, "test")
-    m = evaluate(test, evidence_for(test, None), LEXICAL)
+    m = evaluate_verifier(test, evidence_for(test, None), LEXICAL)
     assert m.precision >= 0.94 and m.recall >= 0.65, m
     assert passed(m, "altered")[0] <= 2 and passed(m, "unstated")[0] <= 1, m
 
 
 def test_lexical_verifier_on_the_rule_made_regression_set(items, lexical):
     test, evidence = part(items, lexical, "test")
-    m = evaluate(test, evidence, LEXICAL)
+    m = evaluate_verifier(test, evidence, LEXICAL)
     assert m.accuracy >= TARGET_ACCURACY and m.precision >= TARGET_PRECISION
     assert m.by_kind["number_changed"][SUPPORTED] == 0
     assert m.by_kind["negation_flipped"][SUPPORTED] == 0
@@ -156,14 +156,14 @@ def test_lexical_verifier_on_the_rule_made_regression_set(items, lexical):
 def test_report_without_a_set_says_to_build_it(tmp_path, capsys):
     assert main(["report", "--set", "rules", "--data", str(tmp_path / "missing.jsonl")]) == 2
     err = capsys.readouterr().err.strip()
-    assert "python -m rag.calibrate build" in err and "\n" not in err
+    assert "python -m rag.evaluation.calibrate build" in err and "\n" not in err
 
 
 @pytest.mark.real
 def test_dense_verifier_meets_the_targets_on_held_back_hand_claims(hand, real_embedder):
-    # Refitting DENSE needs every cosine of the train split: that is left to `python -m rag.calibrate fit`.
+    # Refitting DENSE needs every cosine of the train split: that is left to `python -m rag.evaluation.calibrate fit`.
     test = split(hand, "test")
-    m = evaluate(test, evidence_for(test, real_embedder, DENSE), DENSE)
+    m = evaluate_verifier(test, evidence_for(test, real_embedder, DENSE), DENSE)
     assert m.precision >= HAND_PRECISION and m.recall >= HAND_RECALL, m
     altered, n_altered = passed(m, "altered")
     unstated, n_unstated = passed(m, "unstated")
@@ -177,7 +177,7 @@ def test_dense_verifier_meets_the_targets_on_held_back_hand_claims(hand, real_em
 def test_dense_verifier_on_the_rule_made_regression_set(items, real_embedder):
     # Pruned as verify_answer prunes: the same verdicts (test_what_pruning_leaves_unembedded_changes_no_verdict).
     test = split(items, "test")
-    m = evaluate(test, evidence_for(test, real_embedder, DENSE), DENSE)
+    m = evaluate_verifier(test, evidence_for(test, real_embedder, DENSE), DENSE)
     assert m.accuracy >= TARGET_ACCURACY, m
     assert m.precision >= TARGET_PRECISION, m
     assert m.by_kind["number_changed"][SUPPORTED] == 0
@@ -186,8 +186,8 @@ def test_dense_verifier_on_the_rule_made_regression_set(items, real_embedder):
 
 @pytest.mark.real
 def test_real_build_is_deterministic(real_tokenizer):
-    from rag.chunking import chunk_document
-    from rag.corpus import default_docs_dir, load_corpus
+    from rag.ingest.chunking import chunk_document
+    from rag.ingest.corpus import default_docs_dir, load_corpus
 
     corpus = load_corpus(default_docs_dir())
     chunks = [c for d in corpus.documents for c in chunk_document(d.doc_id, d.text, real_tokenizer)]

@@ -17,7 +17,6 @@ from agent.chats import (
     answer_to_dict,
     event_from_dict,
     event_to_dict,
-    excerpts,
 )
 from agent.events import (
     Answer,
@@ -27,9 +26,10 @@ from agent.events import (
     SearchStarted,
     TextDelta,
     TurnStarted,
+    shown_hits,
 )
-from rag.packing import Omission
-from rag.verdicts import CitationVerdict, ClaimVerdict, Verdict
+from rag.excerpts.packing import Omission
+from rag.verification.verdicts import CitationVerdict, ClaimVerdict, Verdict
 from rag.types import Hit
 from tui_support import CHUNKS, mixed_turn
 
@@ -169,11 +169,11 @@ def test_an_unknown_chat_id_says_where_to_look(tmp_path):
         ChatStore(tmp_path).load("../../etc/passwd")
 
 
-def test_excerpts_pair_ledger_numbers_with_the_kept_hits():
+def test_shown_hits_pair_ledger_numbers_with_the_kept_hits():
     hits = tuple(Hit.from_chunk(c, 1.0) for c in CHUNKS[:3])
     # The second hit was dropped, so the kept ones are the first and the third.
     event = SearchFinished("q", hits, packed=(4, 5), dropped=1, omissions=(Omission(2, hits[1].chunk_id, hits[1].uri, "over_budget"),))
-    shown = excerpts([SearchStarted("q", 5), event])
+    shown = shown_hits([SearchStarted("q", 5), event])
     assert {n: h.chunk_id for n, h in shown.items()} == {4: CHUNKS[0].chunk_id, 5: CHUNKS[2].chunk_id}
 
 
@@ -218,7 +218,7 @@ def test_a_chat_saved_before_typed_verdicts_still_loads(tmp_path):
     assert first.verdicts()[7] is Verdict.MADE_UP and first.unknown == (7,)
     assert all(isinstance(c.verdict, Verdict) for t in chat.turns for c in t.answer.citations)
     assert chat.turns[2].answer.stop_reason == "the answer started repeating itself"
-    assert excerpts(chat.turns[0].events)[1].chunk_id == "docs/kv-cache.md#0"
+    assert shown_hits(chat.turns[0].events)[1].chunk_id == "docs/kv-cache.md#0"
     text = store.export(info.chat_id).read_text()
     assert "[7?]" in text and "[^1]: docs/kv-cache.md" in text
 

@@ -9,11 +9,12 @@ import pytest
 
 from agent.cli import main
 from agent.commands import common
-from rag.answer_check import check_citations, supported_share
+from rag.verification.answer_check import check_citations, supported_share
 from rag.errors import ShownUnreadable
-from rag.packing import OUTDATED_TAG, block, join_blocks, sourced_block
-from rag.shown import UNMATCHED, read_shown
+from rag.excerpts.packing import OUTDATED_TAG, block, join_blocks, sourced_block
+from rag.excerpts.shown_file import UNMATCHED, read_shown
 from rag.types import Chunk
+from json_support import read_output
 
 
 class Catalog:
@@ -150,14 +151,14 @@ def test_check_hand_written_answers(real_cli, capsys, answer, extra, code, verdi
     run, _ = real_cli
     assert run(answer, "--json", *extra) == code
     captured = capsys.readouterr()
-    report = json.loads(captured.out)
+    report = read_output("check", captured.out)
     assert report["citations"][0]["verdict"] == verdict and report["passed"] is (code == 0)
     assert ("smoldocs check: failed" in captured.err) is (code == 1)
 
 
 @pytest.mark.real
 def test_check_reads_the_answer_from_stdin_and_excerpts_as_printed(real_cli, real_index, real_tokenizer, capsys, monkeypatch, tmp_path):
-    from rag.packing import Ledger, Packer
+    from rag.excerpts.packing import Ledger, Packer
 
     hits = real_index.search("rotary position embedding keys stored", k=3)
     packed, citations = Packer(real_tokenizer, Ledger()).assemble("q", hits, 1024)

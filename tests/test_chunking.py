@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from models.fakes import WordTokenizer
-from rag.blocks import parse_units
-from rag.chunking import ChunkSettings, chunk_document, split_chunk_id
+from rag.ingest.blocks import parse_units
+from rag.ingest.chunking import ChunkSettings, chunk_document, split_chunk_id
 from rag.errors import BudgetError
 
 WORDS = WordTokenizer()
@@ -156,7 +156,7 @@ def test_every_chunk_fits_the_budget_and_every_line_is_covered(text, budget):
 
 @pytest.mark.real
 def test_every_docs_corpus_chunk_fits_the_real_tokenizer_budget(real_tokenizer):
-    from rag.corpus import default_docs_dir, load_corpus
+    from rag.ingest.corpus import default_docs_dir, load_corpus
 
     budget = ChunkSettings().max_tokens
     corpus = load_corpus(default_docs_dir())

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rag import markers
-from rag.claims import factual_claims, is_factual, split_claims
+from rag.verification.claims import factual_claims, is_factual, split_claims
 
 
 def texts(answer: str) -> list[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rag.conflicts import detect_conflicts, find_conflicts, statements
+from rag.excerpts.conflicts import detect_conflicts, find_conflicts, statements
 from rag.types import Hit
 
 DOCS = Path(__file__).resolve().parent.parent / "docs_corpus"

@@ -7,7 +7,7 @@ import pytest
 from models.fakes import HashEmbedder
 from rag.citations import Citation
 from rag.types import Chunk
-from rag.verify import verify_answer
+from rag.verification.verifier import verify_answer
 
 EMBEDDERS = [None, HashEmbedder()]
 

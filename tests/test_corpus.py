@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rag.corpus import default_docs_dir, load_corpus
+from rag.ingest.corpus import default_docs_dir, load_corpus
 from rag.errors import DocsNotFound
 
 DATA = Path(__file__).parent / "data" / "retrieval_docs"

@@ -6,17 +6,17 @@ import pytest
 
 from agent.tools import Tool, ToolRegistry
 from models.fakes import WordTokenizer
-from rag.document_tool import (
+from rag.excerpts.document_tool import (
     GET_DOCUMENT_DESCRIPTION,
     GET_DOCUMENT_NAME,
     GET_DOCUMENT_SCHEMA,
     SOURCE_NOT_FOUND,
     get_document_tool,
 )
-from rag.packing import OUTDATED_TAG, Ledger, source_of, sourced_block
-from rag.sources import SourceInfo
-from rag.search_tool import search_docs_tool
-from rag.types import Chunk
+from rag.excerpts.packing import OUTDATED_TAG, Ledger, source_of, sourced_block
+
+from rag.excerpts.search_tool import search_docs_tool
+from rag.types import Chunk, SourceInfo
 from tests.test_search_tool import MemoryRetriever
 
 CHUNKS = [

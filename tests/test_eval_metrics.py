@@ -17,7 +17,7 @@ from agent.eval.metrics import (
     percentile,
     problems,
 )
-from agent.eval.records import CitedChunk, Record, ToolStep
+from agent.eval.records import CitedChunk, Record, ToolRound
 from agent.eval.report import build_report, format_markdown, format_terminal, write_report
 from agent.eval.runner import load_question_file, run_question, shown_markers, stratified, tool_steps
 from agent.events import Answer, SearchFinished
@@ -25,8 +25,8 @@ from agent.events import ToolStep as ToolStepEvent
 from agent.session import ChatSession
 from agent.settings import AgentSettings
 from models.fakes import HashEmbedder, ScriptedChatModel
-from rag.metrics import Question, load_questions
-from rag.types import Chunk, Hit
+from rag.evaluation.questions import Question, load_questions
+from rag.types import Chunk, Hit, RetrieverDefaults
 
 GOLD = "docs/kv-cache.md#0"
 
@@ -205,7 +205,7 @@ def test_bad_question_line_is_a_one_line_error_naming_the_line(tmp_path):
 # -- records from scripted turns ----------------------------------------------------------------------------
 
 
-class ListRetriever:
+class ListRetriever(RetrieverDefaults):
     """Returns its chunks in order, whatever the query: enough to pin what the eval records."""
 
     def __init__(self, chunks):
@@ -280,7 +280,7 @@ def test_every_number_a_scripted_answer_cites_is_resolved_or_flagged(numbers):
 
 
 def test_report_renders_summary_rows_and_writes_both_files(tmp_path):
-    step = ToolStep(calls=1, valid=1, text='<tool_call>{"name": "search_docs"}</tool_call>')
+    step = ToolRound(calls=1, valid=1, text='<tool_call>{"name": "search_docs"}</tool_call>')
     records = [
         rec(citations=[cite(1)], tool_steps=(step,), queries=("kv cache",)),
         rec(id="u1", doc=None, status="insufficient_evidence", answer="No | pipes"),

@@ -6,12 +6,12 @@ a broken invariant.
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
 from agent.cli import main
 from agent.eval.records import FLAGGED
+from json_support import read_output
 
 pytestmark = pytest.mark.real
 
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.real
 def ci_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("eval")
     code = main(["eval", "--limit", "12", "--out", str(out), "--no-progress"])
-    return code, json.loads((out / "report.json").read_text(encoding="utf-8")), (out / "report.md").read_text("utf-8")
+    return code, read_output("eval", (out / "report.json").read_text(encoding="utf-8")), (out / "report.md").read_text("utf-8")
 
 
 def test_ci_subset_exits_zero_through_the_command(ci_run):

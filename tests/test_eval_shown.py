@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from agent.eval.records import Record
-from agent.eval.shown import ShownSentence, displayed_precision, evidence_hit, model_share, shown_metrics, split_answer
+from agent.eval.records import ShownSentence
+from agent.eval.shown import displayed_precision, evidence_hit, model_share, shown_metrics, split_answer
 from agent.events import Answer
-from rag.verdicts import ClaimVerdict, Verdict
+from rag.verification.verdicts import ClaimVerdict, Verdict
 
 QUOTE = ShownSentence("b controls how much document length normalises the score.", Verdict.SUPPORTED, by_model=False,
                       evidence="b controls how much document length normalises the score.")

@@ -6,10 +6,10 @@ import pytest
 
 from models.fakes import HashEmbedder
 from rag.citations import Citation
-from rag.claims import split_claims
-from rag.extractive import QUOTE_LABEL, best_quotes, extractive_answer
+from rag.verification.claims import split_claims
+from rag.answering.extractive import QUOTE_LABEL, best_quotes, extractive_answer
 from rag.types import Chunk
-from rag.verify import verify_answer
+from rag.verification.verifier import verify_answer
 
 KV = Chunk(
     "docs/kv-cache.md#2",
@@ -104,7 +104,7 @@ def test_a_list_of_citations_works_like_the_ledger_mapping():
 
 @pytest.mark.real
 def test_real_quotes_answer_the_question_and_verify_as_supported(real_embedder):
-    from rag.calibration_set import load_items
+    from rag.evaluation.calibration_set import load_items
 
     chunks = {i.chunk.chunk_id: i.chunk for i in load_items()}
     picked = [chunks[c] for c in ("docs/kv-cache.md#1", "docs/bm25.md#2", "docs/quantization.md#1")]

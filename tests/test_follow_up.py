@@ -9,7 +9,7 @@ import pytest
 from agent.events import Answer, ContextBuilt, SearchFinished, SearchStarted
 from agent.session import ChatSession, Turn
 from agent.settings import AgentSettings
-from rag.verdicts import CitationVerdict, Verdict
+from rag.verification.verdicts import CitationVerdict, Verdict
 from agent.loop import cited_sources, renumber
 from tests.test_agent_loop import final, make_session
 

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from models.fakes import HashEmbedder, WordTokenizer
-from rag.chunking import ChunkSettings, chunk_document, chunk_layout
+from rag.ingest.chunking import ChunkSettings, chunk_document, chunk_layout
 from rag.errors import Unreadable
-from rag.formats import parse_text, read_layout, stream_digest, syntax_for
-from rag.formats.asciidoc import looks_like_asciidoc, parse_adoc
-from rag.formats.html import html_blocks
-from rag.formats.pdf import pdf_layout
-from rag.index import IndexProgress, open_index
+from rag.ingest.formats import parse_text, read_layout, stream_digest, syntax_for
+from rag.ingest.formats.asciidoc import looks_like_asciidoc, parse_adoc
+from rag.ingest.formats.html import html_blocks
+from rag.ingest.formats.pdf import pdf_layout
+from rag.indexing.build import IndexProgress, open_index
 
 DATA = Path(__file__).parent / "data" / "formats"
 WORDS = WordTokenizer()
@@ -234,7 +234,7 @@ def test_a_mixed_folder_indexes_every_format_and_counts_what_it_skips(mixed, tmp
         calls.append(Path(path).name)
         return real(path, on_page)
 
-    monkeypatch.setattr("rag.formats.pdf.pdf_layout", counting)
+    monkeypatch.setattr("rag.ingest.formats.pdf.pdf_layout", counting)
     again = open_mixed(mixed, tmp_path / "idx")
     assert not again.update.modified and calls == []  # unchanged PDFs, unreadable ones too, are not read again
     assert again.update.skipped == {"encrypted PDF": 1, "unreadable PDF": 1}

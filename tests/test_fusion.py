@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rag.fusion import Ranked, fuse, rrf, top_rows, weighted
+from rag.retrieval.fusion import Ranked, fuse, rrf, top_rows, weighted
 
 
 def ranked(rows, scores) -> Ranked:

@@ -14,7 +14,7 @@ from agent.settings import tool_options
 from agent.toolcalls import parse_tool_calls
 from models.protocols import GenerationOptions
 from rag import markers
-from rag.search_tool import SEARCH_DOCS_NAME, SEARCH_DOCS_SCHEMA
+from rag.excerpts.search_tool import SEARCH_DOCS_NAME, SEARCH_DOCS_SCHEMA
 
 pytestmark = pytest.mark.real
 

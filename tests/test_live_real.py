@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rag import store
-from rag.index import open_index
-from rag.live import LiveIndex, open_live_index
+from rag.indexing import store
+from rag.indexing.build import open_index
+from rag.indexing.live import LiveIndex, open_live_index
 
 pytestmark = pytest.mark.real
 CORPUS = Path(__file__).resolve().parent.parent / "docs_corpus"

@@ -8,8 +8,8 @@ import re
 import anyio
 import pytest
 
-from rag.document_tool import GET_DOCUMENT_SCHEMA, SOURCE_NOT_FOUND
-from rag.search_tool import SEARCH_DOCS_SCHEMA
+from rag.excerpts.document_tool import GET_DOCUMENT_SCHEMA, SOURCE_NOT_FOUND
+from rag.excerpts.search_tool import SEARCH_DOCS_SCHEMA
 from tests.mcp_support import ROOT, excerpts, mcp_client
 
 pytestmark = pytest.mark.real

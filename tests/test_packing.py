@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from models.fakes import WordTokenizer
 from rag.citations import Citation
 from rag.errors import BudgetError
-from rag.near_duplicates import jaccard, shingles
-from rag.packing import Ledger, PackedContext, Packer, block, lost_in_middle
+from rag.excerpts.near_duplicates import jaccard, shingles
+from rag.excerpts.packing import Ledger, PackedContext, Packer, block, lost_in_middle
 from rag.types import Hit
 
 DOCS = Path(__file__).resolve().parent.parent / "docs_corpus"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from agent.progress import ProgressBar
 from models.fakes import HashEmbedder, WordTokenizer
-from rag.index import IndexProgress, open_index
+from rag.indexing.build import IndexProgress, open_index
 
 DATA = Path(__file__).parent / "data" / "retrieval_docs"
 

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 from models.fakes import CountingEmbedder, WordTokenizer
-from rag import store
-from rag.chunking import ChunkSettings
-from rag.fusion import Ranked, fuse
-from rag.index import IndexProgress, open_index
-from rag.live import LiveIndex
-from rag.progressive import fill_missing, missing_rows
-from rag.watch import DocsFilter, is_temp_file
+from rag.indexing import store
+from rag.ingest.chunking import ChunkSettings
+from rag.retrieval.fusion import Ranked, fuse
+from rag.indexing.build import IndexProgress, open_index
+from rag.indexing.live import LiveIndex
+from rag.indexing.fill import fill_missing, missing_rows
+from rag.indexing.watch import DocsFilter, is_temp_file
 
 
 def open_(docs: Path, index_dir: Path, embedder=None, **kw):
@@ -212,7 +212,7 @@ def test_a_live_index_is_ready_before_chunking_and_chunks_the_rest_behind(docs, 
 
 
 def test_watcher_reports_a_burst_in_few_batches_and_never_temp_files(tmp_path):
-    from rag.watch import FolderWatcher
+    from rag.indexing.watch import FolderWatcher
 
     root = tmp_path / "w"
     root.mkdir()

@@ -12,7 +12,7 @@ from agent.session import ChatSession
 from agent.settings import AgentSettings
 from models.fakes import HashEmbedder, ScriptedChatModel
 from models.protocols import CancelToken
-from rag.verdicts import Verdict
+from rag.verification.verdicts import Verdict
 from test_agent_loop import CHUNKS, MemoryRetriever, _chunk, final
 
 KV = "the kv cache stores keys and values of earlier tokens so they are not recomputed"

@@ -6,19 +6,19 @@ import numpy as np
 import pytest
 
 from rag.citations import Citation
-from rag.extractive import best_quotes, scores_of
-from rag.quote_eval import evidence_hit
-from rag.quote_features import FEATURES, candidates, feature_matrix
+from rag.answering.extractive import best_quotes, scores_of
+from rag.evaluation.evidence import evidence_sentence
+from rag.answering.quote_features import FEATURES, candidates, feature_matrix
 from rag.types import Chunk
 
 
 def test_an_evidence_hit_is_containment_a_sentence_inside_the_evidence_or_most_of_its_words():
-    assert evidence_hit("After normalisation, cosine  similarity equals the dot product, so:", "Cosine similarity equals the dot product")
-    assert evidence_hit("The docs live in five folders.", "The docs live in five folders. Each has a README.")
-    assert not evidence_hit("Five folders.", "The docs live in five folders. Each has a README.")  # under 4 words
-    assert evidence_hit("one token is about four characters of text", "four characters of English text")  # 4 of 5 words
-    assert not evidence_hit("one token is about four characters", "four characters of English text")  # 2 of 5
-    assert not evidence_hit("anything", None)
+    assert evidence_sentence("After normalisation, cosine  similarity equals the dot product, so:", "Cosine similarity equals the dot product")
+    assert evidence_sentence("The docs live in five folders.", "The docs live in five folders. Each has a README.")
+    assert not evidence_sentence("Five folders.", "The docs live in five folders. Each has a README.")  # under 4 words
+    assert evidence_sentence("one token is about four characters of text", "four characters of English text")  # 4 of 5 words
+    assert not evidence_sentence("one token is about four characters", "four characters of English text")  # 2 of 5
+    assert not evidence_sentence("anything", None)
 
 
 def test_scores_are_the_weighted_features_renormalised_without_an_embedder():

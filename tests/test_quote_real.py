@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agent.events import AnswerFinished
-from agent.quoting import normalized, parse_units
+from agent.quoting import normalized, parse_quote_units
 from agent.session import ChatSession
 from agent.settings import AgentSettings, answer_options
 
@@ -38,7 +38,7 @@ def test_every_reference_is_a_verbatim_substring_of_the_excerpt_its_number_names
         answer = next(e.answer for e in session.ask(question) if isinstance(e, AnswerFinished))
         if answer.status == "insufficient_evidence" and not answer.model_text:
             continue  # no sentence close enough to the question: abstained without calling the model
-        units, _partial = parse_units(answer.model_text[len("> "):])
+        units, _partial = parse_quote_units(answer.model_text[len("> "):])
         by_number = {c.n: c.chunk_id for c in answer.citations}
         for unit in units:
             chunk = real_index.chunk(by_number[unit.n])

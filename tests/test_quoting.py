@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agent.quoting import REF_OPEN, QuoteGuard, Span, Unit, normalized, parse_units, quote_spans
+from agent.quoting import REF_OPEN, QuoteGuard, Span, QuoteUnit, normalized, parse_quote_units, quote_spans
 from models.guards import GuardProcessor, Vocabulary
-from rag.extractive import Quote
+from rag.answering.extractive import Quote
 
 def words(text: str) -> int:
     return len(text.split())
@@ -53,7 +53,7 @@ def _decode(guard, vocab, seed: int, steps: int = 400) -> str:
 def test_every_reference_is_a_whole_span_cited_with_its_number(seed):
     guard = QuoteGuard(SPANS, [1, 2])
     text = _decode(guard, _vocab(), seed)
-    units, _partial = parse_units(text)
+    units, _partial = parse_quote_units(text)
     assert units, text  # the first unit is a reference: the prefix opened it
     for unit in units:
         assert any(s.text == unit.reference and s.n == unit.n for s in SPANS), text
@@ -103,7 +103,7 @@ def test_a_span_the_vocabulary_cannot_spell_ends_there_and_is_still_cited():
     pieces = ["", *sorted(set("Set the caf option to n.[]1\n ")), " [1]\n"]  # no "é"
     vocab = Vocabulary(pieces)
     text = _decode(QuoteGuard(spans, [1]), vocab, seed=0)
-    units, partial = parse_units(text)
+    units, partial = parse_quote_units(text)
     assert [u.reference for u in units] == ["Set the caf"] and units[0].n == 1 and not partial
     assert units[0].reference in spans[0].text  # still verbatim, only shorter
 
@@ -152,10 +152,10 @@ def test_spans_are_verbatim_bounded_and_never_half_a_row_or_code_span():
 
 def test_parse_units_drops_a_reference_cut_off_midway():
     text = "First span here [1]\nA claim.\n> Second span is cut"
-    units, partial = parse_units(text)
-    assert units == [Unit("First span here", 1, "A claim.")]
+    units, partial = parse_quote_units(text)
+    assert units == [QuoteUnit("First span here", 1, "A claim.")]
     assert partial == "Second span is cut"
-    assert parse_units("") == ([], "")  # a model that ends at once: nothing, and no partial reference
+    assert parse_quote_units("") == ([], "")  # a model that ends at once: nothing, and no partial reference
 
 
 def test_a_guard_needs_something_to_copy():
@@ -164,7 +164,7 @@ def test_a_guard_needs_something_to_copy():
 
 
 def test_a_list_item_is_copied_without_its_bullet():
-    from rag.claims import split_claims
+    from rag.verification.claims import split_claims
 
     excerpt = "Steps:\n\n- Build the index with `smoldocs index`.\n- Ask a question with `smoldocs ask`."
     items = [c.text for c in split_claims(excerpt, keep_markers=True) if c.kind == "item"]

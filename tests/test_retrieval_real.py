@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from rag.hybrid import DEFAULT_FUSION, HybridIndex
-from rag.metrics import load_questions
-from rag.retrieval_eval import MemoEmbedder, evaluate, ungraded
+from rag.retrieval.hybrid import DEFAULT_FUSION, HybridIndex
+from rag.evaluation.questions import load_questions
+from rag.evaluation.retrieval_eval import MemoEmbedder, evaluate, ungraded
 
 pytestmark = pytest.mark.real
 

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
 from agent.cli import main
 from agent.commands import common
 from models.fakes import HashEmbedder, WordTokenizer
+from json_support import read_output
 
 JSON_KEYS = {"rank", "chunk_id", "doc_id", "uri", "heading", "lines", "pages", "score", "bm25_rank", "dense_rank",
-             "outdated", "expires", "text", "dense_coverage"}
+             "outdated", "expires", "text"}
 
 
 @pytest.fixture
@@ -37,7 +37,7 @@ def test_search_json_lists_ranked_hits_with_every_key(fake_models, docs, tmp_pat
     code = main(["search", "asciidoc quantization weights", "--docs", str(docs), "--index", str(tmp_path / "i"),
                  "-k", "3", "--json"])
     assert code == 0
-    hits = json.loads(capsys.readouterr().out)
+    hits = read_output("search", capsys.readouterr().out)["hits"]
     assert 1 <= len(hits) <= 3 and [h["rank"] for h in hits] == list(range(1, len(hits) + 1))
     assert all(set(h) == JSON_KEYS for h in hits)
     assert hits[0]["chunk_id"] == "manual.adoc#0" and hits[0]["lines"] == "1-10"
@@ -55,7 +55,7 @@ def test_search_explain_view_shows_score_and_both_ranks(fake_models, docs, tmp_p
 def test_search_doc_id_filter_and_unknown_doc_id(fake_models, docs, tmp_path, capsys):
     base = ["search", "quantization", "--docs", str(docs), "--index", str(tmp_path / "i"), "--json"]
     assert main(base + ["--doc-id", "guide.md"]) == 0
-    assert all(h["doc_id"] == "guide.md" for h in json.loads(capsys.readouterr().out))
+    assert all(h["doc_id"] == "guide.md" for h in read_output("search", capsys.readouterr().out)["hits"])
     assert main(base + ["--doc-id", "manul.adoc"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "unknown --doc-id 'manul.adoc': did you mean manual.adoc?" in err
@@ -66,7 +66,7 @@ def test_search_with_no_match_says_so(fake_models, docs, tmp_path, capsys):
     assert main(base + ["--mode", "bm25"]) == 0
     assert capsys.readouterr().out.startswith("no results for 'the of and'")
     assert main(base + ["--mode", "bm25", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out) == []
+    assert read_output("search", capsys.readouterr().out)["hits"] == []
 
 
 def test_missing_docs_folder_is_one_line_exit_2(fake_models, tmp_path, capsys):
@@ -84,7 +84,7 @@ def test_bad_k_is_an_argparse_error(fake_models, capsys):
 def test_progress_bar_draws_on_a_terminal_and_prints_notices_anywhere():
     import io
 
-    from rag.index import IndexProgress
+    from rag.indexing.build import IndexProgress
 
     class Tty(io.StringIO):
         def isatty(self):
@@ -109,5 +109,5 @@ def test_real_search_json_on_the_bundled_corpus(real_index, capsys):
     # No --docs/--index: the bundled corpus and its cache folder, which the real_index fixture already built.
     code = main(["search", "How large is the KV cache of SmolLM2-135M?", "--json"])
     assert code == 0
-    hits = json.loads(capsys.readouterr().out)
+    hits = read_output("search", capsys.readouterr().out)["hits"]
     assert len(hits) == 5 and "docs/kv-cache.md" in {h["doc_id"] for h in hits[:3]}

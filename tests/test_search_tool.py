@@ -11,35 +11,37 @@ import pytest
 from models.fakes import WordTokenizer
 from rag import markers
 from rag.citations import Citation, problem
-from rag.verify import verify_answer
+from rag.verification.verifier import verify_answer
 from rag.errors import BudgetError
-from rag.packing import Ledger
-from rag.search_tool import (
+from rag.excerpts.packing import Ledger
+from rag.excerpts.search_tool import (
     NO_RESULTS,
     SEARCH_DOCS_NAME,
     SEARCH_DOCS_SCHEMA,
     search_docs_tool,
     tool_spec,
-    validate_arguments,
+    search_problem,
 )
-from rag.types import Chunk, Hit
+from rag.types import Chunk, Hit, RetrieverDefaults
+from json_support import read_output
 
 DOCS = Path(__file__).resolve().parent.parent / "docs_corpus"
 BLOCK_HEAD = re.compile(r"^\[(\d+)\] (\S+)$", re.MULTILINE)
 
 
-class MemoryRetriever:
+class MemoryRetriever(RetrieverDefaults):
     """Ranks chunks by how many query words they share; records every call."""
 
     def __init__(self, chunks: list[Chunk]) -> None:
-        self.chunks = {c.chunk_id: c for c in chunks}
+        self.by_id = {c.chunk_id: c for c in chunks}
+        self.chunks = list(self.by_id.values())
         self.calls: list[tuple[str, int, list[str] | None]] = []
 
     def search(self, query, k=5, doc_ids=None):
         self.calls.append((query, k, None if doc_ids is None else list(doc_ids)))
         words = set(query.lower().split())
         scored = []
-        for c in self.chunks.values():
+        for c in self.chunks:
             if doc_ids is not None and c.doc_id not in doc_ids:
                 continue
             score = len(words & set(c.text.lower().split()))
@@ -49,11 +51,11 @@ class MemoryRetriever:
         return [Hit.from_chunk(c, float(s)) for s, c in scored[:k]]
 
     def chunk(self, chunk_id):
-        return self.chunks.get(chunk_id)
+        return self.by_id.get(chunk_id)
 
     @property
     def doc_ids(self):
-        return sorted({c.doc_id for c in self.chunks.values()})
+        return sorted({c.doc_id for c in self.chunks})
 
 
 def chunk(chunk_id: str, text: str) -> Chunk:
@@ -113,13 +115,13 @@ def test_bad_arguments_give_an_error_result_naming_the_problem(tool, retriever, 
     assert named in result.error
     assert result.hits == [] and result.citations == [] and result.packed is None
     assert retriever.calls == []
-    assert validate_arguments(arguments) == result.error
+    assert search_problem(arguments) == result.error
 
 
 def test_good_arguments_validate():
-    assert validate_arguments({"query": "cache"}) is None
-    assert validate_arguments({"query": "x" * 1000, "k": 20, "doc_ids": ["docs/a.md"]}) is None
-    assert validate_arguments('{"query": "cache", "k": 1}') is None
+    assert search_problem({"query": "cache"}) is None
+    assert search_problem({"query": "x" * 1000, "k": 20, "doc_ids": ["docs/a.md"]}) is None
+    assert search_problem('{"query": "cache", "k": 1}') is None
 
 
 def test_nothing_matched_is_the_answer_no_results(tool):
@@ -302,7 +304,7 @@ def test_pack_command_reports_what_fits_with_the_real_tokenizer(real, capsys):
 
     tokenizer, _ = real
     assert main(["pack", "What does the KV cache store?", "--budget", "200", "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
+    report = read_output("pack", capsys.readouterr().out)
     assert report["budget"] == 200 and report["tokenizer"] == tokenizer.name
     assert 0 < report["tokens"] <= 200 and report["tokens"] == tokenizer.count(report["text"])
     assert report["hits_in"] == report["hits_out"] + sum(report["dropped"].values())

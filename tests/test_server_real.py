@@ -7,7 +7,6 @@ one line with the chat kept.
 from __future__ import annotations
 
 import http.server
-import json
 import socket
 import threading
 import time
@@ -25,6 +24,7 @@ from models.locate import default_model_path
 from models.protocols import CancelToken, GenerationOptions
 from models.server import ServerChatModel
 from models.server_api import ServerConfig
+from json_support import read_output
 
 pytestmark = [pytest.mark.real, pytest.mark.server]
 
@@ -169,7 +169,7 @@ def test_eval_limit_12_through_the_server(local_server, capsys):
 
     code = main(["eval", "--limit", "12", "--base-url", local_server.base_url, "--tokenizer", str(default_model_path()),
                  "--k", "2", "--max-tokens", "16", "--json", "--no-progress"])  # fmt: skip
-    report = json.loads(capsys.readouterr().out)
+    report = read_output("eval", capsys.readouterr().out)
     assert code == 0, report["gate"]
     assert report["questions"]["n"] == 12 and report["settings"]["n_ctx"] == 2048
     assert not [r for r in report["rows"] if r["error"]]

@@ -16,13 +16,14 @@ from agent.session import ChatSession
 from agent.settings import AgentSettings
 from agent.tui import make_app
 from models.fakes import HashEmbedder, ScriptedChatModel
-from rag.packing import Omission
-from rag.sources import source_info
+from rag.excerpts.packing import Omission
+from rag.ingest.sources import source_info
 from rag.types import Chunk, Hit
-from rag.verdicts import Verdict
+from rag.verification.verdicts import Verdict
 from test_agent_loop import MemoryRetriever
 from test_tui import ask, ready
 from tui_support import pilot_test
+from json_support import read_output
 
 OLD = Chunk("archive/defaults.md#0", "archive/defaults.md", "archive/defaults.md",
             "In 2023 the course default context window was 512 tokens.", ("Defaults",), 1, 3)
@@ -37,7 +38,7 @@ class StandingRetriever(MemoryRetriever):
 
     def search(self, query, k=5, doc_ids=None):
         return [
-            Hit.from_chunk(self.chunks[h.chunk_id], h.score, outdated=source_info(h.doc_id).outdated)
+            Hit.from_chunk(self.by_id[h.chunk_id], h.score, outdated=source_info(h.doc_id).outdated)
             for h in super().search(query, k, doc_ids)
         ]
 
@@ -72,12 +73,12 @@ def test_agreeing_excerpts_give_no_note():
 
 
 def test_a_conflict_detection_failure_answers_without_a_note(monkeypatch):
-    import rag.conflicts
+    import rag.excerpts.conflicts
 
     def boom(excerpts):
         raise RuntimeError("detector bug")
 
-    monkeypatch.setattr(rag.conflicts, "detect_conflicts", boom)
+    monkeypatch.setattr(rag.excerpts.conflicts, "detect_conflicts", boom)
     session, _ = session_over([NEW, OLD], ["The default context window is 2048 tokens [1]."])
     answer = answer_of(session, "what is the course default context window")
     assert answer.status == "answered" and answer.conflicts == ()
@@ -174,7 +175,7 @@ def test_pack_refuses_a_bad_jaccard_threshold(capsys, value):
 @pytest.mark.real
 def test_real_index_marks_the_archive_page_and_the_probe_notes_the_conflicts(real_index, real_tokenizer):
     from agent.eval.probe import probe_questions
-    from rag.metrics import load_questions
+    from rag.evaluation.questions import load_questions
 
     assert real_index.source("archive/context-defaults-2023.md").outdated
     assert not real_index.source("docs/context-windows.md").outdated
@@ -193,12 +194,12 @@ def test_real_pack_command_tags_the_outdated_excerpt_and_reports_the_conflict(re
 
     question = "Should my labs use a 512-token or a 2048-token context window?"
     assert main(["pack", question, "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
+    report = read_output("pack", capsys.readouterr().out)
     outdated = [c for c in report["citations"] if c["outdated"]]
     assert outdated and all(c["doc_id"].startswith("archive/") for c in outdated)
     assert f"[{outdated[0]['n']}] {outdated[0]['uri']} [outdated]\n" in report["text"]
     assert report["conflicts"] and outdated[0]["n"] in report["conflicts"][0]["outdated"]
     assert report["hits_in"] == report["hits_out"] + sum(report["dropped"].values())
     assert main(["pack", question, "--json", "--current-only"]) == 0
-    current = json.loads(capsys.readouterr().out)
+    current = read_output("pack", capsys.readouterr().out)
     assert not any(c["outdated"] for c in current["citations"]) and current["conflicts"] == []

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from models.fakes import HashEmbedder, WordTokenizer
-from rag.chunking import ChunkSettings
-from rag.index import IndexProgress, open_index
-from rag.sources import front_matter, parse_date, source_info
+from rag.ingest.chunking import ChunkSettings
+from rag.indexing.build import IndexProgress, open_index
+from rag.ingest.sources import front_matter, parse_date, source_info
 
 
 def doc(front: str, body: str = "# Title\n\nSome words about context windows.\n") -> str:

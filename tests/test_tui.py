@@ -30,7 +30,7 @@ from agent.tui.token_meter import TokenBar, TokenScreen
 from agent.tui.turns import error_line, run_turn
 from models.errors import ModelError
 from models.protocols import CancelToken
-from rag.index import IndexProgress
+from rag.indexing.build import IndexProgress
 from tui_support import CHUNKS, pilot_test, real_session
 
 REPLY = "KV cache stores keys [1]. It is 9000 GB [7]."
@@ -321,7 +321,7 @@ async def test_a_resumed_chat_marks_a_citation_whose_source_changed_as_stale(sto
     # The docs changed since: the cited chunk now says something else.
     session2, _, retriever2 = real_session([])
     cited = session.history[0].answer.citations[0].chunk_id
-    retriever2.chunks[cited] = dataclasses.replace(retriever2.chunks[cited], text="the kv cache was removed")
+    retriever2.by_id[cited] = dataclasses.replace(retriever2.by_id[cited], text="the kv cache was removed")
     async with app_for(session2, store).run_test(size=SIZE) as pilot:
         await ready(pilot)
         await pilot.press("ctrl+o")

@@ -12,8 +12,8 @@ from agent.session import ChatSession
 from agent.settings import AgentSettings, answer_options
 from agent.tui import make_app
 from agent.tui.sources_panel import SourcesPanel
-from rag.verdicts import Verdict
-from rag.corpus import default_docs_dir
+from rag.verification.verdicts import Verdict
+from rag.ingest.corpus import default_docs_dir
 from test_tui import ask, marker_styles, ready
 from tui_support import pilot_test
 

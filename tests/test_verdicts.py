@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from rag.verdicts import ORDER, CitationVerdict, ClaimVerdict, Verdict, Verification, per_number, weaker
+from rag.verification.verdicts import ORDER, CitationVerdict, ClaimVerdict, Verdict, Verification, per_number, weaker
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -70,5 +70,5 @@ def test_the_marker_grammar_and_the_verdict_tables_each_live_in_one_module():
         if table.search(text):
             owners["table"].add(rel)
     assert owners["marker"] <= {"rag/markers.py", "agent/grammars.py"}, owners["marker"]
-    assert owners["table"] == {"rag/verdicts.py"}, owners["table"]
+    assert owners["table"] == {"rag/verification/verdicts.py"}, owners["table"]
     assert "rag/markers.py" in owners["marker"]

@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from models.fakes import CountingEmbedder, HashEmbedder
 from rag.citations import Citation
-from rag.support import Params
+from rag.verification.support import Params
 from rag.types import Chunk
-from rag.verify import DENSE, LEXICAL, verify_answer
+from rag.verification.verifier import DENSE, LEXICAL, verify_answer
 
 KV = Chunk(
     "docs/kv-cache.md#2",
@@ -231,7 +231,7 @@ def test_shipped_thresholds_are_ordered():
 @pytest.fixture(scope="module")
 def corpus_chunks():
     """Real docs_corpus chunks, as frozen in the calibration set."""
-    from rag.calibration_set import load_items
+    from rag.evaluation.calibration_set import load_items
 
     return {i.chunk.chunk_id: i.chunk for i in load_items()}
 

@@ -19,9 +19,9 @@ from agent.events import (
 from agent.session import ChatSession
 from agent.settings import AgentSettings
 from models.fakes import HashEmbedder, ScriptedChatModel
-from rag.packing import Omission
+from rag.excerpts.packing import Omission
 from rag.types import Chunk, Hit
-from rag.verdicts import CitationVerdict, ClaimVerdict, Verdict
+from rag.verification.verdicts import CitationVerdict, ClaimVerdict, Verdict
 from test_agent_loop import MemoryRetriever
 
 
@@ -120,9 +120,13 @@ class ReplaySession:
         self.n_ctx = 2048
         self.index_size = len(CHUNKS)
         self.docs_dir = Path("docs_corpus")
+        self.dense_coverage = 1.0
+        self.backend_note = ""
+        self.search_notice = ""
         self.history: list = []
         self.turns = list(turns or [])
         self.retriever = MemoryRetriever(CHUNKS)
+        self.closed = False
 
     def ask(self, question: str, cancel=None) -> Iterator:
         events = self.turns.pop(0)
@@ -140,3 +144,6 @@ class ReplaySession:
 
     def restore(self, turns) -> None:
         self.history = list(turns)
+
+    def close(self) -> None:
+        self.closed = True

@@ -13,15 +13,16 @@ from agent.events import (
     EVENT_TYPES,
     Answer,
     AnswerFinished,
+    AnswerStatus,
     ContextBuilt,
     Event,
     SearchFinished,
     SearchStarted,
     ToolStep,
 )
-from rag.packing import Omission
+from rag.excerpts.packing import Omission
 from rag.types import Hit
-from rag.verdicts import CitationVerdict, ClaimVerdict, Verdict, Verification
+from rag.verification.verdicts import CitationVerdict, ClaimVerdict, Verdict, Verification
 
 _BY_NAME = {cls.__name__: cls for cls in EVENT_TYPES}
 
@@ -81,6 +82,7 @@ def answer_from_dict(data: dict) -> Answer:
         ClaimVerdict(**{**_known(ClaimVerdict, c), "verdict": Verdict.of(c.get("verdict", "")), "citations": tuple(c.get("citations", ()))})
         for c in data.get("claims", ())
     )
+    fields["status"] = AnswerStatus.of(str(data.get("status", "")))
     fields["conflicts"] = tuple(c for c in data.get("conflicts", ()) if isinstance(c, dict))
     if not data.get("stop_reason") and any("stopped" in t for t in data.get("trace", ()) if isinstance(t, dict)):
         fields["stop_reason"] = next(t["stopped"] for t in data["trace"] if isinstance(t, dict) and "stopped" in t)

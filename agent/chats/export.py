@@ -10,10 +10,11 @@ from typing import Callable
 
 from agent.chats.codec import answer_to_dict
 from agent.chats.stale import stale_citations
-from agent.chats.store import SavedChat, excerpts
+from agent.chats.saved import SavedChat
+from agent.events import shown_hits
 from rag import markers
 from rag.types import Chunk, Hit
-from rag.verdicts import CitationVerdict, Verdict
+from rag.verification.verdicts import CitationVerdict, Verdict
 
 
 def chat_markdown(chat: SavedChat, lookup: Callable[[str], Chunk | None] | None = None, drafts: bool = False) -> str:
@@ -30,7 +31,7 @@ def chat_markdown(chat: SavedChat, lookup: Callable[[str], Chunk | None] | None 
     notes: list[str] = []
     for turn in chat.turns:
         answer = turn.answer
-        shown = excerpts(turn.events)
+        shown = shown_hits(turn.events)
         verdicts = {c.n: c for c in answer.citations}
         stale = stale_citations(answer, turn.events, lookup) if lookup else {}
         labels: dict[int, str] = {}

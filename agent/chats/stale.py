@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
-from agent.chats.store import excerpts
-from agent.events import Answer, Event
+from agent.events import Answer, Event, shown_hits
 from rag.types import Chunk
-from rag.verdicts import Verdict
+from rag.verification.verdicts import Verdict
 
 CHANGED, VANISHED = "changed", "vanished"
 
@@ -18,7 +17,7 @@ def stale_citations(answer: Answer, events: Iterable[Event], lookup: Callable[[s
     The text compared is the excerpt as the turn's search showed it (saved with the chat), with whitespace
     folded; made-up numbers cite nothing and are never stale.
     """
-    shown = excerpts(events)
+    shown = shown_hits(events)
     out: dict[int, str] = {}
     for c in answer.citations:
         if c.verdict is Verdict.MADE_UP or not c.chunk_id:

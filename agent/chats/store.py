@@ -21,10 +21,12 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from agent.chats.codec import event_from_dict, event_to_dict
+from agent.chats.export import chat_json, chat_markdown
+from agent.chats.saved import ChatInfo, SavedChat, SavedTurn
 from agent.errors import AgentError
 from agent.events import Answer, AnswerFinished, Event, SearchFinished, TextDelta, TurnStarted
 from models.paths import data_dir
-from rag.store import atomic_write
+from rag.indexing.store import atomic_write
 from rag.types import Chunk, Hit
 
 FORMAT_VERSION = 1
@@ -32,53 +34,6 @@ FORMAT_VERSION = 1
 
 class ChatStoreError(AgentError):
     """A saved chat cannot be read or written."""
-
-
-@dataclass
-class SavedTurn:
-    """One question of a saved chat and every event recorded for it."""
-
-    question: str
-    events: list[Event] = field(default_factory=list)
-
-    @property
-    def answer(self) -> Answer:
-        """The final answer; an answer cut off by a kill keeps what streamed as its unverified draft, cancelled."""
-        for event in reversed(self.events):
-            if isinstance(event, AnswerFinished):
-                return event.answer
-        text = "".join(e.text for e in self.events if isinstance(e, TextDelta))
-        return Answer(question=self.question, text="", status="cancelled", model_text=text, draft=text)
-
-    @property
-    def complete_events(self) -> list[Event]:
-        """The events, ending in an AnswerFinished even when the app died before writing one."""
-        if any(isinstance(e, AnswerFinished) for e in self.events):
-            return list(self.events)
-        return [*self.events, AnswerFinished(self.answer)]
-
-
-@dataclass(frozen=True)
-class ChatInfo:
-    chat_id: str
-    title: str  # the first question
-    created: float  # epoch seconds
-    updated: float
-    turns: int
-    path: Path
-    damaged_after: int | None = None  # the intact turns before a damaged line; None when the file is whole
-    damage: str = ""  # what is wrong, e.g. "line 7 is not a saved event"
-
-    @property
-    def when(self) -> str:
-        return datetime.fromtimestamp(self.updated).strftime("%Y-%m-%d %H:%M")
-
-
-@dataclass
-class SavedChat:
-    info: ChatInfo
-    meta: dict
-    turns: list[SavedTurn]
 
 
 class ChatLog:
@@ -261,8 +216,6 @@ class ChatStore:
         """Write the chat as Markdown with its sources as footnotes (JSON when `dest` ends in .json); returns the
         file written. With `lookup` (the index), citations whose source changed since are marked stale. The
         model's unverified drafts go into the Markdown only with `drafts` (JSON always has them, apart)."""
-        from agent.chats.export import chat_json, chat_markdown
-
         chat = self.load(chat_id)
         dest = Path(dest) if dest is not None else self.root.parent / "exports" / f"{chat_id}.md"
         if dest.suffix == ".json":
@@ -279,22 +232,3 @@ class ChatStore:
         if not path.exists():
             raise ChatStoreError(f"no saved chat named {chat_id!r}: see the chat list (Ctrl+O)")
         return path
-
-
-def excerpts(events: Iterable[Event]) -> dict[int, Hit]:
-    """The numbered excerpts one turn showed the model: ledger number -> hit.
-
-    SearchFinished lists the hits in rank order and the numbers of those kept; the kept hits are the ones
-    no omission names, in the same order.
-    """
-    found: dict[int, Hit] = {}
-    for event in events:
-        if not isinstance(event, SearchFinished) or event.error:
-            continue
-        left_out = {o.rank for o in event.omissions}
-        kept = [h for rank, h in enumerate(event.hits, 1) if rank not in left_out]
-        for n, hit in zip(event.packed, kept):
-            found.setdefault(n, hit)
-    return found
-
-

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
+from agent import json_output
 from agent.chats.codec import answer_to_dict
-from agent.events import Answer, AnswerFinished, ErrorEvent, SearchFinished, TextDelta
+from agent.events import Answer, AnswerFinished, AnswerStatus, ErrorEvent, SearchFinished, TextDelta
 from agent.settings import POLICIES
-from rag.progressive import coverage_note
-from rag.verdicts import Verdict
+from rag.indexing.fill import coverage_note
+from rag.verification.verdicts import Verdict
 
 HELP = "ask one question about the docs and check the answer's citations"
 
@@ -53,13 +53,14 @@ def run(args: argparse.Namespace) -> int:
             answer = event.answer
     assert answer is not None, "the agent ended a turn without an answer"
     if args.json:
-        data = answer_to_dict(answer) | {"notice": session.search_notice or None}
-        print(json.dumps(data | {"dense_coverage": round(session.dense_coverage, 4)}, ensure_ascii=False, indent=2))
+        data = answer_to_dict(answer)
+        extra = {"answer": answer.text, "notice": session.search_notice or None, "dense_coverage": round(session.dense_coverage, 4)}
+        print(json_output.dumps(data | extra))
     else:
         print_answer(answer, session, already_streamed=streaming)
         if not session.search_notice and coverage_note(session.dense_coverage):
             print(f"note: {coverage_note(session.dense_coverage)} (the next run continues)", file=sys.stderr)
-    return 0 if answer.status not in ("error", "interrupted") else 1
+    return 0 if answer.status not in (AnswerStatus.ERROR, AnswerStatus.INTERRUPTED) else 1
 
 
 def print_answer(answer: Answer, session, already_streamed: bool) -> None:
@@ -88,7 +89,7 @@ def print_answer(answer: Answer, session, already_streamed: bool) -> None:
                     where += f" ({chunk.heading})"
             score = f" score {c.support:.2f}" if c.support is not None else ""
             out.write(f"  [{c.n}] {note}{score}  {where}\n".rstrip() + "\n")
-    elif answer.status == "answered":
+    elif answer.status is AnswerStatus.ANSWERED:
         out.write("\nNo citations: nothing in this answer is tied to the docs.\n")
     uncited = [c for c in answer.claims if c.verdict is Verdict.UNCITED]
     if uncited:

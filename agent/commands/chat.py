@@ -23,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
     from agent.chats import ChatStore
     from agent.session import open_session
     from agent.tui import make_app
-    from rag.corpus import check_docs_dir
+    from rag.ingest.corpus import check_docs_dir
 
     # A wrong --docs is a one-line error before the screen opens; model and index errors show inside the app.
     from agent.commands.common import decoding_from_args, open_chat_model

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 # Looked up on `common` at call time, so a test that swaps in fake components reaches every command.
+from agent import json_output
 from agent.commands import common
 from agent.commands.common import add_index_options, open_index_from_args
 from agent.errors import UsageError
 from agent.chats.codec import verification_to_dict
-from rag.answer_check import MAX_ANSWER_CHARS, check_citations, supported_share
-from rag.shown import read_shown
-from rag.verdicts import Verdict, Verification
+from rag.verification.answer_check import MAX_ANSWER_CHARS, check_citations, supported_share
+from rag.excerpts.shown_file import read_shown
+from rag.verification.verdicts import Verdict, Verification
 
 HELP = "check an answer's [n] citations against the excerpts it was shown (exit 1 on made-up or unresolved ones)"
 FAILED = 1  # a made-up or unresolved citation, or too few supported claims; 2 stays the usage-error code
@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         passed = not (report.made_up or report.unresolved or short)
         extra = {"supported_share": share, "min_supported": args.min_supported, "passed": passed}
-        print(json.dumps(verification_to_dict(report) | extra, indent=2, ensure_ascii=False))
+        print(json_output.dumps(verification_to_dict(report) | extra))
     else:
         print(render(report, share))
     failures = []

@@ -7,7 +7,7 @@ import sys
 from typing import TextIO
 
 from agent.progress import ProgressBar
-from rag.hybrid import HybridIndex
+from rag.retrieval.hybrid import HybridIndex
 
 
 def add_docs_option(p: argparse.ArgumentParser) -> None:
@@ -93,7 +93,7 @@ def add_current_only_option(p: argparse.ArgumentParser) -> None:
 
 def add_embed_budget_option(p: argparse.ArgumentParser) -> None:
     """--embed-budget: how long a one-shot command embeds new chunks before answering."""
-    from rag.progressive import ONE_SHOT_BUDGET
+    from rag.indexing.fill import ONE_SHOT_BUDGET
 
     p.add_argument(
         "--embed-budget", type=_budget, default=ONE_SHOT_BUDGET, metavar="SECONDS",
@@ -166,9 +166,9 @@ def open_index_from_args(
 ) -> HybridIndex:
     """The ready index for --docs/--index, updated if files changed, with progress on stderr (unless quiet).
 
-    `embed_budget`/`embed_first`: see rag.index.open_index (one-shot commands answer before every chunk is embedded).
+    `embed_budget`/`embed_first`: see rag.indexing.build.open_index (one-shot commands answer before every chunk is embedded).
     """
-    from rag.index import open_index
+    from rag.indexing.build import open_index
 
     tokenizer = tokenizer or load_tokenizer_from_args(args)
     if embedder is None:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 
+from agent import json_output
 from agent.eval.gate import Thresholds
 from agent.settings import POLICIES, AgentSettings
 
@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
         report["gate"]["ok"] = False
         report["gate"]["invariants"].append(f"interrupted after {len(records)} of {len(questions)} questions")
     if args.json:
-        print(json.dumps(report, ensure_ascii=False, indent=1))
+        print(json_output.dumps(report, indent=1))
     else:
         print(format_terminal(report))
     if args.out:
@@ -158,7 +158,7 @@ def _run_without_model(args: argparse.Namespace, questions, settings: AgentSetti
     info = {"questions": str(path), "limit": args.limit, "chunks": len(index), "k": settings.k,
             "current_only": bool(args.current_only), "model": None}
     report = build_probe_report(records, retrieval, info)
-    print(json.dumps(report, ensure_ascii=False, indent=1) if args.json else format_probe(report))
+    print(json_output.dumps(report, indent=1) if args.json else format_probe(report))
     if args.out:
         from agent.eval.report import write_probe
 

@@ -18,16 +18,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agent.mcp_server import LiveIndex, build_server
+    from agent.mcp_server import FolderIndex, build_server
 
-    from rag.corpus import check_docs_dir
+    from rag.ingest.corpus import check_docs_dir
 
     if args.docs is not None:
         check_docs_dir(args.docs)  # a mistyped folder is one line, before seconds of model loading
     # stdout carries the protocol: everything else, including loading notices, goes to stderr.
     tokenizer = common.load_tokenizer_from_args(args)
     embedder = common.load_embedder_from_args(args)
-    live = LiveIndex(args.docs, tokenizer, embedder, index_dir=args.index)
+    live = FolderIndex(args.docs, tokenizer, embedder, index_dir=args.index)
     print(f"smoldocs mcp: serving {live.root} ({len(live.index)} chunks) on stdio", file=sys.stderr, flush=True)
     build_server(live).run("stdio")
     busy = not live.lock.acquire(blocking=False)

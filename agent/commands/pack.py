@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 # Looked up on `common` at call time, so a test that swaps in fake components reaches every command.
+from agent import json_output
 from agent.commands import common
 from agent.commands.common import (
     add_current_only_option,
@@ -14,10 +14,10 @@ from agent.commands.common import (
     open_index_from_args,
 )
 from agent.errors import UsageError
-from rag.conflicts import find_conflicts
-from rag.near_duplicates import DEFAULT_JACCARD
-from rag.packing import ORDERS, Ledger, PackedContext, Packer
-from rag.search_tool import DEFAULT_K, DEFAULT_MAX_TOKENS, MAX_K, MAX_QUERY_CHARS, MIN_K
+from rag.excerpts.conflicts import find_conflicts
+from rag.excerpts.near_duplicates import DEFAULT_JACCARD
+from rag.excerpts.packing import ORDERS, Ledger, PackedContext, Packer
+from rag.excerpts.search_tool import DEFAULT_K, DEFAULT_MAX_TOKENS, MAX_K, MAX_QUERY_CHARS, MIN_K
 
 HELP = "pack search hits into numbered excerpts under a token budget (a smoke test of what the model sees)"
 
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         args.query, hits, args.budget, order=args.order, jaccard_threshold=args.jaccard_threshold
     )
     report = _report(packed, citations, len(hits), tokenizer.name, args.jaccard_threshold)
-    print(json.dumps(report, indent=2) if args.json else _render(report))
+    print(json_output.dumps(report) if args.json else _render(report))
     return 0
 
 

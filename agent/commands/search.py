@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import json
 import textwrap
 
+from agent import json_output
 from agent.commands.common import (
     add_current_only_option,
     add_embed_budget_option,
@@ -14,8 +14,8 @@ from agent.commands.common import (
     open_index_from_args,
 )
 from agent.errors import UsageError
-from rag.hybrid import MODES
-from rag.progressive import coverage_note
+from rag.retrieval.hybrid import MODES
+from rag.indexing.fill import coverage_note
 from rag.types import Hit
 
 HELP = "search the docs index and show how each retriever ranked the hits"
@@ -55,11 +55,12 @@ def run(args: argparse.Namespace) -> int:
     hits = index.search(args.query, k=args.k, doc_ids=args.doc_ids, mode=args.mode)
     coverage = index.dense_coverage
     if args.json:
-        rows = [hit_to_json(rank, hit) | {"dense_coverage": round(coverage, 4)} for rank, hit in enumerate(hits, start=1)]
-        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        rows = [hit_to_json(rank, hit) for rank, hit in enumerate(hits, start=1)]
+        data = {"query": args.query, "mode": args.mode, "k": args.k, "dense_coverage": round(coverage, 4), "hits": rows}
+        print(json_output.dumps(data))
         return 0
     method = f"{args.mode} ({index.fusion})" if args.mode == "hybrid" else args.mode
-    if not getattr(index, "has_dense", True):
+    if not index.has_dense:
         method = "bm25, semantic search off"
     elif coverage_note(coverage):
         print(f"note: {coverage_note(coverage)} (the next run continues)")

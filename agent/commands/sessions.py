@@ -24,4 +24,4 @@ def open_cli_session(args: argparse.Namespace, tools: str = "auto", decoding: st
     changes = {name: value for name, value in changes.items() if value is not None}
     if changes:  # from config.toml or the environment: `ask` has no such flags
         settings = settings.with_(generation=replace(settings.generation, **changes))
-    return ChatSession(model, index, embedder=embedder, settings=settings, docs_dir=getattr(index, "docs_dir", None))
+    return ChatSession(model, index, embedder=embedder, settings=settings, docs_dir=index.docs_dir)

@@ -8,12 +8,12 @@ from collections import Counter
 from typing import Sequence
 
 from agent.eval.records import Record
-from rag.metrics import mean
-from rag.verdicts import Verdict
+from rag.evaluation.evidence import holds_evidence
+from rag.evaluation.questions import mean
+from rag.verification.verdicts import Verdict
 
 CONFLICT_TAG = "conflict"  # questions.jsonl tag: the docs disagree about what the question asks
 _WORD = re.compile(r"[a-z0-9]+")
-_SPACE = re.compile(r"\s+")
 
 
 def ratio(part: int, whole: int) -> float | None:
@@ -37,17 +37,6 @@ def evidence_overlap(answer: str, evidence: str | None) -> float | None:
     if not wanted:
         return None
     return len(wanted & set(_WORD.findall(answer.lower()))) / len(wanted)
-
-
-def contains_evidence(text: str, evidence: str | None) -> bool:
-    """Whether `text` holds the evidence string, ignoring case and runs of whitespace."""
-    if not evidence:
-        return False
-    return _norm(evidence) in _norm(text)
-
-
-def _norm(text: str) -> str:
-    return _SPACE.sub(" ", text).strip().lower()
 
 
 def citation_metrics(records: Sequence[Record]) -> dict:
@@ -106,7 +95,7 @@ def answer_metrics(records: Sequence[Record]) -> dict:
         "false_abstention": ratio(sum(r.abstained for r in answerable), len(answerable)),
         "answerable": len(answerable),
         "evidence_overlap": mean(overlaps) if overlaps else None,
-        "evidence_contained": ratio(sum(contains_evidence(r.answer, r.evidence) for r in answered), len(answered)),
+        "evidence_contained": ratio(sum(holds_evidence(r.answer, r.evidence) for r in answered), len(answered)),
         "evidence_n": len(answered),
         "gold_retrieved": ratio(sum(bool(set(r.retrieved) & set(r.gold_chunks)) for r in answerable), len(answerable)),
         "gold_shown": ratio(sum(bool(set(r.shown_chunks) & set(r.gold_chunks)) for r in answerable), len(answerable)),

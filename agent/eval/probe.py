@@ -7,14 +7,13 @@ from typing import Iterator, Sequence
 
 from agent.context import ContextWindow
 from agent.eval.records import Record
+from agent.events import AnswerStatus
 from agent.prompts import system_rules
 from agent.settings import AgentSettings
-from rag.conflicts import find_conflicts
-from rag.metrics import Question, gold_chunk_ids
-from rag.packing import Ledger, block
-from rag.search_tool import MAX_QUERY_CHARS, SEARCH_DOCS_NAME, search_docs_tool
-
-NOT_ASKED = "not_asked"  # the status of a record no model answered
+from rag.excerpts.conflicts import find_conflicts
+from rag.evaluation.questions import Question, gold_chunk_ids
+from rag.excerpts.packing import Ledger, block
+from rag.excerpts.search_tool import MAX_QUERY_CHARS, SEARCH_DOCS_NAME, search_docs_tool
 
 
 def probe_questions(index, tokenizer, questions: Sequence[Question], settings: AgentSettings) -> Iterator[Record]:
@@ -27,22 +26,22 @@ def probe_questions(index, tokenizer, questions: Sequence[Question], settings: A
 def probe_question(index, tokenizer, window: ContextWindow, question: Question, settings: AgentSettings) -> Record:
     prepared = window.prepare(question.q, [])
     ledger = Ledger()
-    tool = search_docs_tool(index, ledger, tokenizer, max_tokens=prepared.evidence_budget, order=settings.order)
+    tool = search_docs_tool(index, ledger, tokenizer, max_tokens=prepared.evidence_budget)
     result = tool({"query": question.q.strip()[:MAX_QUERY_CHARS], "k": settings.k})
     used = result.packed.used if result.packed else ()
     numbered = {ledger.peek(h): h for h in used}
     _messages, _built, shown = window.build(prepared, [(n, block(n, h)) for n, h in sorted(numbered.items())])
     shown_hits = [(n, numbered[n]) for n in shown if n in numbered]
-    gold = tuple(gold_chunk_ids(question, getattr(index, "chunks", ()))) if question.answerable else ()
+    gold = tuple(gold_chunk_ids(question, index.chunks)) if question.answerable else ()
     return Record.of(
         question,
         gold,
-        status=NOT_ASKED,
+        status=AnswerStatus.NOT_ASKED,
         packed=tuple(sorted(numbered)),
         retrieved=tuple(h.chunk_id for h in result.hits),
         queries=(question.q,),
         shown_chunks=tuple(h.chunk_id for _, h in shown_hits),
-        shown_outdated=tuple(h.chunk_id for _, h in shown_hits if getattr(h, "outdated", False)),
+        shown_outdated=tuple(h.chunk_id for _, h in shown_hits if h.outdated),
         policy=f"{SEARCH_DOCS_NAME} only (no model)",
         tags=question.tags,
         conflicts=tuple(c.to_json() for c in find_conflicts(shown_hits)),

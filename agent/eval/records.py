@@ -4,9 +4,17 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 
-from rag.verdicts import Verdict
+from rag.verification.verdicts import Verdict
 
 FLAGGED = (Verdict.MADE_UP, Verdict.UNRESOLVED)  # verdicts that tell the reader a citation is bad
+
+
+@dataclass(frozen=True)
+class ShownSentence:
+    text: str
+    verdict: Verdict  # the verifier's verdict of the sentence
+    by_model: bool  # the model decoded it (copied or written); False for smoldocs' own quotes
+    evidence: str | None = None  # the cited chunk's sentence it was judged against
 
 
 @dataclass(frozen=True)
@@ -38,7 +46,7 @@ class CitedChunk:
 
 
 @dataclass(frozen=True)
-class ToolStep:
+class ToolRound:
     """One tool round of the `model` policy: the calls it parsed and how many had valid arguments."""
 
     calls: int
@@ -78,14 +86,14 @@ class Record:
     latency: float = 0.0  # wall time of the whole turn
     time_to_first_token: float = 0.0
     tokens_per_second: float = 0.0
-    tool_steps: tuple[ToolStep, ...] = ()  # model policy only
+    tool_steps: tuple[ToolRound, ...] = ()  # model policy only
     agent_searches: int = 0  # searches the agent ran itself (search-first): not the model's calls
     tags: tuple[str, ...] = ()  # what the question exercises: "conflict", "outdated"
-    conflicts: tuple[dict, ...] = ()  # rag.conflicts annotations among the shown excerpts
+    conflicts: tuple[dict, ...] = ()  # rag.excerpts.conflicts annotations among the shown excerpts
     shown_outdated: tuple[str, ...] = ()  # chunk ids of shown excerpts whose document is outdated
     error: str | None = None
-    shown_sentences: tuple = ()  # agent.eval.shown.ShownSentence: what the answer shows, judged
-    draft_sentences: tuple = ()  # what it keeps apart as an unverified draft
+    shown_sentences: tuple[ShownSentence, ...] = ()  # what the answer shows, judged
+    draft_sentences: tuple[ShownSentence, ...] = ()  # what it keeps apart as an unverified draft
 
     @property
     def answerable(self) -> bool:
@@ -101,7 +109,7 @@ class Record:
 
     @classmethod
     def of(cls, question, gold_chunks: tuple[str, ...], **fields) -> "Record":
-        """A record of `question` (a rag.metrics.Question): its own fields, then what the run found."""
+        """A record of `question` (a rag.evaluation.questions.Question): its own fields, then what the run found."""
         return cls(
             id=question.id, question=question.q, doc=question.doc, evidence=question.evidence,
             gold_docs=question.gold_docs, gold_chunks=gold_chunks, **fields,
@@ -119,9 +127,7 @@ class Record:
         names = {f.name for f in fields(cls)}
         values = {k: v for k, v in row.items() if k in names}
         values["citations"] = tuple(CitedChunk(**{**c, "verdict": Verdict.of(c["verdict"])}) for c in row.get("citations", ()))
-        values["tool_steps"] = tuple(ToolStep(**s) for s in row.get("tool_steps", ()))
-        from agent.eval.shown import ShownSentence
-
+        values["tool_steps"] = tuple(ToolRound(**s) for s in row.get("tool_steps", ()))
         for name in ("shown_sentences", "draft_sentences"):
             values[name] = tuple(ShownSentence(**{**s, "verdict": Verdict.of(s["verdict"])}) for s in row.get(name, ()))
         names = ("gold_docs", "gold_chunks", "markers", "packed", "retrieved", "queries", "shown_chunks", "tags",

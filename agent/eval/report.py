@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from dataclasses import asdict
 from pathlib import Path
 from typing import Sequence
 
+from agent import json_output
 from agent.eval.gate import Thresholds, invariant_failures, threshold_failures
 from agent.eval.metrics import answer_metrics, citation_metrics, cites_gold, cost_metrics, problems, source_metrics
 from agent.eval.records import Record
@@ -259,7 +259,7 @@ def write_report(out_dir: str | Path, report: dict) -> tuple[Path, Path]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     json_path, md_path = out / "report.json", out / "report.md"
-    _write_atomic(json_path, json.dumps(report, ensure_ascii=False, indent=1) + "\n")
+    _write_atomic(json_path, json_output.dumps(report, indent=1) + "\n")
     _write_atomic(md_path, format_markdown(report) + "\n")
     return json_path, md_path
 
@@ -268,7 +268,7 @@ def write_probe(out_dir: str | Path, report: dict) -> Path:
     """probe.json (a run without the model) in `out_dir`, written whole or not at all."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    _write_atomic(out / "probe.json", json.dumps(report, ensure_ascii=False, indent=1) + "\n")
+    _write_atomic(out / "probe.json", json_output.dumps(report, indent=1) + "\n")
     return out / "probe.json"
 
 

@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from agent.errors import UsageError
-from agent.eval.metrics import contains_evidence
-from agent.eval.records import CitedChunk, Record, ToolStep
-from agent.events import Answer, AnswerFinished, ErrorEvent, Event, SearchFinished
+from rag.evaluation.evidence import holds_evidence
+from agent.eval.records import CitedChunk, Record, ToolRound
+from agent.events import Answer, AnswerFinished, AnswerStatus, ErrorEvent, Event, SearchFinished
 from agent.events import ToolStep as ToolStepEvent
 from agent.eval.shown import split_answer
 from rag import markers
-from rag.metrics import Question, gold_chunk_ids, question_files
+from rag.evaluation.questions import Question, gold_chunk_ids, question_files
 
 # Registry errors that mean the call's arguments never reached the tool (agent.tools.ToolRegistry.call).
 STEP_TEXT_CHARS = 300  # enough of a tool step to see what the model tried
@@ -81,10 +81,10 @@ def _spread(items: Sequence[Question], n: int) -> list[Question]:
 
 
 def retrieval_rows(index, questions: Sequence[Question], modes: Sequence[str]) -> list:
-    """rag.retrieval_eval's Recall@1/@5 and MRR@10 per mode, each question embedded once in one batch."""
-    from rag.retrieval_eval import MemoEmbedder, evaluate
+    """rag.evaluation.retrieval_eval's Recall@1/@5 and MRR@10 per mode, each question embedded once in one batch."""
+    from rag.evaluation.retrieval_eval import MemoEmbedder, evaluate
 
-    if not getattr(index, "has_dense", True):  # no MiniLM: only BM25 can be measured
+    if not index.has_dense:  # no MiniLM: only BM25 can be measured
         return evaluate(index, questions, [m for m in modes if m == "bm25"] or ["bm25"])
     memo = MemoEmbedder(index.embedder)
     memo.embed([q.q for q in questions if q.answerable])  # one call: per-call overhead dominates on a busy CPU
@@ -122,7 +122,7 @@ def run_question(session, question: Question) -> Record:
         error = f"{type(exc).__name__}: {exc}"
     latency = time.perf_counter() - started
     if answer is None:
-        answer = Answer(question=question.q, text="", status="error")
+        answer = Answer(question=question.q, text="", status=AnswerStatus.ERROR)
         error = error or "the turn ended without an answer"
     return to_record(question, answer, events, session.retriever, latency, error, policy=session.policy)
 
@@ -131,18 +131,17 @@ def to_record(
     question: Question, answer: Answer, events: Sequence[Event], index, latency: float, error: str | None, policy: str = ""
 ) -> Record:
     """The eval's view of an answer: every citation looked up in the index and graded against the gold."""
-    chunks = getattr(index, "chunks", ())
-    gold = tuple(gold_chunk_ids(question, chunks)) if question.answerable else ()
+    gold = tuple(gold_chunk_ids(question, index.chunks)) if question.answerable else ()
     searches = [e for e in events if isinstance(e, SearchFinished)]
     packed = {n for e in searches for n in e.packed}
     retrieved = tuple(dict.fromkeys(h.chunk_id for e in searches for h in e.hits))
     shown = tuple(dict.fromkeys(chunk_id for e in searches for _n, chunk_id in e.excerpts))
-    outdated = {h.chunk_id for e in searches for h in e.hits if getattr(h, "outdated", False)}
+    outdated = {h.chunk_id for e in searches for h in e.hits if h.outdated}
     citations = []
     for c in answer.citations:
         chunk = index.chunk(c.chunk_id) if c.chunk_id else None
         is_gold = question.answerable and chunk is not None and (
-            c.chunk_id in gold or contains_evidence(chunk.text, question.evidence)
+            c.chunk_id in gold or holds_evidence(chunk.text, question.evidence)
         )
         citations.append(
             CitedChunk(
@@ -184,8 +183,7 @@ def to_record(
 
 
 def _outdated(index, doc_id: str) -> bool:
-    source = getattr(index, "source", None)
-    return bool(source is not None and source(doc_id).outdated)
+    return index.source(doc_id).outdated
 
 
 def _query(arguments) -> str:
@@ -202,7 +200,7 @@ def shown_markers(answer: Answer) -> tuple[int, ...]:
     return tuple(dict.fromkeys(n for part in parts for n in markers.numbers(part)))
 
 
-def tool_steps(events: Sequence[Event]) -> tuple[list[ToolStep], int]:
+def tool_steps(events: Sequence[Event]) -> tuple[list[ToolRound], int]:
     """The model's tool rounds (each with its calls' validity), and the searches the agent ran by itself:
     search-first's one search, or the model policy's search of the question after no usable call."""
     steps: list[dict] = []
@@ -218,4 +216,4 @@ def tool_steps(events: Sequence[Event]) -> tuple[list[ToolStep], int]:
                 agent_searches += 1
             elif event.ok or not str(event.error or "").startswith(_ARGUMENT_ERRORS):
                 steps[-1]["valid"] += 1
-    return [ToolStep(**s) for s in steps], agent_searches
+    return [ToolRound(**s) for s in steps], agent_searches

@@ -15,17 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from agent.eval.metrics import contains_evidence, ratio
+from agent.eval.metrics import ratio
+from agent.eval.records import ShownSentence
+from rag.evaluation.evidence import holds_evidence
 from rag import markers
-from rag.verdicts import Verdict
-
-
-@dataclass(frozen=True)
-class ShownSentence:
-    text: str
-    verdict: Verdict  # the verifier's verdict of the sentence
-    by_model: bool  # the model decoded it (copied or written); False for smoldocs' own quotes
-    evidence: str | None = None  # the cited chunk's sentence it was judged against
+from rag.verification.verdicts import Verdict
 
 
 def displayed_precision(shown: Sequence[ShownSentence], draft: Sequence[ShownSentence] = ()) -> tuple[int, int]:
@@ -37,9 +31,9 @@ def evidence_hit(shown: Sequence[ShownSentence], evidence: str | None, draft: Se
     """The evidence is in the shown sentences, or in a cited sentence they were judged against."""
     if not evidence or not shown:
         return False
-    if contains_evidence(" ".join(s.text for s in shown), evidence):
+    if holds_evidence(" ".join(s.text for s in shown), evidence):
         return True
-    return any(s.evidence and contains_evidence(s.evidence, evidence) for s in shown)
+    return any(s.evidence and holds_evidence(s.evidence, evidence) for s in shown)
 
 
 def model_share(shown: Sequence[ShownSentence], draft: Sequence[ShownSentence] = ()) -> tuple[int, int]:

@@ -111,9 +111,8 @@ class ChatScreen(Screen):
 
     def on_unmount(self) -> None:
         self.conversation.close()
-        close = getattr(self.session, "close", None)
-        if close is not None:  # a live index saves the embeddings made so far: the next start resumes there
-            close()
+        if self.session is not None:  # a live index saves the embeddings made so far: the next start resumes there
+            self.session.close()
 
     # -- loading ----------------------------------------------------------------------------------------
     @work(thread=True, exit_on_error=False, group="load")
@@ -139,12 +138,12 @@ class ChatScreen(Screen):
     async def on_session_ready(self, message: SessionReady) -> None:
         session = self.conversation.session = message.session
         self.query_one(LoadingPanel).display = False
-        coverage = getattr(session, "dense_coverage", 1.0)
+        coverage = session.dense_coverage
         embedding = (round(coverage * session.index_size), session.index_size) if coverage < 1.0 else None
         self.query_one(StatusLine).set(
             model=session.model_name, index_size=session.index_size, docs=session.docs_dir,
-            note=getattr(session, "backend_note", ""),
-            notice=getattr(session, "search_notice", ""),
+            note=session.backend_note,
+            notice=session.search_notice,
             embedding=embedding,
         )
         for welcome in self.query(".welcome").results(Static):

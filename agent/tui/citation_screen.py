@@ -15,7 +15,7 @@ from textual.widgets import Static
 from agent.events import Answer
 from agent.tui import verdicts as v
 from rag.types import Chunk, Hit
-from rag.verdicts import CitationVerdict, ClaimVerdict, Verdict
+from rag.verification.verdicts import CitationVerdict, ClaimVerdict, Verdict
 
 
 @dataclass(frozen=True)

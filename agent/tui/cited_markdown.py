@@ -8,7 +8,7 @@ from textual.widgets import Markdown
 from textual.widgets.markdown import MarkdownBlock
 
 from agent.tui import verdicts as v
-from rag.verdicts import Verdict
+from rag.verification.verdicts import Verdict
 
 
 def cite_content(

@@ -22,7 +22,7 @@ STAGES = {
 
 
 def describe_progress(progress: Any) -> LoadProgress:
-    """A LoadProgress for one rag.index.IndexProgress (or a plain string) from the session's loader."""
+    """A LoadProgress for one rag.indexing.build.IndexProgress (or a plain string) from the session's loader."""
     if isinstance(progress, str):
         return LoadProgress(progress)
     stage = getattr(progress, "stage", "")

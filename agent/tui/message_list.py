@@ -9,8 +9,8 @@ from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import Collapsible, Markdown, Static
 
-from agent.chats import excerpts
 from agent.events import (
+    shown_hits,
     Answer,
     AnswerFinished,
     ContextBuilt,
@@ -45,7 +45,7 @@ def welcome_text(docs: Path | None) -> Content:
         [
             Content(f"Ask a question about the docs{where}."),
             Content("Answers cite their sources as [n], coloured by whether the source supports the claim:"),
-            v.legend(),
+            v.verdict_legend(),
             Content("F1 keys · /search QUERY shows hits without the model · Ctrl+O saved chats"),
         ]
     )
@@ -102,7 +102,7 @@ class AnswerView(Vertical):
 
     def excerpts(self) -> dict[int, Hit]:
         """Ledger number -> hit, for every excerpt this turn showed the model."""
-        return excerpts(self.events)
+        return shown_hits(self.events)
 
     def on_click(self) -> None:
         self.post_message(AnswerSelected(self.turn_id))

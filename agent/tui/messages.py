@@ -18,7 +18,7 @@ class LoadProgress(Message):
     label: str
     done: float | None = None
     total: float | None = None
-    stage: str = ""  # rag.index.IndexProgress.stage; after loading, "embed" and "notice" still come
+    stage: str = ""  # rag.indexing.build.IndexProgress.stage; after loading, "embed" and "notice" still come
 
 
 @dataclass

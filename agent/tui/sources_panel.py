@@ -14,7 +14,7 @@ from agent.tui import verdicts as v
 from agent.tui.format import clip
 from agent.tui.messages import OpenCitation
 from rag.types import Hit
-from rag.verdicts import CitationVerdict, Verdict
+from rag.verification.verdicts import CitationVerdict, Verdict
 
 
 DETAIL_WIDTH = 30  # what fits under the uri in the panel's width

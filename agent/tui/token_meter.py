@@ -83,7 +83,7 @@ class TokenBar(Widget):
         return Content.assemble(("context ", "dim"), bar(self.context, width), (label, "dim"))
 
 
-def legend(ctx: ContextBuilt) -> Content:
+def meter_legend(ctx: ContextBuilt) -> Content:
     rows = []
     for name, count in segments(ctx):
         glyph = GLYPHS.get(name, "█")
@@ -126,7 +126,7 @@ class TokenScreen(ModalScreen[None]):
                 yield Static("No prompt yet: ask a question first.")
             else:
                 yield Static(id="token-bar")
-                yield Static(legend(self.ctx), id="token-legend")
+                yield Static(meter_legend(self.ctx), id="token-legend")
                 if self.answer_tokens:
                     yield Static(f"The answer used {self.answer_tokens:,} of the {self.ctx.reserve:,} reserved tokens.")
                 yield Static("Omissions (what was dropped to fit)", classes="dialog-subtitle")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Callable
 
 from agent.errors import AgentError
-from agent.events import Answer, AnswerFinished, ErrorEvent, Event, TextDelta
+from agent.events import Answer, AnswerFinished, AnswerStatus, ErrorEvent, Event, TextDelta
 from agent.session import Session
 from models.errors import ModelError
 from models.protocols import CancelToken
@@ -35,7 +35,7 @@ def run_turn(session: Session, question: str, cancel: CancelToken, emit: Callabl
     except Exception as exc:  # the turn ends with an error answer; the app goes on
         emit(ErrorEvent(error_line(exc), fatal=True))
     text = "".join(streamed)
-    status = "cancelled" if cancel.cancelled else "error"
+    status = AnswerStatus.CANCELLED if cancel.cancelled else AnswerStatus.ERROR
     answer = Answer(question=question, text="", status=status, model_text=text, draft=text)
     emit(AnswerFinished(answer))
     return answer

@@ -1,4 +1,4 @@
-"""How each citation verdict looks in the app: its mark and label (rag.verdicts) and the class that colours it."""
+"""How each citation verdict looks in the app: its mark and label (rag.verification.verdicts) and the class that colours it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from textual.content import Content
 
 from agent.events import Answer
 from rag import markers as marker_grammar
-from rag.verdicts import ORDER, Verdict
+from rag.verification.verdicts import ORDER, Verdict
 
 STALE_CLASS = "cite--stale"  # a saved answer's source changed since: not a verdict, a fact about the index now
 COMPONENT_CLASSES = {f"cite--{v}" for v in ORDER} | {STALE_CLASS}
@@ -41,7 +41,7 @@ def summary(answer: Answer) -> str:
     return " · ".join(f"{counts[v]} {v.label}" for v in ORDER if v in counts)
 
 
-def legend() -> Content:
+def verdict_legend() -> Content:
     """Each verdict's marker as answers show it, with its meaning, in two short lines."""
     samples = [
         ("[1]", Verdict.SUPPORTED), ("[2]", Verdict.WEAK), ("[3]", Verdict.UNSUPPORTED),

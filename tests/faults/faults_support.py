@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from models.fakes import HashEmbedder, WordTokenizer
+from json_support import read_output
 
 
 @dataclass(frozen=True)
@@ -113,3 +114,8 @@ def finish(pid: int, out: Path, err: Path) -> Run:
 
 def kill_self() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+def search_hits(run) -> list[dict]:
+    """The hits of a `smoldocs search --json` run, its output checked against the schema."""
+    return read_output("search", run.out)["hits"]

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from pathlib import Path
 
-from faults_support import cli, finish, forked_cli, index_args, search_args
-from rag import store
-
+from faults_support import cli, finish, forked_cli, index_args, search_args, search_hits
+from rag.indexing import store
 DATA = Path(__file__).parent.parent / "data" / "retrieval_docs"
 
 
@@ -53,7 +51,7 @@ def test_two_writers_at_once_both_succeed_and_leave_one_whole_index(tmp_path):
     names = {stored.manifest[k] for k in ("chunks_file", "embeddings_file", "bm25_file")}
     assert {p.name for p in (tmp_path / "idx").iterdir()} == {store.MANIFEST, *names}
     found = cli(*search_args("install guide", docs, tmp_path / "idx"))
-    assert found.err_lines == [] and json.loads(found.out) == json.loads(clean.out)
+    assert found.err_lines == [] and search_hits(found) == search_hits(clean)
 
 
 def test_a_search_while_writers_save_never_sees_a_broken_index(tmp_path):
@@ -63,7 +61,7 @@ def test_a_search_while_writers_save_never_sees_a_broken_index(tmp_path):
     expected = {}
     for version in range(3):
         (docs / "guide.md").write_text(f"# Install guide\n\nVersion {version} of the install guide.\n")
-        expected[version] = json.loads(cli(*search_args("install guide", docs, tmp_path / f"clean{version}")).out)
+        expected[version] = search_hits(cli(*search_args("install guide", docs, tmp_path / f"clean{version}")))
     writers = []
     for version in range(3):
         (docs / "guide.md").write_text(f"# Install guide\n\nVersion {version} of the install guide.\n")
@@ -73,4 +71,4 @@ def test_a_search_while_writers_save_never_sees_a_broken_index(tmp_path):
     for w in writers:
         assert finish(*w).rc == 0
     found = cli(*search_args("install guide", docs, tmp_path / "idx"))
-    assert found.err_lines == [] and json.loads(found.out) == expected[2]
+    assert found.err_lines == [] and search_hits(found) == expected[2]

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import random
 import shutil
 from pathlib import Path
 
 import pytest
 
-from faults_support import cli, search_args
-from rag import store
-
+from faults_support import cli, search_args, search_hits
+from rag.indexing import store
 DATA = Path(__file__).parent.parent / "data" / "retrieval_docs"
 QUERY = "quantization weights"
 FILES = {
@@ -42,7 +40,7 @@ def built(tmp_path_factory):
     shutil.copytree(DATA, root / "docs")
     clean = cli(*search_args(QUERY, root / "docs", root / "clean"))
     assert clean.rc == 0 and clean.err_lines == []
-    return root, json.loads(clean.out)
+    return root, search_hits(clean)
 
 
 @pytest.mark.parametrize("damage", [truncated, garbled, zero_filled])
@@ -58,9 +56,9 @@ def test_a_damaged_index_file_is_detected_and_rebuilt(built, tmp_path, name, dam
     assert found.rc == 0
     [notice] = found.err_lines
     assert notice.startswith("smoldocs: index at ") and "is unusable" in notice and notice.endswith("rebuilding it")
-    assert json.loads(found.out) == clean_hits
+    assert search_hits(found) == clean_hits
     again = cli(*search_args(QUERY, root / "docs", index_dir))
-    assert again.err_lines == [] and json.loads(again.out) == clean_hits  # the rebuilt index was saved
+    assert again.err_lines == [] and search_hits(again) == clean_hits  # the rebuilt index was saved
 
 
 def test_a_missing_generation_file_is_detected_and_rebuilt(built, tmp_path):
@@ -69,12 +67,12 @@ def test_a_missing_generation_file_is_detected_and_rebuilt(built, tmp_path):
     next((tmp_path / "idx").glob("bm25-*.npz")).unlink()
     found = cli(*search_args(QUERY, root / "docs", tmp_path / "idx"))
     [notice] = found.err_lines
-    assert "missing bm25-" in notice and json.loads(found.out) == clean_hits
+    assert "missing bm25-" in notice and search_hits(found) == clean_hits
 
 
 @pytest.mark.real
 def test_real_components_damaged_embeddings_give_the_clean_results(real_tokenizer, real_embedder, tmp_path):
-    from rag.index import open_index
+    from rag.indexing.build import open_index
 
     shutil.copytree(DATA, tmp_path / "docs")
 

@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 
 from faults_support import cli, index_args
-from rag import store
-
+from rag.indexing import store
 DATA = Path(__file__).parent.parent / "data" / "retrieval_docs"
 MOUNT_BYTES = 4 << 20
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import os
 
-from faults_support import cli, index_args, search_args
+from faults_support import cli, index_args, search_args, search_hits
 
 # Every code point str.splitlines() breaks at, then CRLF.
 LINE_BREAKS = ["\n", "\r", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029", "\r\n"]
@@ -13,7 +12,7 @@ LINE_BREAKS = ["\n", "\r", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028",
 
 def hits(run) -> list[dict]:
     assert run.rc == 0, run.err
-    return json.loads(run.out)
+    return search_hits(run)
 
 
 def test_every_line_break_in_contents_and_names_round_trips(tmp_path):
@@ -65,7 +64,7 @@ def test_a_10_mb_single_line(tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()
     # 10 MB, no newline, no sentence end: minified data. (Ordinary short words take ~4x longer, all in chunking
-    # and the fake embedder, which is what rag/chunking.py's galloping search keeps linear.)
+    # and the fake embedder, which is what rag/ingest/chunking.py's galloping search keeps linear.)
     line = " ".join(f"{i % 5000:05d}" + "x" * 55 for i in range(170_000))
     (docs / "one-line.md").write_text(line + " needleword", encoding="utf-8")
     (docs / "small.md").write_text("# Small\n\nsmall page.\n")

@@ -1,7 +1,7 @@
 """kill -9 at random points of an index build: the next open sees the old index or the new one, never a mix.
 
-Each seed forks a child that builds the index and SIGKILLs itself at its k-th step inside rag/index.py or
-rag/store.py (every function entered and every builtin called there: writes, fsyncs, renames, deletes), k drawn
+Each seed forks a child that builds the index and SIGKILLs itself at its k-th step inside rag/indexing/build.py or
+rag/indexing/store.py (every function entered and every builtin called there: writes, fsyncs, renames, deletes), k drawn
 from the seed. Half the seeds update an existing index, half build a first one.
 """
 
@@ -15,16 +15,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import rag.index
-import rag.store
+import rag.indexing.build
+import rag.indexing.store
 from faults_support import forked, kill_self, wait
 from models.fakes import HashEmbedder, WordTokenizer
-from rag import store
-from rag.chunking import ChunkSettings
-from rag.index import open_index
+from rag.indexing import store
+from rag.ingest.chunking import ChunkSettings
+from rag.indexing.build import open_index
 
 DATA = Path(__file__).parent.parent / "data" / "retrieval_docs"
-WATCHED = {rag.index.__file__, rag.store.__file__}
+WATCHED = {rag.indexing.build.__file__, rag.indexing.store.__file__}
 QUERIES = ("install guide", "quantization weights", "speculative decoding", "asciidoc manual", "deep markdown")
 SEEDS = range(20)
 

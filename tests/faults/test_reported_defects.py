@@ -6,19 +6,16 @@ Each test failed before its fix; what it asserts is what the user sees: exit cod
 from __future__ import annotations
 
 import errno
-import json
 import shutil
 from pathlib import Path
 
 import pytest
 
-from faults_support import cli, index_args, search_args
-from rag import store
-
-
+from faults_support import cli, index_args, search_args, search_hits
+from rag.indexing import store
 def hit_ids(run) -> list[str]:
     assert run.rc == 0, run.err
-    return [hit["chunk_id"] for hit in json.loads(run.out)]
+    return [hit["chunk_id"] for hit in search_hits(run)]
 
 
 def test_1_a_line_separator_in_a_doc_does_not_make_the_index_unusable(tmp_path):
@@ -31,7 +28,7 @@ def test_1_a_line_separator_in_a_doc_does_not_make_the_index_unusable(tmp_path):
     found = cli(*search_args("alpha beta", docs, tmp_path / "idx"))
     assert found.err_lines == []  # no "unusable ... rebuilding" on every search
     assert hit_ids(found)[0] == "a.md#0"
-    text = json.loads(found.out)[0]["text"]
+    text = search_hits(found)[0]["text"]
     assert "\u2028beta" in text and "\u2029gamma\u0085delta" in text
 
 

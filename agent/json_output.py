@@ -1,0 +1,33 @@
+"""What `--json` prints: one object per command, carrying `schema_version`, described by agent/schemas/<command>.schema.json.
+
+A renamed or removed key bumps SCHEMA_VERSION and is listed in the README's "JSON output"; added keys do not.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 2  # 2: `ask` reads `text` (`answer` kept for this version), `search` is an object with `hits`
+COMMANDS = ("ask", "search", "check", "pack", "eval")
+SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
+
+
+def versioned(data: dict[str, Any]) -> dict[str, Any]:
+    """`data` with schema_version first."""
+    return {"schema_version": SCHEMA_VERSION, **data}
+
+
+def dumps(data: dict[str, Any], indent: int = 2) -> str:
+    """The versioned object as JSON text (non-ASCII kept, control characters escaped as JSON does)."""
+    return json.dumps(versioned(data), ensure_ascii=False, indent=indent)
+
+
+@lru_cache(maxsize=None)
+def schema(command: str) -> dict[str, Any]:
+    """The JSON Schema of `command`'s output."""
+    if command not in COMMANDS:
+        raise ValueError(f"no JSON schema for {command!r}: choose one of {', '.join(COMMANDS)}")
+    return json.loads((SCHEMA_DIR / f"{command}.schema.json").read_text(encoding="utf-8"))

@@ -1,0 +1,1 @@
+"""What is shown as the answer when the model's own words are not: quotes, and whether to answer at all."""

@@ -1,0 +1,180 @@
+"""The extractive fallback: quote the sentences of the shown excerpts that best answer the question."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Protocol
+
+import numpy as np
+
+from models.protocols import Embedder
+from rag.answering.answerability import Answerability, assess, sentence_cosines
+from rag.verification.claim_terms import terms
+from rag.answering.quote_features import FEATURES, Candidate, candidates, feature_matrix
+from rag.retrieval.vocabulary import DocumentFrequencies
+from rag.citations import CitationLike, Lookup
+
+QUOTE_LABEL = "Quoted from the docs:"
+# Weights of rag.answering.quote_features.FEATURES (coverage under the heading, cosine under the heading, 1/excerpt rank,
+# a number for a "how many" question), summing to 1 so a score stays in [0, 1]. Fitted on the even-numbered
+# questions of docs_corpus by `python -m rag.evaluation.quote_eval --fit`; that command reports the odd ones.
+WEIGHTS = dict(zip(FEATURES, (0.37, 0.26, 0.22, 0.15)))
+# Below this a sentence is not worth quoting. It bounds the words-and-meaning part of the score (coverage and
+# cosine): the rank prior and the number cue only order sentences that are close to the question already.
+MIN_SCORE = 0.2
+MAX_OVERLAP = 0.8  # a sentence sharing more of its words with one already chosen adds nothing
+# After the best few, the best sentence of an excerpt none of them came from. The rank prior often fills every
+# place from the first excerpt while the answer sits in another one. `python -m rag.evaluation.quote_eval` (evidence string
+# in the quoted text, 3 best / 3 best + this): fit 48 / 54 of 76, held back 60 / 61; the 4 best instead: 51 / 61.
+# Capping the quotes per excerpt was worse (at most 2 from one excerpt: held back 52 of 76).
+OTHER_EXCERPT = 1
+
+
+@dataclass(frozen=True)
+class Quote:
+    n: int
+    sentence: str
+    score: float
+
+
+@dataclass(frozen=True)
+class QuotedAnswer:
+    """A quote-only answer: the labelled `> sentence [n]` blocks, and the numbers they cite in order."""
+
+    text: str
+    numbers: tuple[int, ...]
+
+
+class Quoter(Protocol):
+    """The quotes of the shown excerpts that best answer `question`, or None when none comes close enough."""
+
+    def __call__(self, question: str, shown: Mapping[int, CitationLike], lookup: Lookup) -> QuotedAnswer | None: ...
+
+
+class QuoteFallback:
+    """The agent's Quoter: `extractive_answer` bound to an embedder (None: word overlap only), answering only when
+    rag.answering.answerability says the shown excerpts answer the question. `vocabulary`: the index's term counts
+    (HybridIndex.vocabulary; None: the decision rests on the quote scores alone)."""
+
+    def __init__(self, embedder: Embedder | None, vocabulary: DocumentFrequencies | None = None) -> None:
+        self.embedder = embedder
+        self.vocabulary = vocabulary
+
+    def __call__(self, question: str, shown: Mapping[int, CitationLike], lookup: Lookup) -> QuotedAnswer | None:
+        ranked = rank_sentences(question, shown, lookup, self.embedder)
+        if not assess_ranked(question, ranked, self.embedder, self.vocabulary).answerable:
+            return None
+        text, numbers = quoted(select(ranked, self.embedder is not None, other_excerpt=OTHER_EXCERPT))
+        return QuotedAnswer(text, numbers) if text else None
+
+
+def assess_ranked(
+    question: str, ranked: "RankedSentences", embedder: Embedder | None, vocabulary: DocumentFrequencies | None
+) -> Answerability:
+    """rag.answering.answerability's decision over sentences the quote scorer has already ranked."""
+    cosines = sentence_cosines(question, [c.sentence for c in ranked.candidates], embedder)
+    return assess(question, ranked.scores.tolist(), cosines, vocabulary)
+
+
+def quoted(quotes: list[Quote]) -> tuple[str, tuple[int, ...]]:
+    """The quote-only answer's text (label, then `> sentence [n]` blocks) and the numbers it cites, in order."""
+    if not quotes:
+        return "", ()
+    body = "\n\n".join(f"> {q.sentence} [{q.n}]" for q in quotes)
+    return f"{QUOTE_LABEL}\n\n{body}", tuple(dict.fromkeys(q.n for q in quotes))
+
+
+def extractive_answer(
+    question: str,
+    shown_citations: Mapping[int, CitationLike] | Iterable[CitationLike],
+    lookup: Lookup,
+    embedder: Embedder | None,
+    max_sentences: int = 3,
+    min_score: float = MIN_SCORE,
+    other_excerpt: int = OTHER_EXCERPT,
+) -> tuple[str, tuple[int, ...]]:
+    """A quote-only answer (label, then `> sentence [n]` blocks) and the citation numbers it uses, in order."""
+    return quoted(best_quotes(question, shown_citations, lookup, embedder, max_sentences, min_score, other_excerpt))
+
+
+def best_quotes(
+    question: str,
+    shown_citations: Mapping[int, CitationLike] | Iterable[CitationLike],
+    lookup: Lookup,
+    embedder: Embedder | None,
+    max_sentences: int = 3,
+    min_score: float = MIN_SCORE,
+    other_excerpt: int = 0,
+) -> list[Quote]:
+    """The sentences of the shown, resolvable excerpts closest to the question, best first, near-duplicates dropped;
+    then, when `max_sentences` were found, up to `other_excerpt` more, each the best of an excerpt not yet quoted."""
+    ranked = rank_sentences(question, shown_citations, lookup, embedder)
+    return select(ranked, embedder is not None, max_sentences, min_score, other_excerpt)
+
+
+def select(
+    ranked: RankedSentences, with_cosine: bool, max_sentences: int = 3, min_score: float = MIN_SCORE, other_excerpt: int = 0
+) -> list[Quote]:
+    """best_quotes' choice among sentences already scored (rag.evaluation.quote_eval measures it on the same rows)."""
+    found, scores = ranked.candidates, ranked.scores
+    if not found or max_sentences <= 0:
+        return []
+    close = scores_of(ranked.features, with_cosine, only=("coverage", "cosine"))
+    order = sorted(range(len(found)), key=lambda i: (-scores[i], found[i].n, i))
+    chosen: list[Quote] = []
+
+    def fits(i: int) -> bool:
+        return close[i] >= min_score and not any(_overlap(found[i].sentence, q.sentence) > MAX_OVERLAP for q in chosen)
+
+    for i in order:
+        if len(chosen) >= max_sentences:
+            break
+        if fits(i):
+            chosen.append(Quote(found[i].n, found[i].sentence, float(scores[i])))
+    if len(chosen) < max_sentences:
+        return chosen
+    for _ in range(other_excerpt):
+        quoted = {q.n for q in chosen}
+        extra = next((i for i in order if found[i].n not in quoted and fits(i)), None)
+        if extra is None:
+            break
+        chosen.append(Quote(found[extra].n, found[extra].sentence, float(scores[extra])))
+    return chosen
+
+
+@dataclass(frozen=True)
+class RankedSentences:
+    """Every candidate sentence with its features and score, in excerpt order (not sorted)."""
+
+    candidates: list[Candidate]
+    features: np.ndarray  # one row per candidate, columns FEATURES
+    scores: np.ndarray
+
+
+def rank_sentences(
+    question: str, shown_citations: Mapping[int, CitationLike] | Iterable[CitationLike], lookup: Lookup,
+    embedder: Embedder | None,
+) -> RankedSentences:
+    """The quote scorer's view of the shown excerpts: each sentence's features and weighted score."""
+    found = candidates(shown_citations, lookup)
+    features = feature_matrix(question, found, embedder)
+    return RankedSentences(found, features, scores_of(features, embedder is not None))
+
+
+def scores_of(
+    features: np.ndarray, with_cosine: bool, weights: dict[str, float] | None = None, only: tuple[str, ...] = FEATURES
+) -> np.ndarray:
+    """The weighted sum of each row; without an embedder the other weights are scaled up to sum to 1 again.
+
+    `only` keeps those features' terms of that sum (the same scale), for the part of a score they make up."""
+    w = np.array([(weights or WEIGHTS)[name] for name in FEATURES], dtype=np.float32)
+    if not with_cosine:
+        w[FEATURES.index("cosine")] = 0.0
+    w = w / w.sum()
+    w[[i for i, name in enumerate(FEATURES) if name not in only]] = 0.0
+    return features @ w if len(features) else np.zeros(0, dtype=np.float32)
+
+
+def _overlap(a: str, b: str) -> float:
+    wa, wb = terms(a).words, terms(b).words
+    return len(wa & wb) / min(len(wa), len(wb)) if wa and wb else float(a == b)

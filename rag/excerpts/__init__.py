@@ -1,0 +1,1 @@
+"""What the model is shown: numbered excerpts packed under a token budget, and the tools that show them."""

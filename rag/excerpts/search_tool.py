@@ -1,0 +1,195 @@
+"""The search_docs tool: validate the model's arguments, retrieve, pack with the run's ledger."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+import jsonschema
+
+from rag.citations import Citation
+from rag.errors import BudgetError
+from rag.excerpts.near_duplicates import DEFAULT_JACCARD, check_threshold
+from rag.excerpts.packing import ORDERS, CountsTokens, Ledger, PackedContext, Packer, block
+from rag.types import Hit, Retriever
+
+SEARCH_DOCS_NAME = "search_docs"
+NO_RESULTS = "no results"
+DEFAULT_K = 5
+MIN_K, MAX_K = 1, 20
+MAX_QUERY_CHARS = 1000
+DEFAULT_MAX_TOKENS = 1024
+SEARCH_DOCS_DESCRIPTION = (
+    "Search the documentation. Returns numbered excerpts `[n] <uri>`; cite them as [n] in the answer."
+)
+SEARCH_DOCS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_QUERY_CHARS,
+            "description": "What to look for, in a few words.",
+        },
+        "k": {
+            "type": "integer",
+            "minimum": MIN_K,
+            "maximum": MAX_K,
+            "default": DEFAULT_K,
+            "description": "How many excerpts to retrieve.",
+        },
+        "doc_ids": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Only search these documents (paths such as docs/kv-cache.md).",
+        },
+    },
+    "required": ["query"],
+    "additionalProperties": False,
+}
+
+_VALIDATOR = jsonschema.Draft202012Validator(SEARCH_DOCS_SCHEMA)
+
+
+def tool_spec() -> dict[str, Any]:
+    """The tool as a chat template lists it (OpenAI function format)."""
+    return {
+        "type": "function",
+        "function": {
+            "name": SEARCH_DOCS_NAME,
+            "description": SEARCH_DOCS_DESCRIPTION,
+            "parameters": SEARCH_DOCS_SCHEMA,
+        },
+    }
+
+
+USAGE = 'expected {"query": "<1-1000 characters>", "k": <1-20, default 5>, "doc_ids": ["<doc path>", ...]}'
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    where = ".".join(str(p) for p in error.absolute_path)
+    message = error.message
+    if error.validator == "maxLength":
+        # jsonschema quotes the whole instance; a 1000-character echo helps no one.
+        message = f"is {len(error.instance)} characters long, more than {error.validator_value}"
+    return f"{where}: {message}" if where else message
+
+
+def schema_errors(arguments: Any, validator: jsonschema.protocols.Validator = _VALIDATOR) -> list[str]:
+    """Every way `arguments` breaks the schema (search_docs' by default), each naming the property; empty when valid."""
+    errors = sorted(validator.iter_errors(arguments), key=lambda e: [str(p) for p in e.absolute_path])
+    return [_describe(e) for e in errors]
+
+
+def search_problem(arguments: Any) -> str | None:
+    """One clear message naming what is wrong with search_docs arguments, or None when they are valid."""
+    if isinstance(arguments, (str, bytes)):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError as exc:
+            return f"invalid {SEARCH_DOCS_NAME} arguments: not valid JSON ({exc}); {USAGE}"
+    problems = schema_errors(arguments)
+    if not problems and not arguments["query"].strip():
+        problems = ["query: must contain words, not only spaces"]
+    if not problems:
+        return None
+    return f"invalid {SEARCH_DOCS_NAME} arguments: " + "; ".join(problems) + f"; {USAGE}"
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """What one call returns: `text` is what the model sees."""
+
+    text: str
+    error: str | None = None
+    hits: list[Hit] = field(default_factory=list)
+    packed: PackedContext | None = None
+    citations: list[Citation] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass
+class SearchDocsTool:
+    """search_docs for one agent run: every call packs with the same ledger."""
+
+    retriever: Retriever
+    ledger: Ledger
+    counter: CountsTokens
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    order: str = "rank"
+    jaccard_threshold: float | None = DEFAULT_JACCARD  # near-duplicate collapse; None keeps every excerpt
+    render: Callable[[int, Any], str] = block  # sourced_block adds each excerpt's source id, section and lines
+    name: str = SEARCH_DOCS_NAME
+    schema: dict = field(default_factory=lambda: SEARCH_DOCS_SCHEMA)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int) or self.max_tokens < 0:
+            raise BudgetError(f"search_docs max tokens must be a whole number >= 0, not {self.max_tokens!r}")
+        if self.order not in ORDERS:
+            raise ValueError(f"unknown order {self.order!r}: choose one of {', '.join(ORDERS)}")
+        check_threshold(self.jaccard_threshold)
+        self._packer = Packer(self.counter, self.ledger, self.render)
+
+    def __call__(self, arguments: Mapping[str, Any] | str) -> SearchResult:
+        """Run one search. Bad arguments give an `Error:` result; retrieval or counting failures raise."""
+        problem = search_problem(arguments)
+        if problem is not None:
+            return SearchResult(text=f"Error: {problem}", error=problem)
+        if isinstance(arguments, (str, bytes)):
+            arguments = json.loads(arguments)
+        query = arguments["query"]
+        k = int(arguments.get("k", DEFAULT_K))
+        # An empty list is read as "no filter": a filter that matches nothing is never what the model means.
+        doc_ids = list(arguments.get("doc_ids") or ()) or None
+        unknown = _unknown_doc_ids(self.retriever, doc_ids)
+        if unknown:
+            return SearchResult(text=f"Error: {unknown}", error=unknown)
+        hits = list(self.retriever.search(query, k=k, doc_ids=doc_ids))
+        if not hits:
+            return SearchResult(text=NO_RESULTS, hits=hits)
+        packed, citations = self._packer.assemble(
+            query, hits, self.max_tokens, order=self.order, jaccard_threshold=self.jaccard_threshold
+        )
+        if not packed.used and packed.dropped_for_budget:
+            text = f"{NO_RESULTS}: {len(hits)} excerpts matched but none fits in {self.max_tokens} tokens"
+            return SearchResult(text=text, hits=hits, packed=packed)
+        if not packed.used:
+            text = f"{NO_RESULTS}: {len(hits)} excerpts matched but every one was left out ({_reasons(packed)})"
+            return SearchResult(text=text, hits=hits, packed=packed)
+        return SearchResult(text=packed.text, hits=hits, packed=packed, citations=citations)
+
+
+def _unknown_doc_ids(retriever: Retriever, doc_ids: list[str] | None) -> str | None:
+    """Name doc ids the index does not hold: a misspelled filter must not look like a search that found nothing."""
+    known = retriever.doc_ids
+    if not doc_ids or known is None:
+        return None  # a retriever that cannot list its documents is trusted with the filter
+    known = set(known)
+    missing = [d for d in doc_ids if d not in known]
+    if not missing:
+        return None
+    close = sorted({m for d in missing for m in difflib.get_close_matches(d, known, n=3)})
+    hint = f"; did you mean {', '.join(close)}?" if close else "; leave doc_ids out to search every document"
+    return f"unknown doc id {', '.join(repr(d) for d in missing)}{hint}"
+
+
+def search_docs_tool(
+    retriever: Retriever,
+    ledger: Ledger,
+    counter: CountsTokens,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    order: str = "rank",
+    jaccard_threshold: float | None = DEFAULT_JACCARD,
+    render: Callable[[int, Any], str] = block,
+) -> SearchDocsTool:
+    """The search_docs tool bound to a retriever and one run's ledger; call it with the arguments dict."""
+    return SearchDocsTool(retriever, ledger, counter, max_tokens, order, jaccard_threshold, render)
+
+
+def _reasons(packed: PackedContext) -> str:
+    return ", ".join(f"{n} {reason.replace('_', ' ')}" for reason, n in packed.dropped_by_reason().items() if n)

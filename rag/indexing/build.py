@@ -1,0 +1,301 @@
+"""Opening the index of a docs folder: load it if fresh, else re-chunk and re-embed only what changed."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from models.embedder import SEMANTIC_OFF
+from models.protocols import Embedder, Tokenizer
+from rag.indexing import store
+from rag.ingest.chunking import ChunkSettings, chunk_layout
+from rag.ingest.corpus import Document, check_docs_dir, default_docs_dir, load_corpus
+from rag.errors import IndexCorrupt, IndexNotSaved, Unreadable
+from rag.ingest.formats import read_layout
+from rag.retrieval.hybrid import CANDIDATE_DEPTH, HybridIndex
+from rag.indexing.fill import fill_missing
+from rag.ingest.sources import source_info
+from rag.retrieval.terms import TermSettings
+from rag.types import Chunk
+
+EMBEDDED_TEXT = "heading-path+text/v1"  # what each embedding row was computed from; part of the settings
+
+
+@dataclass(frozen=True)
+class IndexProgress:
+    """One step of opening an index, for a progress bar. `notice` events carry a one-line message.
+
+    Every stage reports as it goes: scan per file found, chunk per file (before it starts, naming it, since one
+    big file can take a while), embed per batch, save at start and end.
+    """
+
+    stage: str  # "scan" | "chunk" | "read" (pages of one long file) | "embed" | "save" | "notice" | "done"
+    done: int = 0
+    total: int = 0  # 0: not known yet (scanning)
+    message: str = ""  # a notice's text; for "chunk", the file being chunked
+    rate: float = 0.0  # items per second so far in this stage
+
+
+ProgressFn = Callable[[IndexProgress], None]
+
+
+@dataclass(frozen=True)
+class IndexUpdate:
+    """What open_index did: loaded as is, updated some files, or rebuilt everything (and why)."""
+
+    index_dir: Path
+    rebuilt: bool
+    reason: str  # why everything was rebuilt; "" otherwise
+    added: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    unchanged: int = 0
+    chunks: int = 0
+    chunks_embedded: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    embed_seconds: float = 0.0
+    parts: tuple[str, ...] = ("bm25", "dense")  # which halves the index has: no "dense" without MiniLM
+    refreshed: bool = False  # the dense half was added or dropped, or the list of unreadable files changed
+    dense_missing: int = 0  # chunks still without an embedding (progressive indexing fills them in later)
+    pending: tuple[str, ...] = ()  # files not chunked yet (chunk_budget spent): not searchable until a later run
+
+    @property
+    def files(self) -> int:
+        return len(self.added) + len(self.changed) + self.unchanged
+
+    @property
+    def modified(self) -> bool:
+        """True when the stored index was (re)written."""
+        return self.rebuilt or self.refreshed or bool(self.added or self.changed or self.removed or self.chunks_embedded)
+
+    def summary(self) -> str:
+        """One line for the CLI: files, chunks, what changed, how long."""
+        if self.rebuilt:
+            what = f"rebuilt ({self.reason})"
+        elif self.chunks_embedded and not (self.added or self.changed or self.removed or self.refreshed):
+            what = "resumed embedding"
+        elif self.modified:
+            what = f"updated: {len(self.added)} added, {len(self.changed)} changed, {len(self.removed)} removed"
+        else:
+            what = "up to date"
+        rate = f", {self.chunks_embedded / self.embed_seconds:.0f} chunks/s" if self.embed_seconds > 0 else ""
+        skipped = sum(self.skipped.values())
+        if self.dense_missing:
+            rate += f" ({self.dense_missing} left to embed: search ranks them by BM25 until then)"
+        embedded = f"embedded {self.chunks_embedded} chunks{rate}" if "dense" in self.parts else "BM25 only"
+        if self.pending:
+            embedded += f"; {len(self.pending)} files left to chunk"
+        return f"{self.files} files, {self.chunks} chunks; {what}; {embedded}; {skipped} files skipped; {self.seconds:.2f} s"
+
+
+DENSE_KEYS = ("embedding_model", "embedding_dim", "embedded_text")
+
+
+def index_settings(tokenizer: Tokenizer, embedder: Embedder | None, chunking: ChunkSettings) -> dict:
+    """Everything the stored chunks and embeddings depend on besides the files themselves.
+
+    Without an embedder the dense keys are None: the index holds its BM25 half only, and the chunks stay
+    reusable when an embedder appears (only the embeddings are then computed).
+    """
+    return {
+        "tokenizer": tokenizer.name,
+        "chunker": chunking.to_dict(),
+        "embedding_model": embedder.model_id if embedder is not None else None,
+        "embedding_dim": int(embedder.dim) if embedder is not None else 0,
+        "embedded_text": EMBEDDED_TEXT if embedder is not None else None,
+    }
+
+
+def open_index(
+    docs_dir: str | os.PathLike[str] | None,
+    tokenizer: Tokenizer,
+    embedder: Embedder | None,
+    index_dir: str | os.PathLike[str] | None = None,
+    progress: ProgressFn | None = None,
+    rebuild: bool = False,
+    chunking: ChunkSettings = ChunkSettings(),
+    must_save: bool = False,
+    embed_budget: float | None = None,
+    embed_first: str | None = None,
+    chunk_budget: float | None = None,
+    stop: threading.Event | None = None,
+    **search_options,
+) -> HybridIndex:
+    """The ready index of `docs_dir` (None: the bundled docs_corpus/), updated and saved if files changed.
+
+    When it cannot be saved, a search can still use it from memory (one notice); with `must_save` (the `index`
+    command, whose whole point is saving) that is IndexNotSaved instead. Either way the previous index is intact.
+    Chunks without an embedding (new ones, ones a stopped run left, or all of them when MiniLM was just
+    installed) are embedded for at most `embed_budget` seconds (None: all of them, 0: none), the BM25 candidates
+    of `embed_first` (a query) before the rest; those left rank by BM25 alone until rag.indexing.fill or the next run
+    fills them in. With `chunk_budget`, new or changed files not chunked within that many seconds (or once `stop`
+    is set) are left out (`update.pending`) for a later run.
+    `embedder` None: BM25 only, with a notice saying how to turn semantic search on. `search_options` go to
+    HybridIndex (fusion, term_settings, min_dense_score, bm25_weight, current_only).
+    """
+    started = time.perf_counter()
+    emit = progress or (lambda event: None)
+    root = check_docs_dir(docs_dir if docs_dir is not None else default_docs_dir())
+    target = Path(index_dir).expanduser().resolve() if index_dir is not None else store.default_index_dir(root)
+    emit(IndexProgress("scan", 0, 0))
+    corpus = load_corpus(root, on_document=lambda n: emit(IndexProgress("scan", n, 0)))
+    emit(IndexProgress("scan", len(corpus.documents), len(corpus.documents)))
+    wanted = index_settings(tokenizer, embedder, chunking)
+    stored, reason = _previous(target, wanted, rebuild, emit)
+    dense_kept = stored is not None and all(stored.settings.get(k) == wanted[k] for k in DENSE_KEYS)
+    if embedder is None:
+        emit(IndexProgress("notice", message=SEMANTIC_OFF))
+
+    old_files = stored.files if stored is not None else {}
+    old_skips = stored.skipped_files if stored is not None else {}
+    old_rows = {c.chunk_id: row for row, c in enumerate(stored.chunks)} if stored is not None else {}
+    skipped = dict(corpus.skipped)
+    skips: dict[str, dict] = {}  # files no format could read, remembered so an unchanged one is not read again
+    doc_chunks: dict[str, list[Chunk]] = {}
+    kept_vectors: dict[str, np.ndarray] = {}
+    fresh: list[str] = []
+    pending: list[str] = []  # new or changed files left for a later run once `chunk_budget` is spent
+    chunk_started = time.perf_counter()
+    for n, doc in enumerate(corpus.documents, start=1):
+        emit(IndexProgress("chunk", n - 1, len(corpus.documents), message=doc.doc_id))
+        entry = old_files.get(doc.doc_id)
+        memo = old_skips.get(doc.doc_id)
+        if entry is not None and entry["sha256"] == doc.sha256:
+            doc_chunks[doc.doc_id] = [stored.chunks[old_rows[cid]] for cid in entry["chunks"]]
+            if dense_kept:
+                kept_vectors[doc.doc_id] = stored.embeddings[[old_rows[cid] for cid in entry["chunks"]]]
+        elif memo is not None and memo.get("sha256") == doc.sha256:
+            skips[doc.doc_id] = memo
+        elif (chunk_budget is not None and time.perf_counter() - chunk_started >= chunk_budget) or (
+            stop is not None and stop.is_set()
+        ):
+            pending.append(doc.doc_id)
+        else:
+            try:
+                layout = read_layout(doc.doc_id, doc.path, doc.text, doc.sha256, _page_progress(emit, doc.doc_id))
+            except Unreadable as exc:
+                skips[doc.doc_id] = {"sha256": doc.sha256, "reason": exc.reason}
+            else:
+                doc_chunks[doc.doc_id] = chunk_layout(doc.doc_id, layout, tokenizer, chunking.max_tokens)
+                fresh.append(doc.doc_id)
+        emit(IndexProgress("chunk", n, len(corpus.documents), message=doc.doc_id))
+    for memo in skips.values():
+        skipped[memo["reason"]] = skipped.get(memo["reason"], 0) + 1
+
+    indexed = [d for d in corpus.documents if d.doc_id in doc_chunks]
+    dim = int(embedder.dim) if embedder is not None else 0
+    # Chunks without stored vectors start as zero rows (no embedding yet): BM25 is ready now, and
+    # rag.indexing.fill fills the dense half within `embed_budget`, the rest later.
+    chunks, embeddings, files = _assemble(indexed, doc_chunks, kept_vectors, dim)
+    sources = {d.doc_id: source_info(d.doc_id, d.text) for d in corpus.documents}
+    for doc_id, info in sources.items():
+        if info.notice:
+            emit(IndexProgress("notice", message=f"{doc_id}: {info.notice}"))
+    terms_wanted = search_options.get("term_settings", TermSettings()).to_dict()
+    same_chunks = stored is not None and not fresh and set(old_files) == set(files)
+    reusable = same_chunks and stored.bm25_terms == terms_wanted
+    bm25 = stored.bm25 if reusable else None  # else HybridIndex builds it from the chunks
+    index = HybridIndex(
+        chunks, embeddings, embedder, docs_dir=root, index_dir=target, bm25=bm25, sources=sources, **search_options
+    )
+    embedded = 0
+    embed_started = time.perf_counter()
+    if embedder is not None:
+        first = index.rank_bm25(embed_first, CANDIDATE_DEPTH).rows.tolist() if embed_first else ()
+        embedded = fill_missing(
+            embeddings, chunks, embedder, budget=embed_budget, first=first,
+            on_batch=lambda done, total, secs: emit(IndexProgress("embed", done, total, rate=done / max(secs, 1e-9))),
+        )
+        if embedded:
+            index = index.with_embeddings(embeddings)
+    embed_seconds = time.perf_counter() - embed_started if embedded else 0.0
+    removed = tuple(sorted(set(old_files) - set(files) - set(pending)))
+    update = IndexUpdate(
+        index_dir=target,
+        rebuilt=stored is None,
+        reason=reason,
+        added=tuple(d for d in fresh if d not in old_files),
+        changed=tuple(d for d in fresh if d in old_files),
+        removed=removed,
+        unchanged=len(indexed) - len(fresh),
+        chunks=len(chunks),
+        chunks_embedded=embedded,
+        skipped=skipped,
+        embed_seconds=embed_seconds,
+        parts=("bm25", "dense") if embedder is not None else ("bm25",),
+        refreshed=stored is not None and (not dense_kept or skips != old_skips),
+        dense_missing=int((~index.embedded).sum()) if embedder is not None else 0,
+        pending=tuple(pending),
+    )
+    if update.modified or (stored is not None and stored.bm25_terms != terms_wanted):
+        emit(IndexProgress("save", 0, 1))
+        try:
+            store.save(target, wanted, files, chunks, embeddings, index.bm25, terms_wanted, skips)
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            if must_save:
+                raise IndexNotSaved(
+                    f"could not save the index in {target} ({reason}); the previous index is unchanged: "
+                    "free some space, or pass --index DIR to a writable folder"
+                ) from None
+            # Searching still works from memory; only the next start pays for the rebuild again.
+            emit(IndexProgress("notice", message=f"cannot save the index in {target} ({reason}); "
+                               "using it unsaved: pass --index DIR to a writable folder"))
+        emit(IndexProgress("save", 1, 1))
+    index.update = replace(update, seconds=time.perf_counter() - started)
+    emit(IndexProgress("done", len(chunks), len(chunks), index.update.summary()))
+    return index
+
+
+def _page_progress(emit: ProgressFn, doc_id: str):
+    """Per-page progress of one long file (a PDF), shown as its own stage while it is read."""
+    return lambda done, total: emit(IndexProgress("read", done, total, message=doc_id))
+
+
+def _previous(target: Path, wanted: dict, rebuild: bool, emit: ProgressFn) -> tuple[store.StoredIndex | None, str]:
+    """The stored index if it can be reused, else None and why it cannot (announced as a notice)."""
+    if rebuild:
+        return None, "rebuild requested"
+    try:
+        stored = store.load(target)
+    except IndexCorrupt as exc:
+        emit(IndexProgress("notice", message=f"index at {target} is unusable ({exc}); rebuilding it"))
+        return None, "unusable index"
+    if stored is None:
+        return None, "new index"
+    diff = sorted(k for k in set(wanted) | set(stored.settings) if wanted.get(k) != stored.settings.get(k))
+    if any(k not in DENSE_KEYS for k in diff):
+        emit(IndexProgress("notice", message=f"index settings changed ({', '.join(diff)}); rebuilding it"))
+        return None, f"settings changed: {', '.join(diff)}"
+    if diff and wanted["embedding_model"] is not None:  # chunks stay; only the dense half is (re)computed
+        emit(IndexProgress("notice", message=f"adding semantic search to the index ({wanted['embedding_model']})"))
+    return stored, ""
+
+
+def _assemble(
+    documents: list[Document],
+    doc_chunks: dict[str, list[Chunk]],
+    kept_vectors: dict[str, np.ndarray],
+    dim: int,
+) -> tuple[list[Chunk], np.ndarray, dict[str, dict]]:
+    """Chunks and embedding rows in document order: stored rows where still valid, zero rows (to embed) elsewhere."""
+    chunks: list[Chunk] = []
+    sources: list[np.ndarray] = []
+    files: dict[str, dict] = {}
+    for doc in documents:
+        these = doc_chunks[doc.doc_id]
+        if doc.doc_id in kept_vectors:
+            sources.append(kept_vectors[doc.doc_id])
+        else:
+            sources.append(np.zeros((len(these), dim), np.float32))
+        chunks.extend(these)
+        files[doc.doc_id] = {"sha256": doc.sha256, "chunks": [c.chunk_id for c in these]}
+    embeddings = np.concatenate(sources).astype(np.float32) if sources else np.zeros((0, dim), np.float32)
+    return chunks, embeddings, files

@@ -1,0 +1,327 @@
+"""A live index: searchable at once, embeddings filling in behind, re-indexed when files change.
+
+Every search reads one immutable snapshot (a HybridIndex nobody modifies); the worker builds the next one apart and
+swaps it in with one assignment, so a question pinned to a snapshot (`snapshot()`) sees the old index or the new
+one, never a mix. One worker thread does all the writing, in order: a re-index after file changes first, else one
+batch of missing embeddings. Changes that arrive while it is busy are coalesced into one more re-index.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Iterable
+
+import numpy as np
+
+from models.protocols import Embedder
+from rag.indexing import store
+from rag.retrieval.dense import EMBED_BATCH
+from rag.retrieval.hybrid import HybridIndex
+from rag.retrieval.vocabulary import TermCounts
+from rag.types import Chunk, SourceInfo
+from rag.indexing.build import IndexProgress, ProgressFn
+from rag.indexing.fill import fill_missing, missing_rows
+
+READY_CHUNK_BUDGET = 0.5  # seconds of chunking before a live index is ready; the other files are chunked behind
+# A re-index chunks for at most this long, then publishes what it has and goes on: a quit never waits for more,
+# and searches see the folder fill in slice by slice.
+REFRESH_SLICE = 5.0
+PUBLISH_EVERY = 1.0  # seconds between snapshots while embedding: search improves as it goes
+SAVE_EVERY = 20.0  # seconds between checkpoints of the embeddings: a quit loses at most this much work
+IDLE_WAIT = 5.0
+
+Reopen = Callable[..., HybridIndex]  # (progress, chunk_budget, stop) -> the folder's index, new chunks unembedded  # the folder's index now, chunks without embeddings left at zero
+
+
+class LiveIndex:
+    """A rag.types.Retriever whose index is replaced as it improves; what it does not define is the snapshot's."""
+
+    def __init__(
+        self,
+        index: HybridIndex,
+        embedder: Embedder | None,
+        reopen: Reopen,
+        progress: ProgressFn | None = None,
+        publish_every: float = PUBLISH_EVERY,
+        save_every: float = SAVE_EVERY,
+        batch: int = EMBED_BATCH,
+    ) -> None:
+        self._current = index
+        self.embedder = embedder
+        self.reopen = reopen
+        self._progress_fn = progress or (lambda event: None)
+        self._told: set[str] = set()  # notices already shown: a re-index repeats the per-file ones
+        self.publish_every = publish_every
+        self.save_every = save_every
+        self.batch = batch
+        self.refreshes = 0  # re-indexes run (tests count coalescing with it)
+        self.events = 0  # change notifications received
+        self._lock = threading.Lock()
+        self._pending = bool(getattr(index.update, "pending", ()))  # files left to chunk: a re-index first
+        self._changed = False  # the pending re-index comes from file changes (announced), not catching up
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._matrix = np.array(index.dense.matrix, copy=True)  # the worker's copy, filled in place
+        self._published = self._saved = time.monotonic()
+        self._dirty = False  # embeddings computed but not saved
+        self._embedding_failed = False
+        self._unpublished = False  # embeddings computed but not in the snapshot yet
+        self._holds = 0  # answers running: embedding waits so they get the cores
+        self.watcher = None  # a rag.indexing.watch.FolderWatcher feeding `changed`, closed with this index
+
+    # -- reading: always one snapshot -----------------------------------------------------------------------
+    def snapshot(self) -> HybridIndex:
+        """The current index; it never changes, so a whole question can run against it."""
+        return self._current
+
+    def search(self, *args, **kwargs):
+        return self._current.search(*args, **kwargs)
+
+    def chunk(self, chunk_id: str):
+        return self._current.chunk(chunk_id)
+
+    def __len__(self) -> int:
+        return len(self._current)
+
+    # The rest of rag.types.Retriever, always the current snapshot's.
+    @property
+    def chunks(self) -> list[Chunk]:
+        return self._current.chunks
+
+    @property
+    def doc_ids(self) -> list[str]:
+        return self._current.doc_ids
+
+    def source(self, doc_id: str) -> SourceInfo:
+        return self._current.source(doc_id)
+
+    @property
+    def vocabulary(self) -> TermCounts:
+        return self._current.vocabulary
+
+    @property
+    def has_dense(self) -> bool:
+        return self._current.has_dense
+
+    @property
+    def dense_coverage(self) -> float:
+        return self._current.dense_coverage
+
+    @property
+    def notice(self) -> str:
+        return self._current.notice
+
+    @property
+    def docs_dir(self):
+        return self._current.docs_dir
+
+    def __getattr__(self, name: str):  # what only the embedded index has (update, fusion, term_settings, ...)
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._current, name)
+
+    @property
+    def busy(self) -> bool:
+        """True while a re-index is waiting or embeddings are missing."""
+        return self._pending or (self.embedder is not None and not self._embedding_failed
+                                 and bool(missing_rows(self._matrix).size))
+
+    # -- writing: one worker ----------------------------------------------------------------------------------
+    def changed(self, paths: Iterable[str] = ()) -> None:
+        """Files changed: re-index once the worker is free (any number of calls meanwhile make one re-index)."""
+        with self._lock:
+            self._pending = self._changed = True
+            self.events += 1
+        self._wake.set()
+
+    def hold(self) -> Callable[[], None]:
+        """Pause all background work until the returned function is called: an answer is being written.
+
+        Measured on a 2,000-file folder under load: with chunking going on behind it, the first token came 55 s
+        after the prompt, against 14 s after a blocking build.
+        """
+        with self._lock:
+            self._holds += 1
+        released = threading.Event()
+
+        def release() -> None:
+            if not released.is_set():
+                released.set()
+                with self._lock:
+                    self._holds -= 1
+                self._wake.set()
+
+        return release
+
+    def gone(self, root=None) -> None:
+        """The docs folder disappeared: say so once; the last good snapshot stays in use."""
+        self.emit(IndexProgress("notice", message=gone_message(root or self._current.docs_dir)))
+
+    def emit(self, event: IndexProgress) -> None:
+        """Pass progress on; a notice is said once (until a re-index succeeds, for a folder that was gone)."""
+        if event.stage == "notice":
+            if event.message in self._told:
+                return
+            self._told.add(event.message)
+        self._progress_fn(event)
+
+    def step(self) -> str:
+        """One unit of work: "refresh", "embed" (one batch) or "idle"."""
+        if self._holds:  # an answer is being written: it gets the cores; its snapshot is pinned anyway
+            self._finish()
+            return "idle"
+        with self._lock:
+            refresh, self._pending = self._pending, False
+            announce, self._changed = self._changed, False
+        if refresh:
+            self._refresh(announce)
+            return "refresh"
+        if self.embedder is None or self._embedding_failed or not missing_rows(self._matrix).size:
+            self._finish()
+            return "idle"
+        self._embed_batch()
+        return "embed"
+
+    def start(self) -> "LiveIndex":
+        self._thread = threading.Thread(target=self._run, name="smoldocs-index", daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        """Stop after the current batch and save what was embedded (a quit mid-embedding resumes next time)."""
+        if self.watcher is not None:
+            self.watcher.close()
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join()
+        self._save()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            if self.step() == "idle":
+                self._wake.wait(IDLE_WAIT)
+                self._wake.clear()
+
+    def _refresh(self, announce: bool = True) -> None:
+        self._save()
+        root = self._current.docs_dir
+        try:
+            fresh = self.reopen(self.emit, REFRESH_SLICE, self._stop)
+        except Exception as exc:  # the folder vanished or a file went unreadable mid-way: keep the last good index
+            gone = root is not None and not Path(root).is_dir()
+            message = gone_message(root) if gone else f"re-index failed ({exc}); searching the last good index"
+            self.emit(IndexProgress("notice", message=message))
+            return
+        self._told.discard(gone_message(root))
+        matrix = np.array(fresh.dense.matrix, copy=True)
+        carried = _carry_over(self._current, fresh, matrix)
+        self._matrix = matrix
+        self._dirty = carried > 0
+        self.refreshes += 1
+        if getattr(fresh.update, "pending", ()):  # more files to chunk: another slice next
+            with self._lock:
+                self._pending = True
+        self._current = fresh.with_embeddings(matrix) if carried else fresh  # the swap: one assignment
+        self._published, self._unpublished = time.monotonic(), False
+        update = getattr(fresh, "update", None)
+        if announce and update is not None and (update.added or update.changed or update.removed):
+            self.emit(IndexProgress("notice", message=f"re-indexed: {len(update.added)} added, "
+                                    f"{len(update.changed)} changed, {len(update.removed)} removed"))
+        self._progress()
+
+    def _embed_batch(self) -> None:
+        snapshot = self._current
+        try:
+            fill_missing(self._matrix, snapshot.chunks, self.embedder, budget=None, batch=self.batch,
+                         stop=self._stop, limit=self.batch)
+        except Exception as exc:
+            self._embedding_failed = True
+            self.emit(IndexProgress("notice", message=f"embedding stopped ({exc}); search stays BM25 for the rest"))
+            return
+        self._dirty = self._unpublished = True
+        now = time.monotonic()
+        if now - self._published >= self.publish_every or not missing_rows(self._matrix).size:
+            self._publish()
+        if now - self._saved >= self.save_every:
+            self._save()
+        self._progress()
+
+    def _finish(self) -> None:
+        if self._unpublished:
+            self._publish()
+        self._save()
+
+    def _publish(self) -> None:
+        self._current = self._current.with_embeddings(self._matrix)
+        self._published = time.monotonic()
+        self._unpublished = False
+
+    def _save(self) -> None:
+        """Write the embedding rows computed so far into the stored index (atomically), if any are new."""
+        if not self._dirty:
+            return
+        snapshot = self._current
+        if snapshot.index_dir is None:
+            return
+        try:
+            store.save_embeddings(snapshot.index_dir, self._matrix, [c.chunk_id for c in snapshot.chunks])
+        except OSError as exc:
+            self.emit(IndexProgress("notice", message=f"cannot save embeddings in {snapshot.index_dir} "
+                                    f"({exc.strerror or exc}); they are kept in memory"))
+        self._dirty = False
+        self._saved = time.monotonic()
+
+    def _progress(self) -> None:
+        total = len(self._matrix)
+        done = total - int(missing_rows(self._matrix).size)
+        self.emit(IndexProgress("embed", done, total))
+
+
+def gone_message(root) -> str:
+    return f"docs folder {root} is gone (deleted or unmounted); searching the last good index"
+
+
+def _carry_over(old: HybridIndex, new: HybridIndex, matrix: np.ndarray) -> int:
+    """Copy embeddings the old snapshot has and the new one lacks, for chunks with the same id and text."""
+    carried = 0
+    old_rows = {c.chunk_id: row for row, c in enumerate(old.chunks)}
+    for row in missing_rows(matrix).tolist():
+        chunk = new.chunks[row]
+        old_row = old_rows.get(chunk.chunk_id)
+        if old_row is None or old.chunks[old_row] != chunk:
+            continue
+        if old.embedded[old_row]:
+            matrix[row] = old.dense.matrix[old_row]
+            carried += 1
+    return carried
+
+
+def open_live_index(
+    docs_dir, tokenizer, embedder: Embedder | None, index_dir=None, progress: ProgressFn | None = None,
+    watch: bool = True, **search_options,
+) -> LiveIndex:
+    """The index of `docs_dir` ready as soon as it is chunked, embedding and (with `watch`) re-indexing behind.
+
+    The caller owns it: `close()` stops the watcher and the worker and saves the embeddings made so far.
+    """
+    from rag.indexing.build import open_index
+    from rag.indexing.watch import FolderWatcher
+
+    def reopen(emit: ProgressFn | None = None, chunk_budget: float | None = None, stop=None) -> HybridIndex:
+        return open_index(docs_dir, tokenizer, embedder, index_dir=index_dir, progress=emit, embed_budget=0,
+                          chunk_budget=chunk_budget, stop=stop, **search_options)
+
+    told: list[str] = []
+    show = progress or (lambda event: None)
+    index = reopen(lambda e: told.append(e.message) if e.stage == "notice" else show(e), READY_CHUNK_BUDGET)
+    live = LiveIndex(index, embedder, reopen, progress=progress)
+    for message in told:  # passed on through the live index, so a re-index does not repeat them
+        live.emit(IndexProgress("notice", message=message))
+    if watch and index.docs_dir is not None:
+        ignored = [index.index_dir] if index.index_dir is not None else []
+        live.watcher = FolderWatcher(index.docs_dir, live.changed, live.gone, ignore_paths=ignored).start()
+    return live.start()

@@ -1,0 +1,210 @@
+"""Loading a docs folder: text files in, everything else counted and skipped.
+
+The walk cannot loop: folders are visited once by their real identity, symlinked folders are never followed, and
+a link that loops is counted as "symlink loop". A file is text by its content, not its name: NUL bytes or many
+control characters in its first few KB make it "binary".
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import rag
+from rag.errors import DocsNotFound
+from rag.ingest.formats import FILE_FORMATS, SUFFIXES, TEXT_FORMATS, stream_digest
+
+TEXT_SUFFIXES = tuple(TEXT_FORMATS)
+# Folders that hold generated output or tooling, never docs a user wrote.
+SKIPPED_DIRS = frozenset(
+    {"build", "_build", "dist", "site", "target", "node_modules", "__pycache__", "venv", "env", "out"}
+)
+SNIFF_BYTES = 8192  # how much of a file decides whether it is text, as git does
+MAX_CONTROL_SHARE = 0.10  # text has tabs and newlines, rarely other control bytes
+_CONTROL_BYTES = bytes(b for b in [*range(32), 127] if b not in b"\t\n\r\f\v\b\x1b")
+_OTHER_BYTES = bytes(b for b in range(256) if b not in _CONTROL_BYTES)
+
+
+@dataclass(frozen=True)
+class Document:
+    """One text file of the docs folder; `doc_id` is its relative posix path."""
+
+    doc_id: str
+    path: Path
+    text: str
+    sha256: str  # of the raw bytes, before decoding
+
+    @property
+    def suffix(self) -> str:
+        return Path(self.doc_id).suffix.lower()
+
+
+@dataclass
+class Corpus:
+    """The documents of a folder, sorted by id, and how many files were skipped for which reason."""
+
+    root: Path
+    documents: list[Document]
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def skipped_summary(self) -> str:
+        parts = [f"{n} {why}" for why, n in sorted(self.skipped.items()) if n]
+        return ", ".join(parts) if parts else "none"
+
+
+def default_docs_dir() -> Path:
+    """The bundled course docs: the repo's docs_corpus/ next to the rag package."""
+    return Path(rag.__file__).resolve().parent.parent / "docs_corpus"
+
+
+def file_digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def decode_text(data: bytes) -> str:
+    """UTF-8 with bad bytes replaced (never an error), no BOM, newlines normalized to \\n."""
+    text = data.decode("utf-8", errors="replace")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def check_docs_dir(docs_dir: str | os.PathLike[str]) -> Path:
+    """The resolved folder, or one clear error if it is not a readable folder."""
+    path = Path(docs_dir).expanduser()
+    if not path.exists():
+        raise DocsNotFound(f"docs folder not found: {path}: pass --docs DIR to a folder of .md/.txt/.rst/.adoc files")
+    if not path.is_dir():
+        raise DocsNotFound(f"not a folder: {path}: pass --docs DIR to a folder, not a file")
+    return path.resolve()
+
+
+def looks_binary(head: bytes) -> bool:
+    """True when the first bytes of a file are not text: any NUL, or over 10% control characters."""
+    head = head[:SNIFF_BYTES]
+    if b"\0" in head:
+        return True
+    controls = len(head.translate(None, _OTHER_BYTES))
+    return bool(head) and controls / len(head) > MAX_CONTROL_SHARE
+
+
+def display_id(relative: str) -> str:
+    """A printable id for a relative path: bytes a file name holds that are not UTF-8 are shown as \\xNN."""
+    return relative.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def _count(skipped: dict[str, int], why: str) -> None:
+    skipped[why] = skipped.get(why, 0) + 1
+
+
+def _link_problem(path: Path, root: Path) -> str | None:
+    """Why a symlink is not followed (loop, broken, outside the docs folder, a folder), None for a file inside."""
+    try:
+        target = Path(os.path.realpath(path, strict=True))
+    except OSError as exc:
+        return "symlink loop" if exc.errno == errno.ELOOP else "broken symlink"
+    if not target.is_relative_to(root):
+        return "symlink outside"
+    if target.is_dir():
+        # Walking it would revisit files already found at their real place, or loop when it is an ancestor.
+        return "symlink loop" if Path(os.path.realpath(path.parent)).is_relative_to(target) else "symlinked folder"
+    return None
+
+
+def iter_candidate_files(root: Path, skipped: dict[str, int]):
+    """Yield (id, path) of every visible regular file, sorted by path, counting what is left out and why."""
+    visited: set[tuple[int, int]] = set()
+
+    def walk(folder: Path):
+        try:
+            st = os.stat(folder)
+            if (st.st_dev, st.st_ino) in visited:  # a bind mount of an ancestor: walking on would never end
+                _count(skipped, "symlink loop")
+                return
+            visited.add((st.st_dev, st.st_ino))
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            _count(skipped, "unreadable")
+            return
+        for entry in entries:
+            path = folder / entry.name
+            if entry.name.startswith("."):
+                _count(skipped, "hidden")
+                continue
+            problem = _link_problem(path, root) if entry.is_symlink() else None
+            if problem:
+                _count(skipped, problem)
+                continue
+            try:
+                is_dir, is_file = entry.is_dir(), entry.is_file()
+            except OSError:
+                _count(skipped, "unreadable")
+                continue
+            if is_dir and (entry.name in SKIPPED_DIRS or entry.name.endswith(".egg-info")):
+                _count(skipped, "build folder")
+            elif is_dir:
+                yield from walk(path)
+            elif is_file:
+                yield display_id(path.relative_to(root).as_posix()), path
+            else:
+                _count(skipped, "not a regular file")  # a FIFO named .md would block the read forever
+
+    yield from walk(root)
+
+
+def _read_text_file(path: Path) -> tuple[bytes | None, str]:
+    """The file's bytes, or None and why it is skipped; a binary file is judged on its head, not read whole."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(SNIFF_BYTES)
+            if looks_binary(head):
+                return None, "binary"
+            return head + fh.read(), ""
+    except OSError:
+        return None, "unreadable"
+
+
+def load_corpus(docs_dir: str | os.PathLike[str], on_document: Callable[[int], None] | None = None) -> Corpus:
+    """Read every text file under `docs_dir`, calling on_document(count so far) as each is read.
+
+    Raises DocsNotFound if there is none.
+    """
+    root = check_docs_dir(docs_dir)
+    skipped: dict[str, int] = {}
+    documents: list[Document] = []
+    for doc_id, path in iter_candidate_files(root, skipped):
+        if path.suffix.lower() in FILE_FORMATS:  # a PDF is read when it is chunked, if it changed: hash it only
+            try:
+                documents.append(Document(doc_id=doc_id, path=path, text="", sha256=stream_digest(path)))
+            except OSError:
+                _count(skipped, "unreadable")
+                continue
+            if on_document is not None:
+                on_document(len(documents))
+            continue
+        if path.suffix.lower() not in TEXT_SUFFIXES:
+            _count(skipped, "not text")
+            continue
+        data, why = _read_text_file(path)
+        if data is None:
+            _count(skipped, why)
+            continue
+        text = decode_text(data)
+        if not text.strip():
+            _count(skipped, "empty")
+            continue
+        documents.append(Document(doc_id=doc_id, path=path, text=text, sha256=file_digest(data)))
+        if on_document is not None:
+            on_document(len(documents))
+    if not documents:
+        raise DocsNotFound(
+            f"no text files in {root} (looked for {', '.join(SUFFIXES)}): "
+            "pass --docs DIR to a folder of docs"
+        )
+    documents.sort(key=lambda d: d.doc_id)
+    return Corpus(root=root, documents=documents, skipped=skipped)

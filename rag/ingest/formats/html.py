@@ -1,0 +1,155 @@
+"""HTML to a Layout: h1-h6 headings, paragraphs, list items, preformatted blocks; scripts, styles and navigation dropped.
+
+Parsed by BeautifulSoup with Python's html.parser, which never fails on malformed markup (it only guesses where
+unclosed tags end) and records the source line of every tag, so chunks cite lines of the .html file.
+The text chunks are cut from is Markdown-like: `## Title` for an h2, `- ` for a list item, ``` around a <pre>.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from dataclasses import dataclass
+
+from bs4 import BeautifulSoup, Comment, Declaration, Doctype, NavigableString, ProcessingInstruction, Tag
+
+from rag.ingest.blocks import Unit
+from rag.ingest.formats import Layout
+
+DROPPED_TAGS = frozenset({"script", "style", "noscript", "template", "nav", "head", "footer", "svg", "iframe",
+                          "button", "select", "input", "textarea"})
+DROPPED_ROLES = frozenset({"navigation", "search", "contentinfo", "banner"})
+HEADINGS = {f"h{n}": n for n in range(1, 7)}
+PREFORMATTED = frozenset({"pre", "textarea", "listing", "xmp"})
+BLOCKS = frozenset({
+    "address", "article", "aside", "blockquote", "body", "caption", "center", "dd", "details", "dialog", "dir", "div",
+    "dl", "dt", "fieldset", "figcaption", "figure", "form", "header", "hgroup", "hr", "html", "li", "main", "menu",
+    "ol", "p", "section", "summary", "table", "tbody", "td", "tfoot", "th", "thead", "tr", "ul",
+})
+_SPACE = re.compile(r"[ \t\r\n\f\v\u00a0]+")
+_PERMALINK = "\u00b6"  # Sphinx's ¶ after every heading and signature
+
+
+@dataclass
+class _Block:
+    kind: str  # "heading" | "para" | "pre"
+    text: str
+    line: int  # 1-based source line where it starts
+    level: int = 0
+
+
+class _Walker:
+    """Collects blocks in document order; inline text gathers into the open paragraph."""
+
+    def __init__(self) -> None:
+        self.blocks: list[_Block] = []
+        self.words: list[str] = []
+        self.line = 0
+        self.prefix = ""
+
+    def flush(self) -> None:
+        text = _SPACE.sub(" ", "".join(self.words)).replace(_PERMALINK, "").strip()
+        if text:
+            self.blocks.append(_Block("para", self.prefix + text, self.line or 1))
+        self.words.clear()
+        self.prefix = ""
+        self.line = 0
+
+    def walk(self, node: Tag) -> None:
+        for child in node.children:
+            if isinstance(child, (Comment, Declaration, Doctype, ProcessingInstruction)):
+                continue
+            if isinstance(child, NavigableString):
+                if not self.line and str(child).strip():
+                    self.line = getattr(node, "sourceline", None) or 1
+                self.words.append(str(child))
+                continue
+            if not isinstance(child, Tag) or _dropped(child):
+                continue
+            name = child.name.lower()
+            line = child.sourceline or 1
+            if name in HEADINGS:
+                self.flush()
+                title = _SPACE.sub(" ", child.get_text(" ")).replace(_PERMALINK, "").strip()
+                if title:
+                    self.blocks.append(_Block("heading", title, line, HEADINGS[name]))
+            elif name in PREFORMATTED:
+                self.flush()
+                text = child.get_text().strip("\n").rstrip()
+                if text.strip():
+                    self.blocks.append(_Block("pre", text, line))
+            elif name == "br":
+                self.words.append("\n")
+            elif name in ("li", "dt"):
+                self.flush()
+                self.prefix = "- " if name == "li" else ""
+                self.walk(child)
+                self.flush()
+            elif name in ("td", "th"):  # a row is one line: "lru | least recently used goes first"
+                if "".join(self.words).strip():
+                    self.words.append(" | ")
+                self.walk(child)
+            elif name in BLOCKS:
+                self.flush()
+                self.walk(child)
+                self.flush()
+            else:
+                self.walk(child)
+
+
+def _dropped(tag: Tag) -> bool:
+    if tag.name.lower() in DROPPED_TAGS:
+        return True
+    attrs = tag.attrs or {}
+    if str(attrs.get("role", "")).lower() in DROPPED_ROLES or attrs.get("hidden") is not None:
+        return True
+    classes = attrs.get("class") or ()
+    return "headerlink" in classes or "footer" in classes  # Sphinx permalinks; the page footer as a class
+
+
+def html_blocks(html: str) -> list[_Block]:
+    """The blocks of an HTML page; the <title> becomes the first heading when the page has no h1-h6."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # bs4 warns about markup that looks like a file name or a URL
+        soup = BeautifulSoup(html, "html.parser")
+    walker = _Walker()
+    walker.walk(soup.body if soup.body is not None else soup)
+    walker.flush()
+    blocks = walker.blocks
+    title = soup.title.get_text(" ").strip() if soup.title is not None else ""
+    if title and not any(b.kind == "heading" for b in blocks):
+        blocks.insert(0, _Block("heading", _SPACE.sub(" ", title), soup.title.sourceline or 1, 1))
+    return blocks
+
+
+def html_layout(html: str) -> Layout:
+    """The Layout of an HTML page: rendered text, its units, and the source line of every rendered line."""
+    parts: list[str] = []
+    units: list[Unit] = []
+    sources: list[int] = []
+    pos = 0
+    for block in html_blocks(html):
+        if parts:
+            parts.append("\n\n")
+            pos += 2
+            sources.append(sources[-1])  # the blank line between blocks
+        if block.kind == "heading":
+            text = f"{'#' * block.level} {block.text}"
+            units.append(Unit("heading", pos, pos + len(text), level=block.level, title=block.text))
+        elif block.kind == "pre":
+            fence = "~~~" if "```" in block.text else "```"
+            text = f"{fence}\n{block.text}\n{fence}"
+            body_start = pos + len(fence) + 1
+            units.append(Unit("fence", pos, pos + len(text), body_start=body_start,
+                              body_end=body_start + len(block.text) + 1, opener=fence, closer=fence))
+        else:
+            text = block.text
+            units.append(Unit("para", pos, pos + len(text)))
+        rows = text.count("\n") + 1
+        if block.kind == "pre":  # the fence lines get the <pre> line and the last line of its text
+            sources.extend(block.line + max(0, min(r - 1, rows - 3)) for r in range(rows))
+        else:
+            sources.extend([block.line] * rows)
+        parts.append(text)
+        pos += len(text)
+    return Layout("".join(parts), tuple(units), line_sources=tuple(sources))

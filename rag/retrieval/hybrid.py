@@ -1,0 +1,185 @@
+"""The hybrid retriever: BM25 and dense rankings over the same chunks, fused into one list of hits."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from models.embedder import SEMANTIC_OFF
+from models.protocols import Embedder
+from rag.retrieval.bm25 import BM25Index
+from rag.ingest.chunking import indexed_text
+from rag.retrieval.dense import DenseIndex, embedded_rows
+from rag.errors import SemanticSearchOff
+from rag.retrieval.fusion import BM25_WEIGHT, FUSIONS, Ranked, fuse, top_rows
+from rag.ingest.sources import source_info
+from rag.retrieval.terms import TermSettings, index_terms
+from rag.retrieval.vocabulary import TermCounts
+from rag.types import Chunk, Hit, RetrieverDefaults, SourceInfo
+
+MODES = ("hybrid", "bm25", "dense") + FUSIONS
+DEFAULT_FUSION = "weighted"  # measured by rag.evaluation.retrieval_eval; see the retrieval report
+CANDIDATE_DEPTH = 50  # how deep each retriever's ranking goes before fusion
+# Dense hits below this cosine are noise: off-topic questions reach 0.09-0.28 against docs_corpus, while 95% of
+# gold chunks score above 0.28 (measured with MiniLM; python -m rag.evaluation.retrieval_eval --sweep).
+MIN_DENSE_SCORE = 0.25
+
+
+class HybridIndex(RetrieverDefaults):
+    """Search over chunks with BM25, dense embeddings or both; implements rag.types.Retriever.
+
+    With no embedder (MiniLM not installed) there is no dense half: every mode but "dense" ranks by BM25 alone.
+    """
+
+    def __init__(
+        self,
+        chunks: Sequence[Chunk],
+        embeddings: np.ndarray,
+        embedder: Embedder | None,
+        term_settings: TermSettings = TermSettings(),
+        fusion: str = DEFAULT_FUSION,
+        bm25_weight: float = BM25_WEIGHT,
+        min_dense_score: float = MIN_DENSE_SCORE,
+        docs_dir: Path | None = None,
+        index_dir: Path | None = None,
+        update=None,
+        bm25: BM25Index | None = None,
+        sources: Mapping[str, SourceInfo] | None = None,
+        current_only: bool = False,
+    ) -> None:
+        if fusion not in FUSIONS:
+            raise ValueError(f"unknown fusion {fusion!r}: choose one of {', '.join(FUSIONS)}")
+        if embeddings.shape[0] != len(chunks):
+            raise ValueError(f"{len(chunks)} chunks but {embeddings.shape[0]} embedding rows")
+        self.chunks = list(chunks)
+        self.embedder = embedder
+        self.term_settings = term_settings
+        self.fusion = fusion
+        self.bm25_weight = bm25_weight
+        self.min_dense_score = min_dense_score
+        self.docs_dir = docs_dir
+        self.index_dir = index_dir
+        self.update = update  # rag.indexing.build.IndexUpdate: what the last open_index did
+        self._rows = {c.chunk_id: row for row, c in enumerate(self.chunks)}
+        doc_of_row = [c.doc_id for c in self.chunks]
+        self._doc_names = sorted(set(doc_of_row))
+        doc_number = {d: i for i, d in enumerate(self._doc_names)}
+        self._row_doc = np.asarray([doc_number[d] for d in doc_of_row], dtype=np.int64)
+        if bm25 is None:
+            bm25 = BM25Index([index_terms(indexed_text(c, term_settings.headings), term_settings) for c in self.chunks])
+        elif len(bm25) != len(self.chunks):
+            raise ValueError(f"{len(self.chunks)} chunks but BM25 postings for {len(bm25)}")
+        self.bm25 = bm25  # built from these chunks with term_settings (or loaded, when the store says so)
+        self.dense = DenseIndex(embeddings)
+        self.embedded = embedded_rows(self.dense.matrix)  # rows whose embedding is computed; the rest rank by BM25
+        # Documents not described (an index built without its files) still get the folder rule.
+        given = dict(sources or {})
+        self.sources = {d: given.get(d) or source_info(d) for d in self._doc_names}
+        self.current_only = current_only  # leave outdated documents out of every search
+        self._outdated_row = np.asarray([self.sources[d].outdated for d in doc_of_row], dtype=bool)
+        self._vocabulary: TermCounts | None = None  # built on first use
+
+    @property
+    def dense_coverage(self) -> float:
+        """The share of chunks with an embedding (1.0 for an empty index): hybrid for those, BM25 for the rest."""
+        return float(self.embedded.mean()) if len(self.embedded) else 1.0
+
+    def with_embeddings(self, embeddings: np.ndarray) -> "HybridIndex":
+        """A new index over the same chunks and BM25 postings with other embedding rows (this one is unchanged)."""
+        if embeddings.shape != self.dense.matrix.shape:
+            raise ValueError(f"expected embeddings of shape {self.dense.matrix.shape}, got {embeddings.shape}")
+        twin = copy.copy(self)
+        twin.dense = DenseIndex(np.array(embeddings, dtype=np.float32, copy=True))
+        twin.embedded = embedded_rows(twin.dense.matrix)
+        return twin
+
+    def source(self, doc_id: str) -> SourceInfo:
+        """The standing of a document: outdated or current, and its expiry."""
+        return self.sources.get(doc_id) or source_info(doc_id)
+
+    def __len__(self) -> int:
+        return len(self.chunks)
+
+    @property
+    def has_dense(self) -> bool:
+        """True when there is an embedder and an embedding row per chunk (MiniLM is installed)."""
+        return self.embedder is not None and self.dense.matrix.shape[1] > 0
+
+    @property
+    def notice(self) -> str:
+        """One line for the TUI header and --json when search is missing a part; "" when it is whole."""
+        return "" if self.has_dense else SEMANTIC_OFF
+
+    @property
+    def vocabulary(self) -> TermCounts:
+        """Document frequencies of the BM25 terms, built on first use."""
+        if self._vocabulary is None:
+            self._vocabulary = TermCounts.of(self.bm25.document_frequencies(), len(self), self.term_settings)
+        return self._vocabulary
+
+    @property
+    def doc_ids(self) -> list[str]:
+        """Every document id with at least one chunk, sorted."""
+        return list(self._doc_names)
+
+    def chunk(self, chunk_id: str) -> Chunk | None:
+        row = self._rows.get(chunk_id)
+        return None if row is None else self.chunks[row]
+
+    def search(
+        self, query: str, k: int = 5, doc_ids: Sequence[str] | None = None, mode: str = "hybrid"
+    ) -> list[Hit]:
+        """The best `k` chunks for `query`, optionally only from `doc_ids`; [] when nothing matches."""
+        if mode not in MODES:
+            raise ValueError(f"unknown search mode {mode!r}: choose one of {', '.join(MODES)}")
+        if not self.has_dense:
+            if mode == "dense":
+                raise SemanticSearchOff(SEMANTIC_OFF)
+            mode = "bm25"
+        if k < 1:
+            raise ValueError(f"k must be at least 1, got {k}")
+        allowed = self._allowed(doc_ids)
+        if self.current_only and self._outdated_row.any():
+            allowed = ~self._outdated_row if allowed is None else allowed & ~self._outdated_row
+        if not query.strip() or not len(self) or (allowed is not None and not allowed.any()):
+            return []
+        depth = max(CANDIDATE_DEPTH, k)
+        lexical = self.rank_bm25(query, depth, allowed) if mode != "dense" else Ranked.empty()
+        semantic = self.rank_dense(query, depth, allowed) if mode != "bm25" else Ranked.empty()
+        if mode == "bm25":
+            fused = list(zip(lexical.rows.tolist(), lexical.scores.tolist()))
+        elif mode == "dense":
+            fused = list(zip(semantic.rows.tolist(), semantic.scores.tolist()))
+        else:
+            method = self.fusion if mode == "hybrid" else mode
+            unembedded = None if self.embedded.all() else ~self.embedded
+            fused = fuse(method, lexical, semantic, self.bm25_weight, unembedded)
+        # On a tie an outdated chunk goes after the current ones (the sort is stable otherwise).
+        fused = sorted(fused, key=lambda pair: (-round(float(pair[1]), 9), bool(self._outdated_row[pair[0]])))
+        bm25_rank = {row: r for r, row in enumerate(lexical.rows.tolist(), start=1)}
+        dense_rank = {row: r for r, row in enumerate(semantic.rows.tolist(), start=1)}
+        return [self._hit(row, float(score), bm25_rank.get(row), dense_rank.get(row)) for row, score in fused[:k]]
+
+    def _hit(self, row: int, score: float, bm25_rank: int | None, dense_rank: int | None) -> Hit:
+        chunk = self.chunks[row]
+        info = self.sources[chunk.doc_id]
+        return Hit.from_chunk(chunk, score, bm25_rank, dense_rank, outdated=info.outdated, expires=info.expires)
+
+    def rank_bm25(self, query: str, depth: int, allowed: np.ndarray | None = None) -> Ranked:
+        """Chunks sharing a term with the query, best BM25 score first."""
+        return top_rows(self.bm25.scores(index_terms(query, self.term_settings)), depth, allowed, above=0.0)
+
+    def rank_dense(self, query: str, depth: int, allowed: np.ndarray | None = None) -> Ranked:
+        """Chunks whose embedding is close enough to the query's, most similar first."""
+        vector = np.asarray(self.embedder.embed([query]), dtype=np.float32)[0]
+        return top_rows(self.dense.scores(vector), depth, allowed, above=self.min_dense_score)
+
+    def _allowed(self, doc_ids: Sequence[str] | None) -> np.ndarray | None:
+        if not doc_ids:  # None or empty: no filter
+            return None
+        names = {doc_ids} if isinstance(doc_ids, str) else set(doc_ids)
+        wanted = [i for i, d in enumerate(self._doc_names) if d in names]
+        return np.isin(self._row_doc, np.asarray(wanted, dtype=np.int64))

@@ -1,0 +1,1 @@
+"""Whether a cited claim is supported by the text it cites."""
