@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from typing import Iterator, Mapping, Sequence
 
 from agent.context import ContextWindow
+from agent.decline import Decline, decline_text, is_decline_text
 from agent.events import (
     Answer,
     AnswerFinished,
@@ -23,7 +24,7 @@ from agent.events import (
 from agent.grammars import MarkerGuard, citation_grammar, tool_call_grammar
 from agent.repetition import RepetitionGuard
 from agent.prompts import (
-    NOT_COVERED, QUESTION_SUFFIX, QUOTE_QUESTION_SUFFIX, UNSUPPORTED_NOTE, abstains, neutralize, placeholder_query,
+    QUESTION_SUFFIX, QUOTE_QUESTION_SUFFIX, abstains, neutralize, placeholder_query,
     system_rules, tool_rules,
 )
 from agent.quoting import REF_OPEN, QuoteCandidates, QuoteGuard, Span, parse_quote_units, quote_evidence
@@ -76,10 +77,10 @@ class Agent:
         self.judge: Judge = judge or Verifier(None)
         self.quoter = quoter  # quotes of the shown excerpts when nothing the model wrote is supported
         self.candidates = candidates  # quote decoding: the sentences the model may copy
-        quote = settings.decoding == "quote"
+        self.quoting = settings.decoding == "quote"
         self.window = ContextWindow(
             model.tokenizer, settings.budgets, system_rules(settings.few_shot, settings.decoding),
-            QUOTE_QUESTION_SUFFIX if quote else QUESTION_SUFFIX,
+            QUOTE_QUESTION_SUFFIX if self.quoting else QUESTION_SUFFIX,
         )
         self.policy = settings.resolve_policy(model.n_params)
         cache_prefix = getattr(model, "cache_prefix", None)  # the rules' KV state on disk: a faster cold start
@@ -102,7 +103,7 @@ class Agent:
         yield TurnStarted(question=question, turn=len(history), policy=self.policy)
         n_ctx = self.window.budgets.n_ctx
         if not question.strip():
-            yield AnswerFinished(Answer(question, "Ask a question about the docs.", "insufficient_evidence", n_ctx=n_ctx))
+            yield AnswerFinished(Answer(question, decline_text(Decline.EMPTY_QUESTION), AnswerStatus.INSUFFICIENT_EVIDENCE, n_ctx=n_ctx))
             return
         # History answers lose their [n]: numbers belong to the ledger of the run that wrote them.
         history = [(q, markers.strip(a)) for q, a in history]
@@ -123,7 +124,7 @@ class Agent:
         else:
             results += yield from self._model_steps(prepared.question, prepared.history, ledger, prepared.evidence_budget, cancel)
         if cancel.cancelled:
-            yield AnswerFinished(Answer(question, "", "cancelled", n_ctx=n_ctx))
+            yield AnswerFinished(Answer(question, "", AnswerStatus.CANCELLED, n_ctx=n_ctx))
             return
         yield from self._answer(question, prepared, ledger, results, cancel)
 
@@ -221,52 +222,48 @@ class Agent:
     # -- the answer -----------------------------------------------------------------------------------------
 
     def _answer(self, question: str, prepared, ledger: Ledger, results: list[ToolResult], cancel) -> Iterator[Event]:
-        blocks: dict[int, str] = {}
-        hits: dict[int, object] = {}
-        for result in results:
-            packed = getattr(result.payload, "packed", None)
-            for hit in packed.used if packed else ():
-                n = ledger.peek(hit)
-                blocks.setdefault(n, block(n, hit))
-                hits.setdefault(n, hit)
-        quoting = self.settings.decoding == "quote"
+        """Show the excerpts, then answer as the decoding mode says: quotes alone, or the model's text checked."""
+        blocks, hits = _blocks(results, ledger)
         spans: list[Span] = []
-        if quoting and blocks:
-            packed = shown_excerpts(ledger.citations(), list(blocks))
-            quotes = self.candidates(question, packed, self.retriever.chunk) if self.candidates is not None else []
-            spans, blocks = quote_evidence(quotes, packed, self.retriever.chunk, self.model.tokenizer.count)
+        if self.quoting and blocks:
+            spans, blocks = self._quote_blocks(question, ledger, blocks)
             if not blocks:
-                text = NOT_COVERED + " No excerpt sentence comes close to the question."
-                yield AnswerFinished(Answer(question, text, "insufficient_evidence", n_ctx=self.window.budgets.n_ctx))
+                yield self._declined(question, Decline.NO_CLOSE_SENTENCE, Answer(question, "", AnswerStatus.ANSWERED, n_ctx=self.window.budgets.n_ctx))
                 return
-        order = list(blocks.items()) if quoting else sorted(blocks.items())  # quote blocks: best candidate first
+        order = list(blocks.items()) if self.quoting else sorted(blocks.items())  # quote blocks: best candidate first
         messages, built, shown_numbers = self.window.build(prepared, order)
         yield built
         conflicts = tuple(c.to_json() for c in find_conflicts([(n, hits[n]) for n in shown_numbers if n in hits]))
-        base = Answer(
-            question, "", "answered", prompt_tokens=built.prompt_tokens, n_ctx=built.n_ctx, conflicts=conflicts
-        )
+        base = Answer(question, "", AnswerStatus.ANSWERED, prompt_tokens=built.prompt_tokens, n_ctx=built.n_ctx, conflicts=conflicts)
         shown = shown_excerpts(ledger.citations(), shown_numbers)
         if not shown:
-            text = f"{NOT_COVERED} search_docs found no excerpt for this question."
-            yield AnswerFinished(replace(base, text=text, status=AnswerStatus.INSUFFICIENT_EVIDENCE))
-            return
-        if self.settings.decoding == "extractive":
+            yield self._declined(question, Decline.NO_EXCERPT, base)
+        elif self.settings.decoding == "extractive":
             yield from self._extract(question, shown, base)
-            return
+        else:
+            yield from self._write(question, messages, built.reserve, shown, spans, base, cancel)
+
+    def _quote_blocks(self, question: str, ledger: Ledger, blocks: dict[int, str]) -> tuple[list[Span], dict[int, str]]:
+        """Quote decoding: the candidate spans the model may copy, and the excerpt blocks that show them."""
+        packed = shown_excerpts(ledger.citations(), list(blocks))
+        quotes = self.candidates(question, packed, self.retriever.chunk) if self.candidates is not None else []
+        return quote_evidence(quotes, packed, self.retriever.chunk, self.model.tokenizer.count)
+
+    def _write(self, question: str, messages, reserve: int, shown, spans: list[Span], base: Answer, cancel) -> Iterator[Event]:
+        """The model writes the answer; only what the verifier supports is shown."""
         generation = _Generation()
-        guard = QuoteGuard([s for s in spans if s.n in shown], sorted(shown)) if quoting else None
-        yield from self._generate(messages, built.reserve, shown, cancel, generation, guard)
+        guard = QuoteGuard([s for s in spans if s.n in shown], sorted(shown)) if self.quoting else None
+        yield from self._generate(messages, reserve, shown, cancel, generation, guard)
         stats = self.model.last_stats
-        model_text = ((REF_OPEN if quoting else "") + generation.text).strip()
+        model_text = ((REF_OPEN if self.quoting else "") + generation.text).strip()
         status = AnswerStatus.ANSWERED
         if cancel.cancelled:
             status = AnswerStatus.CANCELLED
         elif generation.failed:
             status = AnswerStatus.INTERRUPTED if generation.interrupted else AnswerStatus.ERROR
-        elif not quoting and abstains(model_text):
+        elif not self.quoting and abstains(model_text):
             status = AnswerStatus.INSUFFICIENT_EVIDENCE
-        if quoting:
+        if self.quoting:
             # Only references that are (a head of) an offered span are shown, guard or no guard.
             units = [
                 u for u in parse_quote_units(generation.text)[0]
@@ -293,6 +290,10 @@ class Agent:
                 stop_reason=generation.stop_reason,
             )
         )
+
+    @staticmethod
+    def _declined(question: str, reason: Decline, base: Answer) -> AnswerFinished:
+        return AnswerFinished(replace(base, text=decline_text(reason), status=AnswerStatus.INSUFFICIENT_EVIDENCE))
 
     def _generate(
         self, messages, reserve: int, shown, cancel, out: _Generation, quote: QuoteGuard | None = None
@@ -330,7 +331,7 @@ class Agent:
         lookup = self.retriever.chunk
         quoted = self.quoter(question, shown, lookup) if self.quoter is not None else None
         if not quoted:
-            yield AnswerFinished(replace(base, text=NOT_COVERED, status=AnswerStatus.INSUFFICIENT_EVIDENCE))
+            yield self._declined(question, Decline.NOT_ANSWERABLE, base)
             return
         yield TextDelta(quoted.text)
         verification = self.judge(quoted.text, shown, lookup)
@@ -344,19 +345,32 @@ class Agent:
         lookup = self.retriever.chunk
         text, quoted = display.text, False
         if status is AnswerStatus.INSUFFICIENT_EVIDENCE and not text:
-            text = NOT_COVERED  # the model declined; anything more it said stays in the draft
+            text = decline_text(Decline.MODEL_DECLINED)  # anything more the model said stays in the draft
         elif status is AnswerStatus.ANSWERED and not text:
             fallback = self.quoter(question, shown, lookup) if self.quoter is not None and self.settings.fallback else None
             if fallback:
                 text, quoted = fallback.text, True
             else:  # nothing the model wrote holds, and no excerpt sentence comes close to the question
-                text, status = UNSUPPORTED_NOTE, AnswerStatus.INSUFFICIENT_EVIDENCE
+                text, status = decline_text(Decline.NOTHING_SUPPORTED), AnswerStatus.INSUFFICIENT_EVIDENCE
         # Every number the model wrote keeps its verdict (a made-up one is reported, and the eval counts them all)
         # though only supported claims are shown; a number used twice shows its weaker use.
         written = display.written or self.judge(model_text, shown, lookup)
-        if text in (NOT_COVERED, UNSUPPORTED_NOTE):
+        if is_decline_text(text):
             return text, status, quoted, written  # smoldocs' own note is not a claim to judge
         return text, status, quoted, written.merged(self.judge(text, shown, lookup))
+
+
+def _blocks(results: Sequence[ToolResult], ledger: Ledger) -> tuple[dict[int, str], dict[int, object]]:
+    """The excerpt block and the hit of every number the turn's tool results packed, first use of each."""
+    blocks: dict[int, str] = {}
+    hits: dict[int, object] = {}
+    for result in results:
+        packed = getattr(result.payload, "packed", None)
+        for hit in packed.used if packed else ():
+            n = ledger.peek(hit)
+            blocks.setdefault(n, block(n, hit))
+            hits.setdefault(n, hit)
+    return blocks, hits
 
 
 def shown_excerpts(citations: Sequence[Citation], numbers: Sequence[int]) -> dict[int, Citation]:
