@@ -155,45 +155,17 @@ def open_index(
 
     old_files = stored.files if stored is not None else {}
     old_skips = stored.skipped_files if stored is not None else {}
-    old_rows = {c.chunk_id: row for row, c in enumerate(stored.chunks)} if stored is not None else {}
+    chunked = _chunk_documents(corpus.documents, stored, dense_kept, tokenizer, chunking, emit, chunk_budget, stop)
+    fresh, pending, skips = chunked.fresh, chunked.pending, chunked.skips
     skipped = dict(corpus.skipped)
-    skips: dict[str, dict] = {}  # files no format could read, remembered so an unchanged one is not read again
-    doc_chunks: dict[str, list[Chunk]] = {}
-    kept_vectors: dict[str, np.ndarray] = {}
-    fresh: list[str] = []
-    pending: list[str] = []  # new or changed files left for a later run once `chunk_budget` is spent
-    chunk_started = time.perf_counter()
-    for n, doc in enumerate(corpus.documents, start=1):
-        emit(IndexProgress("chunk", n - 1, len(corpus.documents), message=doc.doc_id))
-        entry = old_files.get(doc.doc_id)
-        memo = old_skips.get(doc.doc_id)
-        if entry is not None and entry["sha256"] == doc.sha256:
-            doc_chunks[doc.doc_id] = [stored.chunks[old_rows[cid]] for cid in entry["chunks"]]
-            if dense_kept:
-                kept_vectors[doc.doc_id] = stored.embeddings[[old_rows[cid] for cid in entry["chunks"]]]
-        elif memo is not None and memo.get("sha256") == doc.sha256:
-            skips[doc.doc_id] = memo
-        elif (chunk_budget is not None and time.perf_counter() - chunk_started >= chunk_budget) or (
-            stop is not None and stop.is_set()
-        ):
-            pending.append(doc.doc_id)
-        else:
-            try:
-                layout = read_layout(doc.doc_id, doc.path, doc.text, doc.sha256, _page_progress(emit, doc.doc_id))
-            except Unreadable as exc:
-                skips[doc.doc_id] = {"sha256": doc.sha256, "reason": exc.reason}
-            else:
-                doc_chunks[doc.doc_id] = chunk_layout(doc.doc_id, layout, tokenizer, chunking.max_tokens)
-                fresh.append(doc.doc_id)
-        emit(IndexProgress("chunk", n, len(corpus.documents), message=doc.doc_id))
     for memo in skips.values():
         skipped[memo["reason"]] = skipped.get(memo["reason"], 0) + 1
 
-    indexed = [d for d in corpus.documents if d.doc_id in doc_chunks]
+    indexed = [d for d in corpus.documents if d.doc_id in chunked.doc_chunks]
     dim = int(embedder.dim) if embedder is not None else 0
     # Chunks without stored vectors start as zero rows (no embedding yet): BM25 is ready now, and
     # rag.indexing.fill fills the dense half within `embed_budget`, the rest later.
-    chunks, embeddings, files = _assemble(indexed, doc_chunks, kept_vectors, dim)
+    chunks, embeddings, files = _assemble(indexed, chunked.doc_chunks, chunked.kept_vectors, dim)
     sources = {d.doc_id: source_info(d.doc_id, d.text) for d in corpus.documents}
     for doc_id, info in sources.items():
         if info.notice:
@@ -205,17 +177,7 @@ def open_index(
     index = HybridIndex(
         chunks, embeddings, embedder, docs_dir=root, index_dir=target, bm25=bm25, sources=sources, **search_options
     )
-    embedded = 0
-    embed_started = time.perf_counter()
-    if embedder is not None:
-        first = index.rank_bm25(embed_first, CANDIDATE_DEPTH).rows.tolist() if embed_first else ()
-        embedded = fill_missing(
-            embeddings, chunks, embedder, budget=embed_budget, first=first,
-            on_batch=lambda done, total, secs: emit(IndexProgress("embed", done, total, rate=done / max(secs, 1e-9))),
-        )
-        if embedded:
-            index = index.with_embeddings(embeddings)
-    embed_seconds = time.perf_counter() - embed_started if embedded else 0.0
+    index, embedded, embed_seconds = _embed_missing(index, chunks, embeddings, embedder, embed_budget, embed_first, emit)
     removed = tuple(sorted(set(old_files) - set(files) - set(pending)))
     update = IndexUpdate(
         index_dir=target,
@@ -235,23 +197,91 @@ def open_index(
         pending=tuple(pending),
     )
     if update.modified or (stored is not None and stored.bm25_terms != terms_wanted):
-        emit(IndexProgress("save", 0, 1))
-        try:
-            store.save(target, wanted, files, chunks, embeddings, index.bm25, terms_wanted, skips)
-        except OSError as exc:
-            reason = exc.strerror or str(exc)
-            if must_save:
-                raise IndexNotSaved(
-                    f"could not save the index in {target} ({reason}); the previous index is unchanged: "
-                    "free some space, or pass --index DIR to a writable folder"
-                ) from None
-            # Searching still works from memory; only the next start pays for the rebuild again.
-            emit(IndexProgress("notice", message=f"cannot save the index in {target} ({reason}); "
-                               "using it unsaved: pass --index DIR to a writable folder"))
-        emit(IndexProgress("save", 1, 1))
+        _save(target, wanted, files, chunks, embeddings, index, terms_wanted, skips, must_save, emit)
     index.update = replace(update, seconds=time.perf_counter() - started)
     emit(IndexProgress("done", len(chunks), len(chunks), index.update.summary()))
     return index
+
+
+@dataclass
+class _Chunked:
+    """What one pass over the corpus found: each readable document's chunks, the vectors kept from the stored
+    index, the documents chunked anew, those left for a later run, and the files no format could read."""
+
+    doc_chunks: dict[str, list[Chunk]]
+    kept_vectors: dict[str, np.ndarray]
+    fresh: list[str]
+    pending: list[str]
+    skips: dict[str, dict]
+
+
+def _chunk_documents(documents, stored, dense_kept: bool, tokenizer: Tokenizer, chunking: ChunkSettings, emit,
+                     chunk_budget: float | None, stop: threading.Event | None) -> _Chunked:
+    """Chunk new and changed files (within `chunk_budget`), reuse unchanged ones' chunks and vectors."""
+    old_files = stored.files if stored is not None else {}
+    old_skips = stored.skipped_files if stored is not None else {}
+    old_rows = {c.chunk_id: row for row, c in enumerate(stored.chunks)} if stored is not None else {}
+    out = _Chunked({}, {}, [], [], {})  # skips: remembered so an unchanged unreadable file is not read again
+    chunk_started = time.perf_counter()
+    for n, doc in enumerate(documents, start=1):
+        emit(IndexProgress("chunk", n - 1, len(documents), message=doc.doc_id))
+        entry = old_files.get(doc.doc_id)
+        memo = old_skips.get(doc.doc_id)
+        if entry is not None and entry["sha256"] == doc.sha256:
+            out.doc_chunks[doc.doc_id] = [stored.chunks[old_rows[cid]] for cid in entry["chunks"]]
+            if dense_kept:
+                out.kept_vectors[doc.doc_id] = stored.embeddings[[old_rows[cid] for cid in entry["chunks"]]]
+        elif memo is not None and memo.get("sha256") == doc.sha256:
+            out.skips[doc.doc_id] = memo
+        elif (chunk_budget is not None and time.perf_counter() - chunk_started >= chunk_budget) or (
+            stop is not None and stop.is_set()
+        ):
+            out.pending.append(doc.doc_id)  # new or changed, left for a later run once `chunk_budget` is spent
+        else:
+            try:
+                layout = read_layout(doc.doc_id, doc.path, doc.text, doc.sha256, _page_progress(emit, doc.doc_id))
+            except Unreadable as exc:
+                out.skips[doc.doc_id] = {"sha256": doc.sha256, "reason": exc.reason}
+            else:
+                out.doc_chunks[doc.doc_id] = chunk_layout(doc.doc_id, layout, tokenizer, chunking.max_tokens)
+                out.fresh.append(doc.doc_id)
+        emit(IndexProgress("chunk", n, len(documents), message=doc.doc_id))
+    return out
+
+
+def _embed_missing(index: HybridIndex, chunks, embeddings: np.ndarray, embedder: Embedder | None,
+                   embed_budget: float | None, embed_first: str | None, emit) -> tuple[HybridIndex, int, float]:
+    """Embed chunks that have no vector yet, `embed_first`'s BM25 candidates first, for at most `embed_budget` s."""
+    if embedder is None:
+        return index, 0, 0.0
+    embed_started = time.perf_counter()
+    first = index.rank_bm25(embed_first, CANDIDATE_DEPTH).rows.tolist() if embed_first else ()
+    embedded = fill_missing(
+        embeddings, chunks, embedder, budget=embed_budget, first=first,
+        on_batch=lambda done, total, secs: emit(IndexProgress("embed", done, total, rate=done / max(secs, 1e-9))),
+    )
+    if not embedded:
+        return index, 0, 0.0
+    return index.with_embeddings(embeddings), embedded, time.perf_counter() - embed_started
+
+
+def _save(target: Path, wanted, files, chunks, embeddings, index: HybridIndex, terms_wanted, skips, must_save: bool, emit) -> None:
+    """Save the index atomically; when it cannot be saved, say so (or raise IndexNotSaved with `must_save`)."""
+    emit(IndexProgress("save", 0, 1))
+    try:
+        store.save(target, wanted, files, chunks, embeddings, index.bm25, terms_wanted, skips)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        if must_save:
+            raise IndexNotSaved(
+                f"could not save the index in {target} ({reason}); the previous index is unchanged: "
+                "free some space, or pass --index DIR to a writable folder"
+            ) from None
+        # Searching still works from memory; only the next start pays for the rebuild again.
+        emit(IndexProgress("notice", message=f"cannot save the index in {target} ({reason}); "
+                           "using it unsaved: pass --index DIR to a writable folder"))
+    emit(IndexProgress("save", 1, 1))
+
 
 
 def _page_progress(emit: ProgressFn, doc_id: str):
