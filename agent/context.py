@@ -14,6 +14,7 @@ from agent.events import ContextBuilt
 from agent.prompts import QUESTION_SUFFIX, SYSTEM_RULES, evidence_message, question_message
 from models.protocols import Tokenizer
 from rag.excerpts.packing import join_blocks
+from rag.excerpts.search_tool import DEFAULT_MAX_TOKENS
 
 
 class ContextOverflow(AgentError):
@@ -26,7 +27,7 @@ class Budgets:
     reserve: int = 256  # kept free for the answer (the generation's max_tokens)
     question_max: int = 256
     history_max: int = 640
-    evidence_max: int = 1024
+    evidence_max: int = DEFAULT_MAX_TOKENS
     evidence_min: int = 320  # older history is dropped before evidence gets less than this
 
     @property

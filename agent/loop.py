@@ -41,13 +41,12 @@ from rag.excerpts.conflicts import find_conflicts
 from rag.answering.extractive import Quoter
 from rag.excerpts.document_tool import GET_DOCUMENT_DESCRIPTION, GET_DOCUMENT_NAME, GET_DOCUMENT_SCHEMA, get_document_tool
 from rag.excerpts.packing import Ledger, block
-from rag.excerpts.search_tool import SEARCH_DOCS_DESCRIPTION, SEARCH_DOCS_NAME, SEARCH_DOCS_SCHEMA, search_docs_tool
+from rag.excerpts.search_tool import (
+    SEARCH_DOCS_DESCRIPTION, SEARCH_DOCS_NAME, SEARCH_DOCS_SCHEMA, search_docs_tool, search_first_arguments,
+)
 from rag.types import Retriever
 from rag.verification.verdicts import Judge
 from rag.verification.verifier import Verifier
-
-MAX_QUERY_CHARS = 1000
-
 
 @dataclass
 class _Generation:
@@ -118,8 +117,7 @@ class Agent:
             calls = [(GET_DOCUMENT_NAME, {"source_id": chunk_id}) for chunk_id in referenced]
             results += yield from self._run_calls(calls, ledger, prepared.evidence_budget)
         elif self.policy == "search-first":
-            query = follow_up_query(question, history)
-            args = {"query": query.strip()[:MAX_QUERY_CHARS], "k": self.settings.k}
+            args = search_first_arguments(follow_up_query(question, history), self.settings.k)
             results += yield from self._run_calls([(SEARCH_DOCS_NAME, args)], ledger, prepared.evidence_budget)
         else:
             results += yield from self._model_steps(prepared.question, prepared.history, ledger, prepared.evidence_budget, cancel)
@@ -215,7 +213,7 @@ class Agent:
             messages += [{"role": "assistant", "content": text}, {"role": "user", "content": f"Tool result: {feedback}"}]
         if not any(r.ok for r in results) and not cancel.cancelled:
             # The model never produced a usable search: search the question itself rather than answer blind.
-            args = {"query": question.strip()[:MAX_QUERY_CHARS], "k": self.settings.k}
+            args = search_first_arguments(question, self.settings.k)
             results += yield from self._run_calls([(SEARCH_DOCS_NAME, args)], ledger, budget)
         return results
 

@@ -13,7 +13,7 @@ from agent.settings import AgentSettings
 from rag.excerpts.conflicts import find_conflicts
 from rag.evaluation.questions import Question, gold_chunk_ids
 from rag.excerpts.packing import Ledger, block
-from rag.excerpts.search_tool import MAX_QUERY_CHARS, SEARCH_DOCS_NAME, search_docs_tool
+from rag.excerpts.search_tool import SEARCH_DOCS_NAME, search_first
 
 
 def probe_questions(index, tokenizer, questions: Sequence[Question], settings: AgentSettings) -> Iterator[Record]:
@@ -26,8 +26,7 @@ def probe_questions(index, tokenizer, questions: Sequence[Question], settings: A
 def probe_question(index, tokenizer, window: ContextWindow, question: Question, settings: AgentSettings) -> Record:
     prepared = window.prepare(question.q, [])
     ledger = Ledger()
-    tool = search_docs_tool(index, ledger, tokenizer, max_tokens=prepared.evidence_budget)
-    result = tool({"query": question.q.strip()[:MAX_QUERY_CHARS], "k": settings.k})
+    result = search_first(index, ledger, tokenizer, question.q, settings.k, prepared.evidence_budget)
     used = result.packed.used if result.packed else ()
     numbered = {ledger.peek(h): h for h in used}
     _messages, _built, shown = window.build(prepared, [(n, block(n, h)) for n, h in sorted(numbered.items())])

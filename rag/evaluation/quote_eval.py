@@ -33,10 +33,9 @@ from rag.evaluation.evidence import evidence_sentence, holds_evidence
 from rag.evaluation.questions import Question, load_questions
 from rag.excerpts.packing import Ledger
 from rag.answering.quote_features import FEATURES
-from rag.excerpts.search_tool import search_docs_tool
+from rag.excerpts.search_tool import search_first
 
 K = 5
-EVIDENCE_BUDGET = 1024  # agent.context.Budgets.evidence_max: what a first question gets
 
 
 @dataclass(frozen=True)
@@ -60,8 +59,7 @@ def collect(index, tokenizer, embedder, questions: Sequence[Question]) -> list[C
     """Search each question as the agent does and score every shown sentence."""
     cases = []
     for position, q in enumerate(questions):
-        tool = search_docs_tool(index, Ledger(), tokenizer, max_tokens=EVIDENCE_BUDGET)
-        result = tool({"query": q.q, "k": K})
+        result = search_first(index, Ledger(), tokenizer, q.q, K)
         ranked = rank_sentences(q.q, result.citations, index.chunk, embedder)
         hits = np.array([evidence_sentence(c.sentence, q.evidence) for c in ranked.candidates], dtype=bool)
         cosines = ab.sentence_cosines(q.q, [c.sentence for c in ranked.candidates], embedder)

@@ -20,7 +20,7 @@ NO_RESULTS = "no results"
 DEFAULT_K = 5
 MIN_K, MAX_K = 1, 20
 MAX_QUERY_CHARS = 1000
-DEFAULT_MAX_TOKENS = 1024
+DEFAULT_MAX_TOKENS = 1024  # what a first question's excerpts may take of a 2048-token window
 SEARCH_DOCS_DESCRIPTION = (
     "Search the documentation. Returns numbered excerpts `[n] <uri>`; cite them as [n] in the answer."
 )
@@ -189,6 +189,19 @@ def search_docs_tool(
 ) -> SearchDocsTool:
     """The search_docs tool bound to a retriever and one run's ledger; call it with the arguments dict."""
     return SearchDocsTool(retriever, ledger, counter, max_tokens, order, jaccard_threshold, render)
+
+
+def search_first_arguments(question: str, k: int = DEFAULT_K) -> dict[str, Any]:
+    """search_docs' arguments when smoldocs searches the question itself (the search-first step)."""
+    return {"query": question.strip()[:MAX_QUERY_CHARS], "k": k}
+
+
+def search_first(
+    retriever: Retriever, ledger: Ledger, counter: CountsTokens, question: str, k: int = DEFAULT_K,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+) -> SearchResult:
+    """The search-first step outside an agent turn (the eval's probe, quote_eval): the question as the query."""
+    return search_docs_tool(retriever, ledger, counter, max_tokens=max_tokens)(search_first_arguments(question, k))
 
 
 def _reasons(packed: PackedContext) -> str:
