@@ -1,14 +1,10 @@
 """Whether the shown excerpts can answer a question at all: a small logistic rule over measured signals.
 
-Signals (measured by `python -m rag.evaluation.quote_eval`, fitted on even-numbered docs_corpus questions, reported on odd):
+Signals (`python -m rag.evaluation.quote_eval` measures them; docs/decisions.md has the history):
 - unknown_name: the question names something (LoRA, FAISS, Docker, WebSocket) that no indexed chunk mentions;
 - unknown_share: the idf-weighted share of the question's terms that no indexed chunk holds;
 - best_score: the quote scorer's best sentence (rag.answering.extractive);
-- best_cosine: the closest sentence by MiniLM cosine, the sentence alone (under its heading, as the quote
-  scorer embeds it, it separated worse on the fit split: 4 of 6 unanswerable declined instead of 5 of 6).
-The single quote-score threshold it replaces declined 11.6% of answerable questions: an easy question whose
-best sentence happened to score low ("What does the b parameter in BM25 control?") was declined, while an
-off-topic question with common words scored high.
+- best_cosine: the closest sentence by MiniLM cosine, the sentence alone.
 """
 
 from __future__ import annotations
@@ -23,7 +19,8 @@ from rag.retrieval.vocabulary import DocumentFrequencies
 from rag.verification.support import embed_cached
 
 SIGNALS = ("unknown_name", "unknown_share", "best_score", "best_cosine")
-# Logistic weights and bias over SIGNALS; answerable when the probability of "unanswerable" is below 0.5.
+# Logistic weights and bias over SIGNALS, fitted on even-numbered docs_corpus questions (held back: 6 of 6
+# unanswerable declined, 3 of 76 answerable wrongly); answerable when P(unanswerable) < 0.5.
 WEIGHTS = (1.1, 2.6, -1.06, -1.16)
 BIAS = 0.4
 

@@ -15,18 +15,15 @@ from rag.retrieval.vocabulary import DocumentFrequencies
 from rag.citations import CitationLike, Lookup
 
 QUOTE_LABEL = "Quoted from the docs:"
-# Weights of rag.answering.quote_features.FEATURES (coverage under the heading, cosine under the heading, 1/excerpt rank,
-# a number for a "how many" question), summing to 1 so a score stays in [0, 1]. Fitted on the even-numbered
-# questions of docs_corpus by `python -m rag.evaluation.quote_eval --fit`; that command reports the odd ones.
+# Weights of quote_features.FEATURES, summing to 1 (a score stays in [0, 1]); fitted on even-numbered docs_corpus
+# questions by `python -m rag.evaluation.quote_eval --fit` (held-back odd ones: evidence first for 38 of 76).
 WEIGHTS = dict(zip(FEATURES, (0.37, 0.26, 0.22, 0.15)))
 # Below this a sentence is not worth quoting. It bounds the words-and-meaning part of the score (coverage and
 # cosine): the rank prior and the number cue only order sentences that are close to the question already.
 MIN_SCORE = 0.2
 MAX_OVERLAP = 0.8  # a sentence sharing more of its words with one already chosen adds nothing
-# After the best few, the best sentence of an excerpt none of them came from. The rank prior often fills every
-# place from the first excerpt while the answer sits in another one. `python -m rag.evaluation.quote_eval` (evidence string
-# in the quoted text, 3 best / 3 best + this): fit 48 / 54 of 76, held back 60 / 61; the 4 best instead: 51 / 61.
-# Capping the quotes per excerpt was worse (at most 2 from one excerpt: held back 52 of 76).
+# After the best few, the best sentence of an excerpt none of them came from (docs_corpus, quote_eval: evidence in
+# the quoted text 60 -> 61 of 76 held back; docs/decisions.md).
 OTHER_EXCERPT = 1
 
 
