@@ -21,22 +21,22 @@ from agent.events import (
     ToolStep,
     TurnStarted,
 )
-from agent.grammars import MarkerGuard, citation_grammar, tool_call_grammar
+from agent.grammars import tool_call_grammar
+from agent.modes import Turn, mode_for, shown_excerpts
 from agent.repetition import RepetitionGuard
 from agent.prompts import (
-    QUESTION_SUFFIX, QUOTE_QUESTION_SUFFIX, abstains, neutralize, placeholder_query,
+    QUESTION_SUFFIX, QUOTE_QUESTION_SUFFIX, neutralize, placeholder_query,
     system_rules, tool_rules,
 )
-from agent.quoting import REF_OPEN, QuoteCandidates, QuoteGuard, Span, parse_quote_units, quote_evidence
-from agent.verified import Display, free_display, quote_display
+from agent.quoting import QuoteCandidates, Span
+from agent.verified import Display
 from agent.settings import AgentSettings
 from agent.toolcalls import ParseFailure, parse_tool_calls
 from agent.tools import Tool, ToolRegistry, ToolResult
 from models.errors import ModelError, ServerInterrupted
 from models.grammar import json_schema_grammar
-from models.protocols import CancelToken, ChatModel
+from models.protocols import CancelToken, ChatModel, GenerationOptions
 from rag import markers
-from rag.citations import Citation
 from rag.excerpts.conflicts import find_conflicts
 from rag.answering.extractive import Quoter
 from rag.excerpts.document_tool import GET_DOCUMENT_DESCRIPTION, GET_DOCUMENT_NAME, GET_DOCUMENT_SCHEMA, get_document_tool
@@ -49,13 +49,21 @@ from rag.verification.verdicts import Judge
 from rag.verification.verifier import Verifier
 
 @dataclass
-class _Generation:
+class Generation:
     """What one answer generation produced, before it is checked."""
 
     text: str = ""
     failed: bool = False
     interrupted: bool = False  # the server stopped mid-answer: what streamed is kept
     stop_reason: str | None = None
+
+    def status(self, cancel: CancelToken) -> AnswerStatus:
+        """How the generation ended: answered, cancelled, interrupted or failed."""
+        if cancel.cancelled:
+            return AnswerStatus.CANCELLED
+        if self.failed:
+            return AnswerStatus.INTERRUPTED if self.interrupted else AnswerStatus.ERROR
+        return AnswerStatus.ANSWERED
 
 
 class Agent:
@@ -76,10 +84,10 @@ class Agent:
         self.judge: Judge = judge or Verifier(None)
         self.quoter = quoter  # quotes of the shown excerpts when nothing the model wrote is supported
         self.candidates = candidates  # quote decoding: the sentences the model may copy
-        self.quoting = settings.decoding == "quote"
+        self.mode = mode_for(settings.resolve_decoding(model.n_params))  # how the answer is made (agent.modes)
         self.window = ContextWindow(
             model.tokenizer, settings.budgets, system_rules(settings.few_shot, settings.decoding),
-            QUOTE_QUESTION_SUFFIX if self.quoting else QUESTION_SUFFIX,
+            QUOTE_QUESTION_SUFFIX if self.mode.quoting else QUESTION_SUFFIX,
         )
         self.policy = settings.resolve_policy(model.n_params)
         cache_prefix = getattr(model, "cache_prefix", None)  # the rules' KV state on disk: a faster cold start
@@ -220,60 +228,68 @@ class Agent:
     # -- the answer -----------------------------------------------------------------------------------------
 
     def _answer(self, question: str, prepared, ledger: Ledger, results: list[ToolResult], cancel) -> Iterator[Event]:
-        """Show the excerpts, then answer as the decoding mode says: quotes alone, or the model's text checked."""
+        """Show the excerpts the mode offers, then let the mode answer."""
         blocks, hits = _blocks(results, ledger)
         spans: list[Span] = []
-        if self.quoting and blocks:
-            spans, blocks = self._quote_blocks(question, ledger, blocks)
+        if blocks:
+            spans, blocks = self.mode.offer(self, question, ledger, blocks)
             if not blocks:
-                yield self._declined(question, Decline.NO_CLOSE_SENTENCE, Answer(question, "", AnswerStatus.ANSWERED, n_ctx=self.window.budgets.n_ctx))
+                yield self.declined(Decline.NO_CLOSE_SENTENCE, Answer(question, "", AnswerStatus.ANSWERED, n_ctx=self.window.budgets.n_ctx))
                 return
-        order = list(blocks.items()) if self.quoting else sorted(blocks.items())  # quote blocks: best candidate first
+        order = list(blocks.items()) if self.mode.quoting else sorted(blocks.items())  # quote blocks: best candidate first
         messages, built, shown_numbers = self.window.build(prepared, order)
         yield built
         conflicts = tuple(c.to_json() for c in find_conflicts([(n, hits[n]) for n in shown_numbers if n in hits]))
         base = Answer(question, "", AnswerStatus.ANSWERED, prompt_tokens=built.prompt_tokens, n_ctx=built.n_ctx, conflicts=conflicts)
         shown = shown_excerpts(ledger.citations(), shown_numbers)
         if not shown:
-            yield self._declined(question, Decline.NO_EXCERPT, base)
-        elif self.settings.decoding == "extractive":
-            yield from self._extract(question, shown, base)
-        else:
-            yield from self._write(question, messages, built.reserve, shown, spans, base, cancel)
+            yield self.declined(Decline.NO_EXCERPT, base)
+            return
+        yield from self.mode.respond(self, Turn(question, messages, built.reserve, shown, spans, base, cancel))
 
-    def _quote_blocks(self, question: str, ledger: Ledger, blocks: dict[int, str]) -> tuple[list[Span], dict[int, str]]:
-        """Quote decoding: the candidate spans the model may copy, and the excerpt blocks that show them."""
-        packed = shown_excerpts(ledger.citations(), list(blocks))
-        quotes = self.candidates(question, packed, self.retriever.chunk) if self.candidates is not None else []
-        return quote_evidence(quotes, packed, self.retriever.chunk, self.model.tokenizer.count)
+    # -- what modes use -------------------------------------------------------------------------------------
 
-    def _write(self, question: str, messages, reserve: int, shown, spans: list[Span], base: Answer, cancel) -> Iterator[Event]:
-        """The model writes the answer; only what the verifier supports is shown."""
-        generation = _Generation()
-        guard = QuoteGuard([s for s in spans if s.n in shown], sorted(shown)) if self.quoting else None
-        yield from self._generate(messages, reserve, shown, cancel, generation, guard)
+    @staticmethod
+    def declined(reason: Decline, base: Answer) -> AnswerFinished:
+        """The turn ends with smoldocs' own text for `reason`."""
+        return AnswerFinished(replace(base, text=decline_text(reason), status=AnswerStatus.INSUFFICIENT_EVIDENCE))
+
+    def answer_options(self, reserve: int) -> GenerationOptions:
+        """The answer's generation settings, within the tokens the prompt left."""
+        return replace(self.settings.generation, max_tokens=min(self.settings.generation.max_tokens, reserve))
+
+    def generate(self, turn: Turn, options: GenerationOptions, opening: str = "", watch_repeats: bool = True) -> Iterator[Event]:
+        """Stream the answer (TextDelta events); stops early when it starts repeating. Returns what was generated.
+
+        `opening`: text the system wrote before the model's first token, streamed with it (quote decoding's `> `)."""
+        out = Generation()
+        pieces: list[str] = []
+        repeats = RepetitionGuard()
+        stop = CancelToken()  # the user's cancel, or the repetition guard's
+        try:
+            for delta in self.model.stream(turn.messages, options, _Either(turn.cancel, stop)):
+                pieces.append(delta)
+                yield TextDelta(opening + delta)
+                opening = ""
+                if watch_repeats and repeats.feed(delta):
+                    stop.cancel()
+                    out.stop_reason = "the answer started repeating itself"
+                    break
+        except (ModelError, ValueError) as exc:
+            yield ErrorEvent(f"generation failed: {exc}", fatal=True)
+            out.failed = True
+            # A server that died mid-answer leaves a partial answer worth keeping, marked as such.
+            out.interrupted = bool(pieces) and isinstance(exc, ServerInterrupted)
+        out.text = "".join(pieces)
+        return out
+
+    def finished(self, turn: Turn, model_text: str, status: AnswerStatus, display: Display, generation: "Generation") -> AnswerFinished:
+        """The final answer of a written turn: only verified text shown, every number the model wrote judged."""
+        text, status, quoted, verification = self._check(turn.question, model_text, status, turn.shown, display)
         stats = self.model.last_stats
-        model_text = ((REF_OPEN if self.quoting else "") + generation.text).strip()
-        status = AnswerStatus.ANSWERED
-        if cancel.cancelled:
-            status = AnswerStatus.CANCELLED
-        elif generation.failed:
-            status = AnswerStatus.INTERRUPTED if generation.interrupted else AnswerStatus.ERROR
-        elif not self.quoting and abstains(model_text):
-            status = AnswerStatus.INSUFFICIENT_EVIDENCE
-        if self.quoting:
-            # Only references that are (a head of) an offered span are shown, guard or no guard.
-            units = [
-                u for u in parse_quote_units(generation.text)[0]
-                if any(s.n == u.n and s.text.startswith(u.reference) for s in spans)
-            ]
-            display = quote_display(units, self.judge, shown, self.retriever.chunk)
-        else:  # a reference cut off mid-way (cancelled) is dropped by parse_quote_units: never shown as a quote
-            display = free_display(model_text, self.judge, shown, self.retriever.chunk)
-        text, status, quoted, verification = self._check(question, model_text, status, shown, display)
-        yield AnswerFinished(
+        return AnswerFinished(
             replace(
-                base,
+                turn.base,
                 text=text,
                 status=status,
                 citations=verification.citations,
@@ -287,54 +303,6 @@ class Agent:
                 tokens_per_second=stats.tokens_per_second,
                 stop_reason=generation.stop_reason,
             )
-        )
-
-    @staticmethod
-    def _declined(question: str, reason: Decline, base: Answer) -> AnswerFinished:
-        return AnswerFinished(replace(base, text=decline_text(reason), status=AnswerStatus.INSUFFICIENT_EVIDENCE))
-
-    def _generate(
-        self, messages, reserve: int, shown, cancel, out: _Generation, quote: QuoteGuard | None = None
-    ) -> Iterator[Event]:
-        """Stream the answer, guarded as the decoding setting says; stops early when it starts repeating."""
-        options = replace(self.settings.generation, max_tokens=min(self.settings.generation.max_tokens, reserve))
-        if quote is not None:
-            options = replace(options, guard=quote, prefix=REF_OPEN)
-        elif self.settings.decoding == "constrained":
-            options = replace(options, grammar=citation_grammar(sorted(shown)))
-        elif self.settings.decoding == "guarded":
-            options = replace(options, guard=MarkerGuard(sorted(shown)))
-        pieces: list[str] = []
-        guard = RepetitionGuard()
-        stop = CancelToken()  # the user's cancel, or the guard's
-        opening = REF_OPEN if quote is not None else ""  # the system's `> `, streamed with the first model token
-        try:
-            for delta in self.model.stream(messages, options, _Either(cancel, stop)):
-                pieces.append(delta)
-                yield TextDelta(opening + delta)
-                opening = ""
-                if quote is None and guard.feed(delta):
-                    stop.cancel()
-                    out.stop_reason = "the answer started repeating itself"
-                    break
-        except (ModelError, ValueError) as exc:
-            yield ErrorEvent(f"generation failed: {exc}", fatal=True)
-            out.failed = True
-            # A server that died mid-answer leaves a partial answer worth keeping, marked as such.
-            out.interrupted = bool(pieces) and isinstance(exc, ServerInterrupted)
-        out.text = "".join(pieces)
-
-    def _extract(self, question: str, shown, base: Answer) -> Iterator[Event]:
-        """No model call: the best quotes of the shown excerpts, or the docs do not cover it."""
-        lookup = self.retriever.chunk
-        quoted = self.quoter(question, shown, lookup) if self.quoter is not None else None
-        if not quoted:
-            yield self._declined(question, Decline.NOT_ANSWERABLE, base)
-            return
-        yield TextDelta(quoted.text)
-        verification = self.judge(quoted.text, shown, lookup)
-        yield AnswerFinished(
-            replace(base, text=quoted.text, quoted=True, citations=verification.citations, claims=verification.claims)
         )
 
     def _check(self, question: str, model_text: str, status: AnswerStatus, shown, display: Display):
@@ -369,12 +337,6 @@ def _blocks(results: Sequence[ToolResult], ledger: Ledger) -> tuple[dict[int, st
             blocks.setdefault(n, block(n, hit))
             hits.setdefault(n, hit)
     return blocks, hits
-
-
-def shown_excerpts(citations: Sequence[Citation], numbers: Sequence[int]) -> dict[int, Citation]:
-    """The ledger's citations restricted to the numbers that reached the prompt."""
-    wanted = set(numbers)
-    return {c.n: c for c in citations if c.n in wanted}
 
 
 def cited_sources(question: str, sources: Mapping[int, str]) -> list[str]:

@@ -73,13 +73,16 @@ def test_api_key_file_must_be_private(settings_file, tmp_path):
     assert got.api_key == "sk-from-file" and got.api_key_source == "api_key_file (file)"
 
 
-def test_constrained_flag_beats_decoding_from_the_file(settings_file):
+def test_decoding_flag_beats_decoding_from_the_file(settings_file):
     import argparse
 
     from agent import config
     from agent.commands.common import decoding_from_args
 
     settings_file.write_text('decoding = "guarded"\n')
-    args = argparse.Namespace(decoding=None, constrained=True)
+    args = argparse.Namespace(decoding="constrained")
     config.apply(args, os.environ)
     assert decoding_from_args(args) == "constrained"
+    args = argparse.Namespace(decoding=None)
+    config.apply(args, os.environ)
+    assert decoding_from_args(args) == "guarded"

@@ -302,7 +302,7 @@ def test_settings_from_args_apply_only_the_given_overrides():
     from agent.cli import build_parser
     from agent.commands.eval import settings_from_args
 
-    args = build_parser().parse_args(["eval", "--tools", "model", "--constrained", "--no-fallback", "--k", "3",
+    args = build_parser().parse_args(["eval", "--tools", "model", "--decoding", "constrained", "--no-fallback", "--k", "3",
                                       "--temperature", "0", "--max-tokens", "64"])
     s = settings_from_args(args)
     assert (s.policy, s.decoding, s.fallback, s.k) == ("model", "constrained", False, 3)
@@ -355,14 +355,15 @@ def test_progress_is_a_live_bar_on_a_terminal_and_lines_only_when_asked(tty, wan
         assert stream.text == ""
 
 
-def test_decoding_options_and_the_constrained_shorthand(capsys):
+def test_decoding_options_and_no_constrained_shorthand(capsys):
     from agent.cli import build_parser, main
     from agent.commands.eval import settings_from_args
 
     parse = build_parser().parse_args
     assert settings_from_args(parse(["eval"])).decoding == "auto"
     assert settings_from_args(parse(["eval", "--decoding", "guarded"])).decoding == "guarded"
-    assert settings_from_args(parse(["eval", "--constrained"])).decoding == "constrained"
-    assert main(["eval", "--constrained", "--decoding", "free", "--limit", "2"]) == 2
+    with pytest.raises(SystemExit) as exited:  # the old shorthand is gone: argparse's usage error
+        main(["eval", "--constrained", "--limit", "2"])
+    assert exited.value.code == 2
     err = capsys.readouterr().err.strip()
-    assert "\n" not in err and "--constrained contradicts --decoding free" in err
+    assert "unrecognized arguments: --constrained" in err

@@ -115,7 +115,7 @@ def _budget(value: str) -> float | None:
 
 
 def add_decoding_options(p: argparse.ArgumentParser) -> None:
-    """--decoding, and --constrained as its shorthand; read back with decoding_from_args."""
+    """--decoding; read back with decoding_from_args."""
     from agent.settings import DECODINGS
 
     p.add_argument(
@@ -123,18 +123,10 @@ def add_decoding_options(p: argparse.ArgumentParser) -> None:
         help="auto (default): extractive below 1B parameters, free above; free: unconstrained; guarded: free text in which only shown [n] can be written; "
              "constrained: every sentence ends with a shown [n]; extractive: no model text, only the best quotes",
     )  # fmt: skip
-    p.add_argument("--constrained", action="store_true", help="the same as --decoding constrained")
 
 
 def decoding_from_args(args: argparse.Namespace) -> str:
-    given = getattr(args, "settings_sources", {}).get("decoding", "flag").startswith("flag")
-    if args.constrained and not given:
-        return "constrained"  # the flag wins over the environment and the settings file
-    if args.constrained and args.decoding not in (None, "constrained"):
-        from agent.errors import UsageError
-
-        raise UsageError(f"--constrained contradicts --decoding {args.decoding}: give one of them")
-    return "constrained" if args.constrained else (args.decoding or "auto")
+    return args.decoding or "auto"
 
 
 def load_tokenizer_from_args(args: argparse.Namespace):
