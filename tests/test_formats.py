@@ -261,3 +261,7 @@ def test_read_layout_checks_the_file_still_has_the_scanned_digest(tmp_path):
     assert read_layout("m.pdf", pdf, "", stream_digest(pdf)).line_pages
     with pytest.raises(Unreadable, match="changed while being indexed"):
         read_layout("m.pdf", pdf, "", "0" * 64)
+    scanned = stream_digest(pdf)
+    pdf.write_bytes(b"%PDF-1.7\n" + b"\x00half-saved" * 50)  # saved over between the scan and the read
+    with pytest.raises(Unreadable, match="changed while being indexed"):
+        read_layout("m.pdf", pdf, "", scanned)

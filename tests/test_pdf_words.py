@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from rag.ingest.formats.hyphenation import join_hyphenated, vocabulary
+from rag.ingest.formats.hyphenation import join_hyphenated, spellings
 from rag.ingest.formats.pdf import pdf_layout
 
 # ToUnicode map giving the grave glyph (code 0x60) as U+0300, as TeX fonts in debian-faq's PDF do for ‘.
@@ -27,13 +27,13 @@ def raw_pdf(path: Path, pages: list[str], to_unicode: str | None = None) -> Path
     objs: dict[int, bytes] = {1: b"<< /Type /Catalog /Pages 2 0 R >>"}
     num = 4
     if to_unicode:
-        objs[num] = stream(to_unicode)
+        objs[num] = pdf_stream(to_unicode)
         font += f" /ToUnicode {num} 0 R"
         num += 1
     objs[3] = (font + " >>").encode()
     kids = []
     for content in pages:
-        objs[num] = stream(content)
+        objs[num] = pdf_stream(content)
         objs[num + 1] = (f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
                          f"/Resources << /Font << /F1 3 0 R >> >> /Contents {num} 0 R >>").encode()
         kids.append(f"{num + 1} 0 R")
@@ -52,7 +52,7 @@ def raw_pdf(path: Path, pages: list[str], to_unicode: str | None = None) -> Path
     return path
 
 
-def stream(text: str) -> bytes:
+def pdf_stream(text: str) -> bytes:
     data = text.encode("latin-1")
     return f"<< /Length {len(data)} >>\nstream\n".encode() + data + b"\nendstream"
 
@@ -99,7 +99,7 @@ def test_a_grave_with_no_letter_under_it_is_an_opening_quote(tmp_path):
 
 
 def test_join_hyphenated_rules():
-    words = vocabulary(["the management of the mailing-list", "user guide and upgrade notes"])
+    words = spellings(["the management of the mailing-list", "user guide and upgrade notes"])
     assert words["mailing-list"] == 1 and words["mailing"] == 1 and words["list"] == 1
     marked = "manage\x02ment, mailing\x02list, user\x02guide, docu\ufffement, x\x02 and \x02y"
     assert join_hyphenated(marked, words) == "management, mailing-list, user-guide, document, x- and -y"

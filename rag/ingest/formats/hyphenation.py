@@ -17,7 +17,7 @@ _SITE = re.compile(rf"(\w*)[{MARKERS}](\w*)")
 _WORD = re.compile(r"\w+(?:-\w+)*")
 
 
-def vocabulary(texts: Iterable[str]) -> Counter[str]:
+def spellings(texts: Iterable[str]) -> Counter[str]:
     """Casefolded words and hyphenated compounds, with each part of a compound also counted on its own."""
     words: Counter[str] = Counter()
     for text in texts:

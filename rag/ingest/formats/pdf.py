@@ -17,7 +17,7 @@ from typing import Callable
 from rag.ingest.blocks import Unit
 from rag.errors import Unreadable
 from rag.ingest.formats import Layout
-from rag.ingest.formats.hyphenation import join_hyphenated, vocabulary
+from rag.ingest.formats.hyphenation import join_hyphenated, spellings
 
 _SPACE = re.compile(r"\s+")
 _BLANK_RUN = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
@@ -75,7 +75,7 @@ def _normalized(line: str) -> str:
 def pdf_layout(path: Path, on_page: PageFn | None = None) -> Layout:
     """The Layout of a PDF file; Unreadable if it cannot be opened, is encrypted, or has no text at all."""
     with _PDFIUM:
-        doc = _open(path)
+        doc = _open_pdf(path)
         try:
             total = len(doc)
             headings = _outline(doc)
@@ -83,7 +83,7 @@ def pdf_layout(path: Path, on_page: PageFn | None = None) -> Layout:
             for index in range(total):
                 if index and index % _REOPEN_EVERY == 0:
                     doc.close()
-                    doc = _open(path)
+                    doc = _open_pdf(path)
                 pages.append(_page_text(doc, index))
                 if on_page is not None:
                     on_page(index + 1, total)
@@ -91,11 +91,11 @@ def pdf_layout(path: Path, on_page: PageFn | None = None) -> Layout:
             doc.close()
     if not any(text.strip() for text in pages):
         raise Unreadable("PDF without a text layer (scanned?)" if total else "empty PDF")
-    words = vocabulary(pages)
-    return _assemble([join_hyphenated(text, words) for text in pages], headings)
+    words = spellings(pages)
+    return _layout_of_pages([join_hyphenated(text, words) for text in pages], headings)
 
 
-def _open(path: Path):
+def _open_pdf(path: Path):
     import pypdfium2 as pdfium
     import pypdfium2.raw as pdfium_c
 
@@ -110,7 +110,7 @@ def _open(path: Path):
         raise Unreadable("empty PDF" if exc.err_code == pdfium_c.FPDF_ERR_SUCCESS else "unreadable PDF") from None
 
 
-def _assemble(page_texts: list[str], headings: dict[int, list[tuple[int, str]]]) -> Layout:
+def _layout_of_pages(page_texts: list[str], headings: dict[int, list[tuple[int, str]]]) -> Layout:
     parts: list[str] = []
     units: list[Unit] = []
     pages_of_lines: list[int] = []
