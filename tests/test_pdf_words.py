@@ -87,7 +87,8 @@ def test_line_end_hyphens_join_only_where_the_document_spells_the_word_whole(tmp
 
 
 def test_hyphens_resolve_against_the_spellings_of_every_page(tmp_path):
-    pages = [lines_at(700, ["a full-", "upgrade of the pack-", "age"]), lines_at(700, ["run full-upgrade on the package"])]
+    first = lines_at(700, ["a full-", "upgrade of the pack-", "age"])
+    pages = [first, lines_at(700, ["run full-upgrade on the package"])]
     text = pdf_layout(raw_pdf(tmp_path / "two.pdf", pages)).text
     assert "a full-upgrade of the package" in text
 
