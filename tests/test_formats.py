@@ -174,7 +174,7 @@ def test_encrypted_scanned_and_broken_pdfs_are_unreadable_with_a_reason(tmp_path
 
     scan = FPDF()
     scan.add_page()
-    scan.rect(20, 20, 100, 60, style="F")  # a page of graphics and no text: what a scan looks like to pypdf
+    scan.rect(20, 20, 100, 60, style="F")  # a page of graphics and no text: what a scan looks like to a text extractor
     scan.output(str(tmp_path / "scan.pdf"))
     with pytest.raises(Unreadable, match="no text layer|without a text layer"):
         pdf_layout(tmp_path / "scan.pdf")
@@ -186,7 +186,7 @@ def test_encrypted_scanned_and_broken_pdfs_are_unreadable_with_a_reason(tmp_path
             layout = pdf_layout(tmp_path / name)
         except Unreadable as exc:
             assert exc.reason == "unreadable PDF" or "text layer" in exc.reason
-        else:  # pypdf can repair a truncated file: then what it reads is text of the manual
+        else:  # PDFium can repair a truncated file: then what it reads is text of the manual
             assert "Installing" in layout.text
 
 
@@ -261,3 +261,7 @@ def test_read_layout_checks_the_file_still_has_the_scanned_digest(tmp_path):
     assert read_layout("m.pdf", pdf, "", stream_digest(pdf)).line_pages
     with pytest.raises(Unreadable, match="changed while being indexed"):
         read_layout("m.pdf", pdf, "", "0" * 64)
+    scanned = stream_digest(pdf)
+    pdf.write_bytes(b"%PDF-1.7\n" + b"\x00half-saved" * 50)  # saved over between the scan and the read
+    with pytest.raises(Unreadable, match="changed while being indexed"):
+        read_layout("m.pdf", pdf, "", scanned)

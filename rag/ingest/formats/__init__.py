@@ -96,11 +96,20 @@ def read_layout(doc_id: str, path: Path, text: str, sha256: str, on_page: PageFn
         return parse_text(doc_id, text)
     from rag.ingest.formats.pdf import pdf_layout
 
-    layout = pdf_layout(path, on_page)
     try:
-        same = stream_digest(path) == sha256
-    except OSError:
-        same = False
-    if not same:
+        layout = pdf_layout(path, on_page)
+    except Unreadable:
+        # A file saved over while it was read can look damaged: that is a change, read again next time.
+        if not _same_file(path, sha256):
+            raise Unreadable("changed while being indexed") from None
+        raise
+    if not _same_file(path, sha256):
         raise Unreadable("changed while being indexed")
     return layout
+
+
+def _same_file(path: Path, sha256: str) -> bool:
+    try:
+        return stream_digest(path) == sha256
+    except OSError:
+        return False
