@@ -90,9 +90,8 @@ class Agent:
             QUOTE_QUESTION_SUFFIX if self.mode.quoting else QUESTION_SUFFIX,
         )
         self.policy = settings.resolve_policy(model.n_params)
-        cache_prefix = getattr(model, "cache_prefix", None)  # the rules' KV state on disk: a faster cold start
-        if cache_prefix is not None and self.policy == "search-first":
-            cache_prefix([{"role": "system", "content": self.window.system}])
+        if self.policy == "search-first":  # the rules' KV state on disk: a faster cold start
+            model.cache_prefix([{"role": "system", "content": self.window.system}])
         self._calls_made = 0  # call ids of this turn's searches
 
     # -- the turn -------------------------------------------------------------------------------------------
@@ -166,12 +165,11 @@ class Agent:
             with ThreadPoolExecutor(max_workers=len(calls)) as pool:
                 results = list(pool.map(lambda c: registry.call(*c), calls))
         for i, result in enumerate(results):
-            payload = result.payload
-            packed = getattr(payload, "packed", None)
+            packed = result.packed
             excerpts = tuple((ledger.peek(h), h.chunk_id) for h in (packed.used if packed else ()))
             yield SearchFinished(
                 query=_query_of(result.arguments),
-                hits=tuple(getattr(payload, "hits", ()) or ()),
+                hits=tuple(result.payload.hits) if result.payload is not None else (),
                 packed=tuple(n for n, _ in excerpts),
                 dropped=packed.dropped if packed else 0,
                 omissions=tuple(packed.omissions) if packed else (),
@@ -215,7 +213,7 @@ class Agent:
             if calls:
                 step = yield from self._run_calls([(c.name, c.arguments) for c in calls], ledger, budget, by_model=True)
             results += step
-            if any(r.ok and not getattr(r.payload, "not_found", False) for r in step):
+            if any(r.found for r in step):
                 break  # a source_not_found goes back to the model like an error: it can search instead
             feedback = "; ".join([r.text for r in step] + [f"Error: {f.reason}" for f in failures])
             messages += [{"role": "assistant", "content": text}, {"role": "user", "content": f"Tool result: {feedback}"}]
@@ -331,7 +329,7 @@ def _blocks(results: Sequence[ToolResult], ledger: Ledger) -> tuple[dict[int, st
     blocks: dict[int, str] = {}
     hits: dict[int, object] = {}
     for result in results:
-        packed = getattr(result.payload, "packed", None)
+        packed = result.packed
         for hit in packed.used if packed else ():
             n = ledger.peek(hit)
             blocks.setdefault(n, block(n, hit))

@@ -98,7 +98,7 @@ class ChatSession:
     @property
     def backend_note(self) -> str:
         """What the TUI says about the model's backend: the tool policy in force, and what a server cannot do."""
-        if getattr(self.model, "supports_guard", True):
+        if self.model.supports_guard:
             return ""  # in-process: the status line stays as it was
         return f"tools: {self.policy} · n_ctx {self.n_ctx:,} · copy/marker guards: in-process only"
 

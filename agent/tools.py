@@ -8,16 +8,31 @@ from typing import Any, Callable, Mapping
 
 import jsonschema
 
+from rag.excerpts.document_tool import DocumentResult
+from rag.excerpts.packing import PackedContext
+from rag.excerpts.search_tool import SearchResult
+
 
 @dataclass(frozen=True)
 class ToolResult:
-    """What the model sees (`text`) and what the loop keeps (`payload`, e.g. a rag SearchResult)."""
+    """What the model sees (`text`) and what the loop keeps (`payload`: the tool's result; None for an error
+    the registry caught or a tool that returned plain text)."""
 
     name: str
     arguments: Any
     text: str
     error: str | None = None
-    payload: Any = None
+    payload: SearchResult | None = None  # get_document's DocumentResult is one too
+
+    @property
+    def packed(self) -> PackedContext | None:
+        """The excerpts the call packed, if any."""
+        return self.payload.packed if self.payload is not None else None
+
+    @property
+    def found(self) -> bool:
+        """An answer the model can use: no error, and not get_document's `source_not_found`."""
+        return self.ok and not (isinstance(self.payload, DocumentResult) and self.payload.not_found)
 
     @property
     def ok(self) -> bool:
@@ -29,7 +44,7 @@ class Tool:
     name: str
     description: str
     schema: Mapping[str, Any]
-    fn: Callable[[dict], Any]  # returns an object with .text (and .error), or a str
+    fn: Callable[[dict], SearchResult | str]
     validator: jsonschema.protocols.Validator = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -79,8 +94,7 @@ class ToolRegistry:
             return self._error(name, arguments, f"{name} failed: {type(exc).__name__}: {exc}")
         if isinstance(out, str):
             return ToolResult(name, arguments, out)
-        error = getattr(out, "error", None)
-        return ToolResult(name, arguments, out.text, error=error, payload=out)
+        return ToolResult(name, arguments, out.text, error=out.error, payload=out)
 
     @staticmethod
     def _error(name: str, arguments: Any, message: str) -> ToolResult:

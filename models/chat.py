@@ -38,6 +38,7 @@ class LlamaChatModel:
         self.last_stats = GenerationStats()
         self.n_params: int | None = int(self.llm._model.n_params())
         self.supports_grammar = True  # GBNF grammars and logits guards run in-process
+        self.supports_guard = True
         self._lock = threading.Lock()  # one generation at a time per Llama instance
         self._prefix: list[int] = []  # tokens of the fixed start of every prompt (the system rules), if known
         self.prefix_status = ""  # how the last call got the prefix's KV state: kept | loaded | saved | "" (none)

@@ -59,6 +59,7 @@ class ScriptedChatModel:
         self.n_ctx = n_ctx
         self.n_params: int | None = None
         self.supports_grammar = True  # options are recorded (tests read them), never enforced
+        self.supports_guard = True
         self.tokenizer = tokenizer or WordTokenizer()
         self.last_stats = GenerationStats()
         self.calls: list[list[Message]] = []
@@ -69,6 +70,9 @@ class ScriptedChatModel:
     def enqueue(self, replies: Sequence[str]) -> "ScriptedChatModel":
         self._replies.extend(replies)
         return self
+
+    def cache_prefix(self, messages: Sequence[Message]) -> None:
+        return None  # nothing to keep: a scripted model has no KV state
 
     def stream(
         self,

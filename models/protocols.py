@@ -140,8 +140,13 @@ class ChatModel(Protocol):
     n_ctx: int
     n_params: int | None
     supports_grammar: bool
+    supports_guard: bool  # logits guards (GenerationOptions.guard) run: in-process only
     tokenizer: Tokenizer
     last_stats: GenerationStats
+
+    def cache_prefix(self, messages: Sequence[Message]) -> None:
+        """Keep the KV state of `messages` for a faster cold start, where the backend can (a no-op elsewhere)."""
+        ...
 
     def stream(
         self,

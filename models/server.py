@@ -69,6 +69,9 @@ class ServerChatModel:
     def close(self) -> None:
         self.api.close()
 
+    def cache_prefix(self, messages: Sequence[Message]) -> None:
+        return None  # the server keeps its own prompt cache
+
     def stream(
         self,
         messages: Sequence[Message],
