@@ -91,6 +91,7 @@ _WIDENED_REACH = 4  # content words after "whether or not" that say what does no
 _CONDITION = re.compile(r"\b(?:if|when|whenever|whose|that|which|where|unless|provided|as long as)\b")
 
 
+@lru_cache(maxsize=4096)
 def contradiction(claim_text: str, claim: Terms, window_text: str, context_text: str, subject: str = "") -> str:
     """Why the window (for numbers and names) or its context (for where they sit, negations and cues) contradicts
     the claim, or "". `subject`: what the chunk is about (its heading, its first line), whose numbers count as
@@ -110,6 +111,7 @@ def contradiction(claim_text: str, claim: Terms, window_text: str, context_text:
     )
 
 
+@lru_cache(maxsize=4096)
 def unstated(claim_text: str, claim: Terms, window_text: str, window: Terms, chunk: Terms | None = None,
              subject: str = "") -> str:
     """What the claim says that the window does not: numbers and exact names (the chunk's `subject`, its heading or
@@ -318,6 +320,7 @@ def _negation(claim_text: str, claim: Terms, window_text: str, window: Terms) ->
     return ""
 
 
+@lru_cache(maxsize=4096)
 def _head_flipped(claim_text: str, context_text: str) -> str:
     """A word the claim states that every clause of the text about the same thing negates, or the other way round:
     "changed buffers are written out" against "changed buffers are not written"; "lines are not kept" against
@@ -345,6 +348,7 @@ def _head_flipped(claim_text: str, context_text: str) -> str:
     return ""
 
 
+@lru_cache(maxsize=4096)
 def _named_back(text: str) -> str:
     """`text` with "the former" and "the latter" (or "the second") replaced by the two things they name back to:
     "the RCS and GLOBAL_RCS options; the former affects all startup files"."""
@@ -359,12 +363,14 @@ def _named_back(text: str) -> str:
     return "\n\n".join(out)
 
 
-def _pairs(text: str) -> set[tuple[str, str]]:
+@lru_cache(maxsize=4096)
+def _pairs(text: str) -> frozenset[tuple[str, str]]:
     """Adjacent content words of `text`, stemmed: "does not take effect until" has ("take", "effect")."""
     words = _first_words(text, len(text))
-    return set(zip(words, words[1:]))
+    return frozenset(zip(words, words[1:]))
 
 
+@lru_cache(maxsize=4096)
 def _exchanged(claim_text: str, context_text: str) -> str:
     """Two words of the claim sit in each other's clause: "imported templates are passed the current context and
     included templates are not" against a sentence that says it of included templates and not of imported ones.
@@ -439,6 +445,7 @@ def _reversed(claim_text: str, context_text: str) -> str:
     return ""
 
 
+@lru_cache(maxsize=4096)
 def _pivots(text: str, by_clause: bool = False) -> list[tuple[str, frozenset[str], frozenset[str]]]:
     """(pivot, terms before it, terms after it) for each pivot of each sentence (or clause) of `text`, words
     stemmed and names (identifiers) whole, up to _PIVOT_REACH of them either side."""
@@ -455,7 +462,8 @@ def _pivots(text: str, by_clause: bool = False) -> list[tuple[str, frozenset[str
     return out
 
 
-def _terms_in(text: str) -> list[str]:
+@lru_cache(maxsize=4096)
+def _terms_in(text: str) -> tuple[str, ...]:
     """The content words (stemmed) and identifiers of `text`, in order."""
     t = terms(text)
     out = []
@@ -465,7 +473,7 @@ def _terms_in(text: str) -> list[str]:
             out.append(key)  # CMAKE_MODULE_PATH is one thing, not "cmake", "module" and "path"
             continue
         out += [w for w in (snowball(x) for x in _LOWER_WORD.findall(key)) if w in t.words and w not in _PIVOT_FILLER]
-    return out
+    return tuple(out)
 
 
 def _widened(claim_text: str, context_text: str) -> str:
@@ -487,10 +495,11 @@ def _widened(claim_text: str, context_text: str) -> str:
     return ""
 
 
-def _first_words(text: str, n: int) -> list[str]:
+@lru_cache(maxsize=4096)
+def _first_words(text: str, n: int) -> tuple[str, ...]:
     """The first `n` content words (stemmed) of `text`."""
     words = terms(text).words
-    return [w for w in (snowball(x) for x in _LOWER_WORD.findall(plain(text).lower())) if w in words][:n]
+    return tuple(w for w in (snowball(x) for x in _LOWER_WORD.findall(plain(text).lower())) if w in words)[:n]
 
 
 def _jaccard(a: frozenset[str] | set[str], b: frozenset[str] | set[str]) -> float:
