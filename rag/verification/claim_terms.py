@@ -211,6 +211,11 @@ def identifiers(text: str) -> set[str]:
     return found
 
 
+def jaccard(a: frozenset[str] | set[str], b: frozenset[str] | set[str]) -> float:
+    """Shared words over all words of two sets; 0 for two empty ones."""
+    return len(a & b) / len(a | b) if a | b else 0.0
+
+
 def coverage(claim: Terms, other: Terms) -> float:
     """Share of the claim's content words, numbers and quantifier cues that `other` also has."""
     if not claim.words:

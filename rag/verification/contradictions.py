@@ -16,7 +16,7 @@ from functools import lru_cache
 from typing import Iterable
 
 from rag.retrieval.terms import snowball
-from rag.verification.claim_terms import ANTONYM, CUE_PATTERN, Terms, terms
+from rag.verification.claim_terms import ANTONYM, CUE_PATTERN, Terms, jaccard, terms
 from rag.verification.markup import plain
 from rag.verification.specifics import Specific, contains, matchable, specifics
 
@@ -332,15 +332,15 @@ def _head_flipped(claim_text: str, context_text: str) -> str:
     moved = {snowball(m[1]) for m in _OBJECT_NEGATED.finditer(plain(claim_text).lower())}
     for ours in clauses(claim_text):
         mine = terms(ours)
-        phrases = _pairs(ours)
+        phrases = _word_pairs(ours)
         for word in sorted((whole.affirmed | whole.negated) & mine.words - moved):
-            about = [(_jaccard(mine.words, clause.words), p, clause, sentence) for p, clause, sentence in held
+            about = [(jaccard(mine.words, clause.words), p, clause, sentence) for p, clause, sentence in held
                      if word in clause.words and len(mine.words & clause.words) >= _HEAD_SHARED]  # fmt: skip
             best = max((score for score, *_ in about), default=0.0)
             closest = [sentence for score, _, _, sentence in about if score == best and best >= _HEAD_ALIGNED]
             if word in whole.affirmed:
                 same = [clause if clause.negations else sentence for _, p, clause, sentence in about
-                        if any(word in pair for pair in phrases & _pairs(p))]  # fmt: skip
+                        if any(word in pair for pair in phrases & _word_pairs(p))]  # fmt: skip
                 if (same or closest) and all(word in t.negated for t in same or closest):
                     return f"the cited text negates {word!r}, which the claim states"
             if word in whole.negated and closest and all(word in t.affirmed for t in closest):
@@ -364,7 +364,7 @@ def _named_back(text: str) -> str:
 
 
 @lru_cache(maxsize=4096)
-def _pairs(text: str) -> frozenset[tuple[str, str]]:
+def _word_pairs(text: str) -> frozenset[tuple[str, str]]:
     """Adjacent content words of `text`, stemmed: "does not take effect until" has ("take", "effect")."""
     words = _first_words(text, len(text))
     return frozenset(zip(words, words[1:]))
@@ -400,8 +400,8 @@ def _exchanged(claim_text: str, context_text: str) -> str:
                     parallel = (mine_x & mine_y and theirs_x & theirs_y) or y in _STEMMED_ANTONYM.get(x, ())
                     if (
                         parallel
-                        and _jaccard(mine_x, theirs_y) > _jaccard(mine_x, theirs_x)
-                        and _jaccard(mine_y, theirs_x) > _jaccard(mine_y, theirs_y)
+                        and jaccard(mine_x, theirs_y) > jaccard(mine_x, theirs_x)
+                        and jaccard(mine_y, theirs_x) > jaccard(mine_y, theirs_y)
                         and mine_x & theirs_y
                         and mine_y & theirs_x
                         and len(mine_x & theirs_y) + len(mine_y & theirs_x) >= _EXCHANGE_SHARED
@@ -500,10 +500,6 @@ def _first_words(text: str, n: int) -> tuple[str, ...]:
     """The first `n` content words (stemmed) of `text`."""
     words = terms(text).words
     return tuple(w for w in (snowball(x) for x in _LOWER_WORD.findall(plain(text).lower())) if w in words)[:n]
-
-
-def _jaccard(a: frozenset[str] | set[str], b: frozenset[str] | set[str]) -> float:
-    return len(a & b) / len(a | b) if a | b else 0.0
 
 
 def _cue_changed(claim: Terms, window_text: str) -> str:
