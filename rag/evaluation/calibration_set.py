@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Sequence
 
 from rag.verification.claims import split_claims
-from rag.verification.claim_terms import identifiers, terms
+from rag.verification.claim_terms import identifiers, jaccard, terms
 from rag.types import Chunk
 
 SEED = 20261129
@@ -183,16 +183,12 @@ def _other_claims(
     if not others:
         return []
     far = rng.choice([c for c in others if c.doc_id != chunk.doc_id] or others)
-    near = max(others, key=lambda c: (_jaccard(words, terms(c.text).words), c.chunk_id))
+    near = max(others, key=lambda c: (jaccard(words, terms(c.text).words), c.chunk_id))
     sentence = rng.choice(sentences_of[rng.choice((far, near)).chunk_id])
     covered = terms(sentence).words & words
     if sentence in chunk.text or len(covered) >= DUPLICATE_COVERAGE * max(1, len(terms(sentence).words)):
         return []
     return [sentence]
-
-
-def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
-    return len(a & b) / len(a | b) if a | b else 0.0
 
 
 def load_paraphrases(path: Path = PARAPHRASE_FILE) -> list[dict]:

@@ -27,7 +27,8 @@ CUES: dict[str, str] = {
     "whenever": "always", "whatever": "always", "even if": "always", "even when": "always", "unconditionally": "always",
     "in all cases": "always", "no matter": "always", "only": "only", "solely": "only", "exclusively": "only",
     "unless": "unless", "except": "unless", "by default": "default", "if": "if", "when": "if",
-    "must": "must", "required": "must", "shall": "must",
+    "must": "must", "required": "must", "shall": "must", "not only": "also", "either": "either", "both": "both",
+    "whether or not": "always", "regardless of whether": "always",
     "may": "may", "can": "may", "is allowed": "may", "never": "never", "cannot": "cannot",
 }  # fmt: skip
 CUE_PATTERN = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, CUES), key=len, reverse=True)) + r")\b")
@@ -37,9 +38,14 @@ _NEGATORS = frozenset(
     "not no never cannot none nothing neither nor nobody nowhere without unable refuses refuse refrains refrain "
     "disabled disable disables unless except".split()
 )
+# These negate without naming what: "unless X" and "none of" scope a clause but have no word they deny.
+_MODAL_NEGATORS = frozenset("not never cannot".split())
+_HEADLESS_NEGATORS = frozenset("unless except none nothing neither nor nobody nowhere".split())
 _NEGATING_PHRASES = re.compile(r"\b(?:rather than|instead of)\b")  # "X rather than Y" says "not Y"
 _NOT_NEGATION = re.compile(r"\b(?:whether or not|no matter)\b")
-_UNPOLAR = re.compile(r"`[^`\n]*`|(?<![\w-])--?[a-z][\w-]*")  # options and code: no negation inside
+_UN_WORD = re.compile(r"\bun(affected|changed|modified|touched|used|set by)\b")
+# options, code and quoted strings ('command not found: cmd'): no negation inside
+_UNPOLAR = re.compile(r"`[^`\n]*`|(?<![\w-])--?[a-z][\w-]*|(?<![\w'])'[^'\n]{1,60}'(?![\w'])")
 _POLAR_TOKEN = re.compile(r"[a-z][a-z0-9_]*|\d+(?:[.,]\d+)*")
 # A negation covers the rest of its clause, so "A, not B" negates B and still supports "A".
 _CLAUSE = re.compile(
@@ -63,6 +69,7 @@ ANTONYMS: tuple[tuple[str, str], ...] = (
     ("foreground", "background"), ("synchronous", "asynchronous"), ("older", "newer"), ("oldest", "newest"),
     ("required", "optional"), ("explicit", "implicit"), ("explicitly", "implicitly"), ("accept", "reject"),
     ("allow", "deny"), ("uppercase", "lowercase"), ("success", "failure"), ("succeeds", "fails"),
+    ("stops", "continues"), ("stop", "continue"), ("long", "short"), ("kept", "discarded"), ("keep", "discard"),
 )  # fmt: skip
 ANTONYM: dict[str, set[str]] = {}
 for _a, _b in ANTONYMS:
@@ -102,7 +109,7 @@ class Terms:
 def terms(text: str) -> Terms:
     """The content words, numbers, identifiers, quantifier cues and negation of `text` (markup removed)."""
     text = plain(text)
-    lower = text.lower()
+    lower = _unnegated(text.lower())
     words = _WORD.findall(lower)
     numbers = [_normalize_number(m.group()) for m in _NUMBER.finditer(text)]
     numbers += [_NUMBER_WORDS[w] for w in words if w in _NUMBER_WORDS]
@@ -133,9 +140,15 @@ def cues(lower: str) -> tuple[Cue, ...]:
         before = _CLAUSE.split(lower[: m.start()])[-1]
         after = [w for w in _WORD.findall(rest) if _is_content(w)][:_CUE_REACH]
         ahead = [w for w in _WORD.findall(before) if _is_content(w)][-_CUE_BACK:]
-        ahead = ahead if len(after) < 2 else []
+        # a condition governs what follows it, never the clause it conditions ("returns an error if spaces ...")
+        ahead = ahead if len(after) < 2 and CUES[m.group()] not in ("if", "unless") else []
         found.append(Cue(CUES[m.group()], frozenset(snowball(w) for w in after + ahead), m.group()))
     return tuple(found)
+
+
+def _unnegated(lower: str) -> str:
+    """"unaffected" as "not affected", so it negates the word the text without the prefix states."""
+    return _UN_WORD.sub(r"not \1", lower)
 
 
 def _polarity(lower: str) -> tuple[frozenset[str], frozenset[str], int]:
@@ -151,12 +164,17 @@ def _polarity(lower: str) -> tuple[frozenset[str], frozenset[str], int]:
     scoped: set[str] = set()
     free: set[str] = set()
     count = 0
-    for clause in _CLAUSE.split(text):
+    carried = False
+    pieces = _CLAUSE.split(text)
+    separators = [m.group() for m in _CLAUSE.finditer(text)] + [""]
+    for clause, separator in zip(pieces, separators):
         marked: list[tuple[str, bool]] = []
-        under, since_negation = False, 0
+        under, since_negation, stated_negation, trailing = carried, 0, carried, False
         for token in _POLAR_TOKEN.findall(clause):
             if token in _NEGATORS:
-                under, since_negation, count = not under, 0, count + 1
+                under, since_negation, count = not under, 0 if token not in _HEADLESS_NEGATORS else 1, count + 1
+                stated_negation = token not in _HEADLESS_NEGATORS
+                trailing = token in _MODAL_NEGATORS
                 continue
             word = _normalize_number(token) if token[0].isdigit() else snowball(token) if _is_content(token) else ""
             if word:
@@ -166,10 +184,12 @@ def _polarity(lower: str) -> tuple[frozenset[str], frozenset[str], int]:
                 since_negation += 1
         if under and since_negation == 0:
             marked = [(word, True) for word, _ in marked]
-            if marked:
+            if marked and trailing:  # "decoding cannot": the word before; "the filesystem is disabled": none
                 heads.add(marked[-1][0])
         for word, is_negated in marked:
             (scoped if is_negated else free).add(word)
+        # "does not create or update a cache entry or remove the variable": the negation reaches along "or"
+        carried = under and separator.strip() in ("or", "nor") and bool(marked) and stated_negation
     return frozenset(heads - free), frozenset(free - scoped), count
 
 
@@ -189,6 +209,11 @@ def identifiers(text: str) -> set[str]:
         if "_" in t or t.startswith("--") or _CODEISH.search(t) or (t.isupper() and sum(map(str.isalpha, t)) >= 2):
             found.add(t.lower())
     return found
+
+
+def jaccard(a: frozenset[str] | set[str], b: frozenset[str] | set[str]) -> float:
+    """Shared words over all words of two sets; 0 for two empty ones."""
+    return len(a & b) / len(a | b) if a | b else 0.0
 
 
 def coverage(claim: Terms, other: Terms) -> float:

@@ -178,7 +178,7 @@ def _sentences(masked: str, start: int, end: int) -> list[tuple[int, int]]:
         nxt = masked[cut:end].lstrip()
         # A marker just before or after the punctuation ends the sentence whatever follows ("[1]. n_ctx is ...").
         marked = bool(m.group(1)) or bool(_MARKER_BEFORE.search(masked, max(start, m.start() - 16), m.start()))
-        if nxt and not marked and not _starts_sentence(nxt):
+        if nxt and not marked and (not _starts_sentence(nxt) or _inside_name(masked, cut)):
             continue
         if not marked and _is_abbreviation(masked, m.start()):
             continue
@@ -191,6 +191,12 @@ def _sentences(masked: str, start: int, end: int) -> list[tuple[int, int]]:
     if s < end and masked[s:end].strip():
         spans.append((s, end))
     return [(a, b) for a, b in spans if masked[a:b].strip()]
+
+
+def _inside_name(masked: str, cut: int) -> bool:
+    """A period with a lowercase letter, digit or name character right after it sits inside a name (~/.tmux.conf)."""
+    after = masked[cut : cut + 1]
+    return bool(after) and (after.islower() or after.isdigit() or after in "_.")
 
 
 def _starts_sentence(text: str) -> bool:

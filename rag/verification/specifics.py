@@ -13,10 +13,10 @@ from functools import lru_cache
 
 from rag.verification.markup import plain
 
-OPTION, SIGNAL, CONSTANT, PATH, KEY, PAGE, STRING, NAME, CODE = (
-    "option", "signal", "constant", "path", "config key", "man page", "string", "name", "code",
+OPTION, SIGNAL, CONSTANT, PATH, KEY, PAGE, STRING, NAME, CODE, CHORD, DEFAULT = (
+    "option", "signal", "constant", "path", "config key", "man page", "string", "name", "code", "key", "default",
 )  # fmt: skip
-KINDS = (OPTION, SIGNAL, CONSTANT, PATH, KEY, PAGE, STRING, NAME, CODE)
+KINDS = (OPTION, SIGNAL, CONSTANT, PATH, KEY, PAGE, STRING, NAME, CODE, CHORD, DEFAULT)
 
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
 _TOKEN = re.compile(r"\S+")
@@ -30,10 +30,36 @@ _PATH = re.compile(r"(?:~|\.{0,2})/[\w.@{}*<>$%+~/-]+|[\w.-]+/[\w.@{}*<>$%+~-]+(
 _ALTERNATIVES = re.compile(r"([\w$.-]+)=\[(\w+(?:\|\w+)+)\]")  # `X=[0|1]` names X=0 and X=1
 _KEY = re.compile(r"[a-z_]\w*(?:\.[A-Za-z_]\w*)+")
 _NAMEISH = re.compile(r"^\.[A-Za-z]|[a-z][A-Z]|^[A-Za-z]+\d|\w@\{")  # .gitmodules, setMaxListeners, md5, x@{0}
+_KEY_CHORD = re.compile(r"(?:(?:alt|ctrl|shift|super)\+)+(?:\w+|[^\s\w])", re.IGNORECASE)  # as matchable() spells them
+# The value a default is said to have: "defaults to python", "the default is `none`", "Defaults to ``False``".
+_DEFAULT_VALUE = re.compile(r"\bdefaults? (?:is|to|value is) [`'\"]?([A-Za-z][\w.+-]*)", re.IGNORECASE)
+_NOT_A_VALUE = frozenset("to the a an be that this used set given taken in on only not".split())
+_KEY_SIGN = re.compile(r"[^\w\s]")  # `/` in a kbd role: a key
 _NUMERIC = re.compile(r"[\d.,:%+-]+")
 _CALL = re.compile(r"[\w.]+\(\w*\)")
 # AsciiDoc quotes names in single quotes: 'git gc', the 'recursive' strategy. Not an apostrophe ("user's").
 _QUOTED_NAME = re.compile(r"(?<![\w'`])'([A-Za-z][\w.+-]*(?: [\w.+-]+)?)'(?![\w'])")
+
+
+# A key chord however it is spelled: CTRL-Z, Ctrl+Z, control-Z, ^Z, C-z, <C-z> (and <kbd>Ctrl</kbd>+<kbd>Z</kbd>,
+# which rag.markup turns into Ctrl+Z) are all `ctrl+z`; M-x and Alt-x are `alt+x`.
+_MODIFIERS = {"ctrl": "ctrl", "control": "ctrl", "ctl": "ctrl", "c": "ctrl", "^": "ctrl", "alt": "alt", "meta": "alt",
+              "m": "alt", "shift": "shift", "s": "shift", "cmd": "super", "command": "super", "super": "super",
+              "win": "super", "\u229ewin": "super"}  # fmt: skip
+_CHORD = re.compile(
+    r"(?<![\w-])<?((?:(?:ctrl|control|ctl|alt|meta|shift|cmd|super|\u229ewin|win)[-+])+|(?:[CMS]-)+(?=[a-z0-9]\b)|"
+    r"(?:[cms]-)+(?=[a-z0-9]>)|\^(?=[A-Z@\[\]\\^_?]))([A-Za-z0-9]\w*|[^\s\w`'\"<>])>?(?![\w+-])",
+    re.IGNORECASE,
+)
+_KEY_NAMES = frozenset(
+    "esc escape enter return tab space backspace delete del insert home end pageup pagedown up down left right "
+    "f1 f2 f3 f4 f5 f6 f7 f8 f9 f10 f11 f12".split()
+)
+
+
+def _chord(m: re.Match) -> str:
+    mods = {"ctrl"} if m[1] == "^" else {_MODIFIERS[p.lower()] for p in re.split(r"[-+]", m[1].rstrip("-+")) if p}
+    return "+".join([*sorted(mods), m[2].lower()])
 
 
 @dataclass(frozen=True)
@@ -50,6 +76,9 @@ def specifics(text: str) -> tuple[Specific, ...]:
     text = matchable(text, lower=False)
     found: dict[str, Specific] = {}
     for span in _CODE_SPAN.findall(text):
+        if _KEY_CHORD.fullmatch(span) or span.lower().split()[0] in _KEY_NAMES or _KEY_SIGN.fullmatch(span):
+            _add(found, span, CHORD)  # `Esc`, `Left arrow`, `Ctrl+C`: keys, as :kbd: marks them
+            continue
         tokens = span.split()
         for raw in tokens:
             quoted = len(raw) > 2 and raw[0] == raw[-1] and raw[0] in "'\""
@@ -58,9 +87,16 @@ def specifics(text: str) -> tuple[Specific, ...]:
                 kind = STRING  # `'exit'`: an event or a value, named by its quoted string
             if kind and (len(tokens) == 1 or kind != CODE):
                 _add(found, raw if kind == STRING else raw.strip("'\""), kind)
+    for value in _DEFAULT_VALUE.findall(text):
+        value = value.rstrip(".")
+        if value.lower() not in _NOT_A_VALUE:
+            _add(found, value, DEFAULT)
     prose = _CODE_SPAN.sub(" ", text)
     for name in _QUOTED_NAME.findall(prose):
-        _add(found, name, kind_of(name) or STRING)
+        _add(found, name, CHORD if _KEY_CHORD.match(name) else kind_of(name) or STRING)
+    for chord in _KEY_CHORD.findall(prose):
+        _add(found, chord, CHORD)
+    prose = _KEY_CHORD.sub(" ", prose)
     for token in _TOKEN.findall(prose):
         t = token.lstrip(_STRIP.replace(".", "")).rstrip(_STRIP).removesuffix("()")
         page = token.strip(_STRIP.replace(")", ""))
@@ -78,6 +114,7 @@ def specifics(text: str) -> tuple[Specific, ...]:
 def matchable(text: str, lower: bool = True) -> str:
     """`text` as specifics are looked up in: markup off, `X=[0|1]` spelled out as `X=0 X=1`."""
     out = _ALTERNATIVES.sub(lambda m: " ".join(f"{m[1]}={v}" for v in m[2].split("|")), plain(text))
+    out = _CHORD.sub(_chord, out)
     return out.lower() if lower else out
 
 

@@ -32,6 +32,7 @@ COPIED_MIN_WORDS = 3  # a claim all of whose words (3 or more) one sentence stat
 # A window sharing less than this share of the claim's content words is no evidence for it, however close MiniLM
 # puts them: its cosine counts as 0 and it is never embedded. Most windows of a cited chunk are about something else.
 MIN_OVERLAP = 0.25
+SUBJECT_MAX_CHARS = 80  # a longer first line is a sentence of the chunk, not what it is about
 MAX_EMBEDDED = 2  # windows embedded per (claim, chunk): the ones sharing most words; the rest count 0
 
 
@@ -70,6 +71,7 @@ class Evidence:
     claim_text: str = ""
     contexts: tuple[str, ...] = ()  # per window: it and one sentence either side, where contradictions are looked for
     copied: str = ""  # the sentence of the chunk that states every content word, number and cue of the claim
+    subject: str = ""  # what the chunk is about: its heading path and a short first line ("-E", "TIMEOUT")
 
 
 @lru_cache(maxsize=1024)
@@ -146,7 +148,7 @@ def gather(
         if len(claim_terms.words) >= COPIED_MIN_WORDS:
             copied = next((s for s in chunk_sentences(chunk.text) if coverage(claim_terms, terms(s)) >= 1.0), "")
         ev = Evidence(claim_terms, chunk_terms, sentences, sentence_terms, None, overlap, whole, claim,
-                      tuple(w.context for w in windows), copied)  # fmt: skip
+                      tuple(w.context for w in windows), copied, chunk_subject(chunk))  # fmt: skip
         keep = overlap >= MIN_OVERLAP
         if MAX_EMBEDDED and keep.sum() > MAX_EMBEDDED:
             keep &= overlap >= np.sort(overlap[keep])[-MAX_EMBEDDED]
@@ -168,9 +170,17 @@ def gather(
     return out
 
 
+def chunk_subject(chunk: Chunk) -> str:
+    """The chunk's heading path and its first line when that line is short: the term a definition list defines
+    ("-E", "keep_warnings"), a title ("TIMEOUT"), a release ("Changes with nginx 1.19.7"). Names and numbers there
+    are stated for every sentence of the chunk."""
+    first = plain(chunk.text).strip().split("\n", 1)[0].strip()
+    return "\n\n".join([*chunk.heading_path, *([first] if len(first) <= SUBJECT_MAX_CHARS else [])])
+
+
 def _contradicted(ev: Evidence) -> bool:
     anchor = _anchor(ev)
-    return bool(contradiction(ev.claim_text, ev.claim, ev.sentences[anchor], ev.contexts[anchor]))
+    return bool(contradiction(ev.claim_text, ev.claim, ev.sentences[anchor], ev.contexts[anchor], ev.subject))
 
 
 def _could_reach_weak(ev: Evidence, params: Params) -> np.ndarray:
@@ -216,23 +226,27 @@ def judge(ev: Evidence, params: Params) -> Support:
     # Contradictions are looked for around the window that shares most of the claim's words and numbers: the
     # one about the same thing, even when MiniLM prefers a neighbour ("124 ... 255", not "0 if it succeeds").
     anchor = _anchor(ev)
-    reason = contradiction(ev.claim_text, ev.claim, ev.sentences[anchor], ev.contexts[anchor])
+    reason = contradiction(ev.claim_text, ev.claim, ev.sentences[anchor], ev.contexts[anchor], ev.subject)
     if reason:
         return Support(UNSUPPORTED, score, window, reason)
     if ev.copied:  # MiniLM scores a copied sentence lower against a window of two; the words say enough
         score, window = 1.0, ev.copied
     verdict = SUPPORTED if score >= params.supported else WEAK if score >= params.weak else UNSUPPORTED
     stated = ev.sentences[anchor]
-    reason = _not_a_statement(ev.claim_text, ev.claim) or unstated(ev.claim_text, ev.claim, stated, terms(stated))
+    reason = _not_a_statement(ev.claim_text, ev.claim) or unstated(ev.claim_text, ev.claim, stated, terms(stated),
+                                                                  ev.chunk, ev.subject)  # fmt: skip
     if reason and verdict == SUPPORTED:
         verdict = WEAK
     return Support(verdict, score, window, reason)
 
 
 def _anchor(ev: Evidence) -> int:
-    """The window sharing most of the claim's words and numbers (the first of equals): words alone decide it, so
-    contradictions are known before anything is embedded."""
-    return int(np.argmax(ev.coverage))
+    """The window sharing most of the claim's words and numbers: words alone decide it, so contradictions are known
+    before anything is embedded. Of equals, the first that negates as often as the claim (NO_COLOR's "will not use
+    color" and FORCE_COLOR's "will use color" share every word), else the first."""
+    best = np.flatnonzero(ev.coverage == ev.coverage.max())
+    same = [i for i in best if ev.sentence_terms[i].negations % 2 == ev.claim.negations % 2]
+    return int(same[0] if same else best[0])
 
 
 def _not_a_statement(text: str, claim: Terms) -> str:
