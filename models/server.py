@@ -15,7 +15,7 @@ import openai
 from models.config import DEFAULT_N_CTX
 from models.errors import ContextTooSmall, CountMismatch, GenerationError, ModelError, ServerInterrupted, ServerRefused
 from models.protocols import CancelToken, GenerationOptions, GenerationStats, Message
-from models.server_api import ServerAPI, ServerConfig, ServerInfo, explain
+from models.server_api import ServerAPI, ServerConfig, ServerInfo, explain, redact_url
 from models.server_tokenizer import server_tokenizer
 
 PROBE = (
@@ -36,12 +36,12 @@ class ServerChatModel:
         self.api = ServerAPI(config)
         self.info: ServerInfo = self.api.discover()
         self.tokenizer = server_tokenizer(self.api, self.info, config.tokenizer)
-        self.name = f"{self.info.model.rsplit('/', 1)[-1]} @ {config.root.split('://', 1)[-1]}"
+        self.name = f"{self.info.model.rsplit('/', 1)[-1]} @ {redact_url(config.root).split('://', 1)[-1]}"
         self.n_ctx = self.info.n_ctx or config.n_ctx or DEFAULT_N_CTX
         self.n_ctx_source = "server" if self.info.n_ctx else ("--n-ctx" if config.n_ctx else "default")
         if self.n_ctx < MIN_N_CTX:
             raise ContextTooSmall(
-                f"the model server at {config.base_url} holds only {self.n_ctx} tokens of context, smoldocs needs "
+                f"the model server at {config.shown_url} holds only {self.n_ctx} tokens of context, smoldocs needs "
                 f"at least {MIN_N_CTX}: start it with a larger context (llama-server -c 4096)"
             )
         self.n_params = self.info.n_params
@@ -62,7 +62,7 @@ class ServerChatModel:
         if theirs != ours:
             raise CountMismatch(
                 f"token counts disagree on a probe prompt: smoldocs counts {ours}, the server at "
-                f"{self.config.base_url} counts {theirs}: pass --tokenizer PATH to a GGUF of the model it runs"
+                f"{self.config.shown_url} counts {theirs}: pass --tokenizer PATH to a GGUF of the model it runs"
             )
         return 1000 * (time.perf_counter() - start)
 
@@ -142,7 +142,7 @@ class ServerChatModel:
 
     def _ended_early(self, n_prompt: int, partial: bool) -> ModelError:
         """A stream that closed without a finish reason: the server failed after it had said 200 OK."""
-        url = self.config.base_url
+        url = self.config.shown_url
         if partial:
             return ServerInterrupted(
                 f"the model server at {url} ended the answer without finishing it: the partial answer is kept, "

@@ -6,6 +6,7 @@ and `/tokenize`, vLLM `/tokenize`, llama-cpp-python `/extras/tokenize`) through 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,7 +15,8 @@ import openai
 
 from models.errors import ModelError, ServerInterrupted, ServerRefused, ServerUnreachable
 
-NO_KEY = "no-key"  # the SDK insists on a key; servers started without one ignore it
+NO_KEY = "no-key"
+_USERINFO = re.compile(r"(?<=://)[^/@\s]*@")  # user:password@ in a URL's authority  # the SDK insists on a key; servers started without one ignore it
 
 # Which body field carries a GBNF grammar, per server family (None: the server has no grammar support we know).
 GRAMMAR_FIELD = {"llama-server": "grammar", "llama-cpp-python": "grammar", "vllm": "guided_grammar", "openai": None}
@@ -31,13 +33,18 @@ class ServerConfig:
     first_token_timeout: float = 120.0  # also the longest wait between two streamed pieces
 
     @property
+    def shown_url(self) -> str:
+        """The base URL as it may be printed: credentials in it are redacted."""
+        return redact_url(self.base_url)
+
+    @property
     def root(self) -> str:
         """The server's address without the OpenAI `/v1` suffix: where its own endpoints live."""
         url = self.base_url.rstrip("/")
         return url[: -len("/v1")] if url.endswith("/v1") else url
 
     def __repr__(self) -> str:  # never print the key
-        return f"ServerConfig(base_url={self.base_url!r}, model={self.model!r}, api_key={'set' if self.api_key else None})"
+        return f"ServerConfig(base_url={self.shown_url!r}, model={self.model!r}, api_key={'set' if self.api_key else None})"
 
 
 @dataclass(frozen=True)
@@ -124,13 +131,13 @@ class ServerAPI:
         if model is None:
             if len(ids) != 1:
                 raise ServerRefused(
-                    f"the server at {self.config.base_url} serves {len(ids)} models ({', '.join(ids) or 'none'}): "
+                    f"the server at {self.config.shown_url} serves {len(ids)} models ({', '.join(ids) or 'none'}): "
                     "name one with --model-name"
                 )
             model = ids[0]
         elif model not in ids:
             raise ServerRefused(
-                f"the server at {self.config.base_url} has no model {model!r} (it serves: {', '.join(ids) or 'none'}): "
+                f"the server at {self.config.shown_url} has no model {model!r} (it serves: {', '.join(ids) or 'none'}): "
                 "fix --model-name"
             )
         entry = entries[ids.index(model)]
@@ -154,6 +161,11 @@ class ServerAPI:
         return ServerInfo("openai", model, ids, n_params=n_params)
 
 
+def redact_url(text: str) -> str:
+    """`text` with the user and password of every URL in it replaced by ***: never print credentials."""
+    return _USERINFO.sub("***@", text)
+
+
 def _int(value) -> int | None:
     try:
         return int(value) if value is not None else None
@@ -163,7 +175,7 @@ def _int(value) -> int | None:
 
 def explain(exc: BaseException, config: ServerConfig, streaming: bool = False) -> ModelError:
     """One line for a failed call: what happened at which URL, and what to do."""
-    url = config.base_url
+    url = config.shown_url
     if isinstance(exc, openai.APIStatusError):
         return explain_status(exc.status_code, str(exc.message), config)
     cause = exc.__cause__ if isinstance(exc, openai.APIConnectionError) and exc.__cause__ is not None else exc
@@ -190,8 +202,8 @@ def explain(exc: BaseException, config: ServerConfig, streaming: bool = False) -
 
 
 def explain_status(status: int, detail: str, config: ServerConfig) -> ModelError:
-    url = config.base_url
-    detail = " ".join(detail.split())[:160]
+    url = config.shown_url
+    detail = redact_url(" ".join(detail.split()))[:160]
     if status in (401, 403):
         return ServerRefused(
             f"the model server at {url} refused the API key (HTTP {status}): "
@@ -208,7 +220,7 @@ def explain_status(status: int, detail: str, config: ServerConfig) -> ModelError
 
 
 def _reason(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
+    text = redact_url(" ".join(str(exc).split()))
     if "refused" in text.lower():
         return "connection refused"
     return text[:120] or type(exc).__name__
