@@ -19,6 +19,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from agent.mcp_server import FolderIndex, build_server
+    from agent.mcp_transport import client_gone
 
     from rag.ingest.corpus import check_docs_dir
 
@@ -29,7 +30,13 @@ def run(args: argparse.Namespace) -> int:
     embedder = common.load_embedder_from_args(args)
     live = FolderIndex(args.docs, tokenizer, embedder, index_dir=args.index)
     print(f"smoldocs mcp: serving {live.root} ({len(live.index)} chunks) on stdio", file=sys.stderr, flush=True)
-    build_server(live).run("stdio")
+    try:
+        build_server(live).run("stdio")
+    except BaseException as exc:  # an exception group from the SDK's task groups, when the client went away
+        if not client_gone(exc):
+            raise
+        # The reply could not be written: the client is gone, with its end of stdout. Nothing more goes there.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     busy = not live.lock.acquire(blocking=False)
     still = " (a call it left was still running)" if busy else ""
     print(f"smoldocs mcp: the client closed the connection; stopped{still}", file=sys.stderr, flush=True)

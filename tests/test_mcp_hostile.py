@@ -1,0 +1,140 @@
+"""`smoldocs mcp` against hostile clients and folders: malformed JSON-RPC, a client killed mid-call, a cold cache
+with 2,000 files, PDFs that change, file names that are not UTF-8.
+
+Malformed lines and a killed client need raw pipes (the SDK's client only sends well-formed messages); the rest
+goes through the official SDK client (tests/mcp_support.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.mcp_support import ROOT
+
+pytestmark = pytest.mark.real
+
+ALPHA = "# Alpha\n\nThe alpha valve opens at forty degrees and closes at ten degrees.\n"
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}  # fmt: skip
+
+
+class RawClient:
+    """`smoldocs mcp` in a subprocess, spoken to line by line."""
+
+    def __init__(self, *args: str) -> None:
+        env = {k: os.environ[k] for k in ("SMOLDOCS_CACHE", "SMOLDOCS_DATA", "OPENBLAS_NUM_THREADS", "PATH") if k in os.environ}
+        env["PYTHONPATH"] = str(ROOT)
+        self.proc = subprocess.Popen([sys.executable, "-m", "agent", "mcp", *args], cwd=str(ROOT), env=env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+        self.buffer = b""
+
+    def send(self, line: str | bytes) -> None:
+        self.proc.stdin.write((line.encode() if isinstance(line, str) else line) + b"\n")
+        self.proc.stdin.flush()
+
+    def request(self, message: dict) -> None:
+        self.send(json.dumps(message))
+
+    def replies(self, seconds: float) -> list[dict]:
+        """Every reply that comes within `seconds`."""
+        out, end = [], time.monotonic() + seconds
+        while time.monotonic() < end:
+            ready, _, _ = select.select([self.proc.stdout], [], [], 0.1)
+            if not ready:
+                continue
+            piece = os.read(self.proc.stdout.fileno(), 1 << 20)
+            if not piece:
+                break
+            self.buffer += piece
+            while b"\n" in self.buffer:
+                line, self.buffer = self.buffer.split(b"\n", 1)
+                out.append(json.loads(line))
+        return out
+
+    def reply_to(self, request_id, seconds: float = 60) -> dict:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            for reply in self.replies(0.5):
+                if reply.get("id") == request_id:
+                    return reply
+        raise AssertionError(f"no reply to {request_id!r} within {seconds} s")
+
+    def initialize(self) -> dict:
+        self.request(INITIALIZE)
+        reply = self.reply_to(1)
+        self.request({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return reply
+
+    def finish(self, seconds: float = 30) -> tuple[int, str]:
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            try:
+                pipe.close()
+            except OSError:
+                pass
+        code = self.proc.wait(seconds)
+        return code, self.proc.stderr.read().decode()
+
+
+@pytest.fixture
+def small_docs(tmp_path):
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "alpha.md").write_text(ALPHA)
+    return root
+
+
+def test_malformed_json_rpc_gets_an_error_reply_wherever_an_id_can_be_read(small_docs, tmp_path):
+    huge = "9" * 5000  # past CPython's 4,300-digit limit on int(str)
+    client = RawClient("--docs", str(small_docs), "--index", str(tmp_path / "index"))
+    try:
+        client.initialize()
+        cases = [
+            ("not json at all", None, -32700),
+            ('{"jsonrpc": "2.0", "id": 7, "method": "tools/list"', None, -32700),  # cut short: no id to trust
+            ('{"jsonrpc": "2.0", "id": 5}', 5, -32600),
+            ('{"jsonrpc": "2.0", "id": "six", "method": 7}', "six", -32600),
+            ('[1, 2, 3]', None, -32600),
+            (f'{{"jsonrpc": "2.0", "id": 8, "method": "tools/list", "params": {{"n": {huge}}}}}', 8, -32600),
+            (f'{{"jsonrpc": "2.0", "id": {huge}, "method": "tools/list"}}', None, -32600),
+            ('{"jsonrpc": "2.0", "id": 1.5, "method": "tools/list"}', None, -32600),
+        ]
+        for line, _, _ in cases:
+            client.send(line)
+        client.request({"jsonrpc": "2.0", "id": 99, "method": "tools/list"})
+        got = []
+        end = time.monotonic() + 60
+        while time.monotonic() < end and not any(r.get("id") == 99 for r in got):
+            got += client.replies(0.5)
+        errors = [(r["id"], r["error"]["code"]) for r in got if "error" in r]
+        assert errors == [(want_id, code) for _, want_id, code in cases]
+        assert all("\n" not in r["error"]["message"] and len(r["error"]["message"]) < 300 for r in got if "error" in r)
+        assert [r for r in got if r.get("id") == 99][0]["result"]["tools"]  # the session goes on
+    finally:
+        code, log = client.finish()
+    assert code == 0 and "Traceback" not in log
+
+
+def test_a_client_killed_mid_call_is_one_line_and_exit_0(small_docs, tmp_path):
+    client = RawClient("--docs", str(small_docs), "--index", str(tmp_path / "index"))
+    client.initialize()
+    words = ["cold", "warm", "clean", "salty", "fresh", "grey", "still"]
+    answer = " ".join(f"The alpha valve opens at {a} {b} {c} degrees [1]." for a in words for b in words for c in words)
+    client.request({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                    "params": {"name": "search_docs", "arguments": {"query": "alpha valve", "k": 1}}})  # fmt: skip
+    client.reply_to(2)
+    client.request({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                    "params": {"name": "check_citations", "arguments": {"answer": answer}}})  # fmt: skip
+    time.sleep(0.2)
+    # What a killed client leaves: both ends of its pipes closed, the reply still to be written.
+    code, log = client.finish()
+    lines = [line for line in log.splitlines() if line.strip()]
+    assert code == 0, log
+    assert "Traceback" not in log and "ExceptionGroup" not in log and "BrokenPipe" not in log, log
+    assert lines[-1].startswith("smoldocs mcp: the client closed the connection") and len(lines) <= 3, log
