@@ -138,3 +138,55 @@ def test_a_client_killed_mid_call_is_one_line_and_exit_0(small_docs, tmp_path):
     assert code == 0, log
     assert "Traceback" not in log and "ExceptionGroup" not in log and "BrokenPipe" not in log, log
     assert lines[-1].startswith("smoldocs mcp: the client closed the connection") and len(lines) <= 3, log
+
+
+def _pdf(path, pages: list[str]) -> None:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_font("Helvetica", size=12)
+    for text in pages:
+        pdf.add_page()
+        pdf.multi_cell(0, 8, text)
+    pdf.output(str(path))
+
+
+def test_pdfs_are_served_fresh_by_page(small_docs, tmp_path):
+    from tests.mcp_support import excerpts, mcp_client
+
+    pdf = small_docs / "manual.pdf"
+    _pdf(pdf, ["The gamma gauge reads pressure in bar.", "The delta drain empties the tank every week."])
+    with mcp_client("--docs", str(small_docs), "--index", str(tmp_path / "index")) as client:
+        error, text = client.call("search_docs", {"query": "delta drain tank week", "k": 1})
+        (n, source), = excerpts(text).items()
+        assert not error and source.startswith("manual.pdf#")
+        assert f"(source: {source}; section: (top); pages 1-2)" in text and "lines" not in text
+
+        read = client.read_resource("smoldocs://doc/manual.pdf").contents[0].text
+        assert "%PDF" not in read
+        assert read.index("[page 1]") < read.index("gamma gauge") < read.index("[page 2]") < read.index("delta drain")
+
+        time.sleep(0.05)
+        _pdf(pdf, ["The omega meter reads flow in litres per minute."])  # rewritten in place
+        error, text = client.call("search_docs", {"query": "omega meter flow litres", "k": 1})
+        assert not error and text.startswith("note: the docs changed") and "omega meter" in text
+        assert "delta drain" not in client.read_resource("smoldocs://doc/manual.pdf").contents[0].text
+
+        pdf.unlink()
+        error, text = client.call("get_document", {"source_id": source})
+        assert not error and "omega" not in text and "delta" not in text and "no excerpt" in text.lower()
+        assert "smoldocs://doc/manual.pdf" not in [str(r.uri) for r in client.list_resources().resources]
+
+
+def test_a_file_name_that_is_not_utf8_is_a_readable_resource(small_docs, tmp_path):
+    from tests.mcp_support import mcp_client
+
+    name = b"caf\xe9 menu.md"  # Latin-1, as an old archive may hold it
+    with open(os.path.join(os.fsencode(small_docs), name), "wb") as fh:
+        fh.write(b"# Menu\n\nThe espresso machine heats water to ninety degrees.\n")
+    with mcp_client("--docs", str(small_docs), "--index", str(tmp_path / "index")) as client:
+        resources = client.list_resources().resources
+        (menu,) = [r for r in resources if "menu" in str(r.uri)]
+        assert str(menu.uri) == "smoldocs://doc/caf%5Cxe9%20menu.md"  # its id, caf\\xe9 menu.md, encoded
+        assert client.read_resource(str(menu.uri)).contents[0].text.endswith("ninety degrees.\n")
+        assert client.read_resource("smoldocs://doc/alpha.md").contents[0].text == ALPHA
