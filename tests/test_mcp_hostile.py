@@ -190,3 +190,71 @@ def test_a_file_name_that_is_not_utf8_is_a_readable_resource(small_docs, tmp_pat
         assert str(menu.uri) == "smoldocs://doc/caf%5Cxe9%20menu.md"  # its id, caf\\xe9 menu.md, encoded
         assert client.read_resource(str(menu.uri)).contents[0].text.endswith("ninety degrees.\n")
         assert client.read_resource("smoldocs://doc/alpha.md").contents[0].text == ALPHA
+
+
+def test_a_cold_cache_of_2000_files_answers_initialize_at_once_and_searches_bm25_first(tmp_path):
+    from tests.mcp_support import excerpts, mcp_client
+
+    root = tmp_path / "notes"
+    for i in range(2000):
+        folder = root / f"part{i // 100:02d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        word = "zanzibar" if i == 1999 else f"item{i}"
+        (folder / f"note{i:04d}.md").write_text(f"# Note {i}\n\nThe {word} shelf holds {i} boxes of screws.\n")
+    started = time.monotonic()
+    # The index folder is new: nothing chunked, nothing embedded. 10 s is a sixth of the TypeScript SDK's default.
+    with mcp_client("--docs", str(root), "--index", str(tmp_path / "index"), initialize_timeout=10) as client:
+        handshake = time.monotonic() - started
+        error, first = client.call("search_docs", {"query": "shelf boxes of screws", "k": 3})
+        first_call = time.monotonic() - started
+        assert not error and excerpts(first), first
+        assert first.startswith("note: the index is still being built:") and "BM25" in first, first[:300]
+        # The last file is found once the background indexing reaches it.
+        found = None
+        while time.monotonic() - started < 300 and found is None:
+            error, text = client.call("search_docs", {"query": "zanzibar shelf", "k": 1})
+            found = next((s for s in excerpts(text).values() if s.startswith("part19/note1999.md")), None)
+            if found is None:
+                time.sleep(2)
+        assert found, text[:300]
+    print(f"handshake {handshake:.1f} s, first search {first_call:.1f} s, last file found {time.monotonic() - started:.1f} s")
+
+
+def test_what_held_still_holds(small_docs, tmp_path):
+    """Traversal refused, 50 concurrent calls answered, a deleted docs folder recovered from: as before this round."""
+    import shutil
+
+    import anyio
+    from mcp import MCPError
+
+    from tests.mcp_support import excerpts, mcp_client
+
+    (tmp_path / "secret.md").write_text("# Secret\n\nThe vault code is 1234.\n")
+    with mcp_client("--docs", str(small_docs), "--index", str(tmp_path / "index")) as client:
+        for uri in ("smoldocs://doc/../secret.md", "smoldocs://doc/%2E%2E/secret.md", "smoldocs://doc//etc/passwd"):
+            with pytest.raises(MCPError):
+                client.read_resource(uri)
+        error, text = client.call("get_document", {"source_id": "../secret.md#0"})
+        assert "vault" not in text
+
+        results = []
+
+        async def many():
+            async def one(i):
+                results.append(await client.session.call_tool("search_docs", {"query": f"alpha valve {i}", "k": 1}))
+
+            async with anyio.create_task_group() as tg:
+                for i in range(50):
+                    tg.start_soon(one, i)
+
+        client.portal.call(many)
+        assert len(results) == 50 and all(not r.is_error and "alpha.md#0" in r.content[0].text for r in results)
+
+        saved = small_docs.with_name("saved")
+        shutil.copytree(small_docs, saved)
+        shutil.rmtree(small_docs)
+        error, text = client.call("search_docs", {"query": "alpha valve", "k": 1})
+        assert error and "docs folder not found" in text
+        shutil.copytree(saved, small_docs)
+        error, text = client.call("search_docs", {"query": "alpha valve", "k": 1})
+        assert not error and "alpha.md#0" in excerpts(text).values()
