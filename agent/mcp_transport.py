@@ -29,20 +29,22 @@ def malformed(line: str) -> types.JSONRPCError | None:
         return None
     try:
         message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-        problem = None
     except ValueError as exc:  # pydantic's ValidationError is a ValueError
         message, problem = None, exc
+    else:
+        # A request whose id is null or not an integer reads as a notification to the SDK: nobody would answer it.
+        if not isinstance(message, types.JSONRPCNotification) or '"id"' not in line:
+            return None
     try:
         data = json.loads(line, parse_int=_int_or_none)
     except (ValueError, RecursionError):
         return _error(None, types.PARSE_ERROR, "Parse error: the line is not JSON")
     request_id = data.get("id") if isinstance(data, dict) else None
-    readable = isinstance(request_id, str) or type(request_id) is int
     if message is not None:
-        # A request whose id is null or not an integer reads as a notification to the SDK: nobody would answer it.
-        if isinstance(message, types.JSONRPCNotification) and isinstance(data, dict) and "id" in data:
+        if isinstance(data, dict) and "id" in data:
             return _error(None, types.INVALID_REQUEST, "Invalid Request: an id must be a string or an integer")
         return None
+    readable = isinstance(request_id, str) or type(request_id) is int
     return _error(request_id if readable else None, types.INVALID_REQUEST, f"Invalid Request: {_reason(problem)}")
 
 
