@@ -94,6 +94,10 @@ def _stamp(root: Path) -> tuple[tuple, dict[str, Path]]:
 Loader = Callable[[], tuple[Tokenizer, Embedder | None]]
 
 
+class NotServing(Exception):
+    """The models or the index could not be opened behind the handshake: every call says why, in one line."""
+
+
 class FolderIndex:
     """The index of one docs folder, served while it is built, and refreshed whenever a stat of its files shows a
     change.
@@ -135,10 +139,10 @@ class FolderIndex:
         return self._ready.is_set()
 
     def wait(self, timeout: float | None = None) -> LiveIndex:
-        """The live index once it is open; RagError with the reason when it could not be."""
+        """The live index once it is open; NotServing with the reason when it could not be."""
         self._ready.wait(timeout)
         if self.live is None:
-            raise RagError(self._failure or "the index is still opening")
+            raise NotServing(f"smoldocs mcp could not start: {self._failure or 'the index is still opening'}")
         return self.live
 
     def current(self) -> tuple[HybridIndex, str | None]:
@@ -304,6 +308,8 @@ class DocsServer(MCPServer):
             index, _ = self.live.current()
         except RagError as exc:
             raise MCPError(code=INTERNAL_ERROR, message=f"the docs cannot be read: {exc}") from None
+        except NotServing as exc:
+            raise MCPError(code=INTERNAL_ERROR, message=str(exc)) from None
         return [MCPResource(uri=resource_uri(d), name=d, mime_type="text/markdown") for d in index.doc_ids]
 
 
@@ -323,6 +329,8 @@ def build_server(
             return live.current()
         except RagError as exc:
             raise ToolError(f"the docs cannot be read: {exc}") from None
+        except NotServing as exc:
+            raise ToolError(str(exc)) from None
 
     def _with_note(text: str, note: str | None) -> str:
         return f"{note}\n\n{text}" if note else text
@@ -379,6 +387,8 @@ def build_server(
         with live.lock:
             try:
                 text = live.document(doc_id)
+            except NotServing as exc:
+                raise ResourceError(str(exc)) from None
             except (RagError, OSError) as exc:
                 raise ResourceError(f"cannot read {doc_id}: {exc}") from None
         if text is None:

@@ -258,3 +258,21 @@ def test_what_held_still_holds(small_docs, tmp_path):
         shutil.copytree(saved, small_docs)
         error, text = client.call("search_docs", {"query": "alpha valve", "k": 1})
         assert not error and "alpha.md#0" in excerpts(text).values()
+
+
+def test_a_model_server_that_is_down_is_one_line_per_call_after_a_prompt_handshake(small_docs, tmp_path):
+    """The models load behind the handshake, so a server that is not there is said on every call, not a hang."""
+    from models.local_server import free_port
+    from models.locate import default_model_path
+    from tests.mcp_support import mcp_client
+
+    url = f"http://alice:hunter2@127.0.0.1:{free_port()}/v1"
+    errlog = (tmp_path / "server.err").open("w+")
+    with mcp_client("--docs", str(small_docs), "--index", str(tmp_path / "index"), "--base-url", url,
+                    "--tokenizer", str(default_model_path()), errlog=errlog, initialize_timeout=10) as client:  # fmt: skip
+        error, text = client.call("search_docs", {"query": "alpha valve", "k": 1})
+    assert error and "smoldocs mcp could not start: cannot connect to the model server at http://***@127.0.0.1" in text
+    assert "\n" not in text and "hunter2" not in text
+    errlog.seek(0)
+    log = errlog.read()
+    assert "smoldocs mcp: error: cannot connect to the model server" in log and "Traceback" not in log
