@@ -50,6 +50,9 @@ from rag.excerpts.search_tool import (
 from rag.excerpts.search_tool import search_problem
 
 RESOURCE_PREFIX = "smoldocs://doc/"
+# A call waits this long for a re-index of changed files, then answers from the index it has, saying so: longer
+# than any one slice of re-indexing (rag.indexing.live.REFRESH_SLICE, 5 s) plus the folder scan of 2,000 files.
+REFRESH_WAIT = 60.0
 CHECK_CITATIONS_NAME = "check_citations"
 CHECK_CITATIONS_DESCRIPTION = (
     "Check an answer's [n] citations against the excerpts search_docs and get_document showed in this session. "
@@ -154,7 +157,8 @@ class FolderIndex:
                 if not self._settled:
                     self._settle(live)
                 return live.snapshot(), self._progress_note(live)
-            live.refresh()
+            if not live.refresh(timeout=REFRESH_WAIT):
+                return live.snapshot(), "note: the docs changed; the index is still being refreshed: results may be older"
             self._settle(live)
             self.stamp, self.paths = stamp, paths
             self.refreshes += 1

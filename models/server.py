@@ -173,10 +173,11 @@ class ServerChatModel:
         """A stream chunk's completion-token count and (text, finish reason) per choice, or one line naming the
         field that has the wrong shape (the SDK builds chunks without checking them)."""
         usage = getattr(chunk, "usage", None)
-        tokens = getattr(usage, "completion_tokens", None) if usage is not None else None
-        if usage is not None and not isinstance(tokens, int):
+        tokens = getattr(usage, "completion_tokens", None)
+        if isinstance(usage, (bool, int, float, str, list, dict)) or not isinstance(tokens, (int, type(None))):
             raise self._bad_event(f"usage: {_shown(usage)}", partial)
         choices = getattr(chunk, "choices", None)
+        choices = [] if choices is None else choices  # some servers leave them out of the usage-only chunk
         if not isinstance(choices, list):
             raise self._bad_event(f"choices: {_shown(choices)}", partial)
         parts = []
