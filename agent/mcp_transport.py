@@ -38,21 +38,21 @@ def malformed(line: str) -> types.JSONRPCError | None:
     try:
         data = json.loads(line, parse_int=_int_or_none)
     except (ValueError, RecursionError):
-        return _error(None, types.PARSE_ERROR, "Parse error: the line is not JSON")
+        return _rpc_error(None, types.PARSE_ERROR, "Parse error: the line is not JSON")
     request_id = data.get("id") if isinstance(data, dict) else None
     if message is not None:
         if isinstance(data, dict) and "id" in data:
-            return _error(None, types.INVALID_REQUEST, "Invalid Request: an id must be a string or an integer")
+            return _rpc_error(None, types.INVALID_REQUEST, "Invalid Request: an id must be a string or an integer")
         return None
     readable = isinstance(request_id, str) or type(request_id) is int
-    return _error(request_id if readable else None, types.INVALID_REQUEST, f"Invalid Request: {_reason(problem)}")
+    return _rpc_error(request_id if readable else None, types.INVALID_REQUEST, f"Invalid Request: {_complaint(problem)}")
 
 
 def _int_or_none(digits: str) -> int | None:
     return int(digits) if len(digits.lstrip("-")) <= MAX_INT_DIGITS else None
 
 
-def _reason(exc: BaseException | None) -> str:
+def _complaint(exc: BaseException | None) -> str:
     errors = getattr(exc, "errors", None)
     if callable(errors):
         first = errors()[0]
@@ -64,7 +64,7 @@ def _reason(exc: BaseException | None) -> str:
     return text[:MAX_REASON]
 
 
-def _error(request_id, code: int, message: str) -> types.JSONRPCError:
+def _rpc_error(request_id, code: int, message: str) -> types.JSONRPCError:
     return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))
 
 
