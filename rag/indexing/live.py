@@ -140,7 +140,8 @@ class LiveIndex:
         self._wake.set()
 
     def refresh(self, timeout: float | None = None) -> bool:
-        """Re-index now and wait until a re-index that started after this call has finished (False: timed out).
+        """Re-index now and wait until a re-index that started after this call has finished (False: timed out, or
+        the index was closed first).
 
         For a caller that checks the files itself (the MCP server stats them before every call) and must answer
         from the folder as it is now.
@@ -152,7 +153,8 @@ class LiveIndex:
             self.events += 1
         self._wake.set()
         with self._refreshed:
-            return self._refreshed.wait_for(lambda: self._answered >= ticket or self._stop.is_set(), timeout)
+            self._refreshed.wait_for(lambda: self._answered >= ticket or self._stop.is_set(), timeout)
+            return self._answered >= ticket
 
     def hold(self) -> Callable[[], None]:
         """Pause all background work until the returned function is called: an answer is being written.
