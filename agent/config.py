@@ -7,6 +7,7 @@ the file: it comes from a flag, $SMOLDOCS_API_KEY, or a file only the user can r
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import stat
 import tomllib
@@ -36,6 +37,7 @@ class Key:
     default: object = None
     choices: tuple[str, ...] = ()
     example: str = ""
+    seconds: bool = False  # a timeout: finite, above 0, at most MAX_SECONDS
 
 
 KEYS = (
@@ -49,11 +51,14 @@ KEYS = (
     Key("decoding", str, "--decoding", "SMOLDOCS_DECODING", "auto", DECODINGS, '"auto"'),
     Key("temperature", float, "--temperature", None, example="0.2"),
     Key("max_tokens", int, "--max-tokens", None, example="256"),
-    Key("connect_timeout", float, "--connect-timeout", "SMOLDOCS_CONNECT_TIMEOUT", 5.0, example="5"),
-    Key("first_token_timeout", float, "--first-token-timeout", "SMOLDOCS_FIRST_TOKEN_TIMEOUT", 120.0, example="120"),
+    Key("connect_timeout", float, "--connect-timeout", "SMOLDOCS_CONNECT_TIMEOUT", 5.0, example="5", seconds=True),
+    Key("first_token_timeout", float, "--first-token-timeout", "SMOLDOCS_FIRST_TOKEN_TIMEOUT", 120.0, example="120",
+        seconds=True),
     Key("api_key_file", Path, None, "SMOLDOCS_API_KEY_FILE", example='"~/.config/smoldocs/api_key"'),
 )
 BY_NAME = {k.name: k for k in KEYS}
+# A day: longer is no timeout at all, and the socket layer overflows on values near 1e10.
+MAX_SECONDS = 86400.0
 
 
 def config_path(environ: Mapping[str, str] = os.environ) -> Path:
@@ -99,11 +104,12 @@ def read_file(path: Path) -> dict:
     return values
 
 
-def _convert(key: Key, value, where: str):
-    example = f"{key.name} = {key.example}" if key.example else key.name
+def _convert(key: Key, value, where: str, flag: bool = False):
+    """`value` as `key` takes it, checked; `where` names its source in the one-line error (a flag: `--x VALUE`)."""
+    example = f"{key.flag} {key.example}" if flag else (f"{key.name} = {key.example}" if key.example else key.name)
     try:
         if key.kind is Path:
-            if not isinstance(value, str) or not value:
+            if not isinstance(value, (str, Path)) or not str(value):
                 raise ValueError
             converted = Path(value).expanduser()
         elif key.kind is str:
@@ -116,13 +122,18 @@ def _convert(key: Key, value, where: str):
                 raise ValueError
         else:
             converted = float(value) if not isinstance(value, bool) else None
-            if converted is None or converted < 0:
+            if converted is None or not math.isfinite(converted) or converted < 0:
                 raise ValueError
-    except (TypeError, ValueError):
-        kind = {Path: "a path in quotes", str: "text in quotes", int: "a whole number >= 1", float: "a number >= 0"}
-        raise ConfigError(f"{where} = {value!r} is not {kind[key.kind]}: write it like {example}") from None
+            if key.seconds and not 0 < converted <= MAX_SECONDS:
+                raise ValueError
+    except (TypeError, ValueError, OverflowError):
+        kinds = {Path: "a path in quotes", str: "text in quotes", int: "a whole number >= 1", float: "a number >= 0"}
+        kind = f"a number of seconds above 0 (at most {MAX_SECONDS:g})" if key.seconds else kinds[key.kind]
+        shown = f"{where} {value}" if flag else f"{where} = {value!r}"
+        raise ConfigError(f"{shown} is not {kind}: write it like {example}") from None
     if key.choices and converted not in key.choices:
-        raise ConfigError(f"{where} = {value!r} is not one of {', '.join(key.choices)}: write it like {example}")
+        shown = f"{where} {value}" if flag else f"{where} = {value!r}"
+        raise ConfigError(f"{shown} is not one of {', '.join(key.choices)}: write it like {example}")
     return converted
 
 
@@ -134,7 +145,9 @@ def resolve(flags: Mapping[str, object], environ: Mapping[str, str] = os.environ
     for key in KEYS:
         flag_value = flags.get(key.name)
         if flag_value is not None:
-            values[key.name], sources[key.name] = flag_value, f"flag {key.flag}"
+            # Numbers are checked here too, so a bad timeout is one line wherever it comes from.
+            checked = _convert(key, flag_value, key.flag, flag=True) if key.kind in (int, float) else flag_value
+            values[key.name], sources[key.name] = checked, f"flag {key.flag}"
         elif key.env and environ.get(key.env, "").strip():
             values[key.name] = _convert(key, environ[key.env].strip(), key.env)
             sources[key.name] = f"env {key.env}"

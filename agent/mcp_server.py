@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import threading
+import time
+from urllib.parse import quote
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,15 +26,19 @@ from mcp_types import Resource as MCPResource
 
 from agent import __version__
 from agent.chats.codec import verification_to_dict
+from agent.mcp_transport import answering_stdio_server
 from models.protocols import Embedder, Tokenizer
 from rag.verification.answer_check import MAX_ANSWER_CHARS, check_citations, supported_share
 from rag.citations import Citation
-from rag.ingest.corpus import TEXT_SUFFIXES, check_docs_dir, decode_text, default_docs_dir, iter_candidate_files
+from rag.ingest.corpus import check_docs_dir, decode_text, default_docs_dir, iter_candidate_files
+from rag.ingest.formats import SUFFIXES, Layout, is_file_format
+from rag.ingest.formats.pdf import pdf_layout
+from rag.indexing.fill import ONE_SHOT_BUDGET, coverage_note
+from rag.indexing.live import LiveIndex, open_live_index
 from rag.excerpts.document_tool import GET_DOCUMENT_DESCRIPTION, GET_DOCUMENT_NAME, GET_DOCUMENT_SCHEMA, GetDocumentTool
 from rag.excerpts.document_tool import document_problem
 from rag.errors import RagError
 from rag.retrieval.hybrid import HybridIndex
-from rag.indexing.build import open_index
 from rag.excerpts.packing import Ledger, sourced_block
 from rag.excerpts.search_tool import (
     DEFAULT_MAX_TOKENS,
@@ -44,6 +50,9 @@ from rag.excerpts.search_tool import (
 from rag.excerpts.search_tool import search_problem
 
 RESOURCE_PREFIX = "smoldocs://doc/"
+# A call waits this long for a re-index of changed files, then answers from the index it has, saying so: longer
+# than any one slice of re-indexing (rag.indexing.live.REFRESH_SLICE, 5 s) plus the folder scan of 2,000 files.
+REFRESH_WAIT = 60.0
 CHECK_CITATIONS_NAME = "check_citations"
 CHECK_CITATIONS_DESCRIPTION = (
     "Check an answer's [n] citations against the excerpts search_docs and get_document showed in this session. "
@@ -70,50 +79,143 @@ INSTRUCTIONS = (
 )
 
 
-def _stamp(root: Path) -> tuple:
-    """What the docs folder looks like, cheaply: every text file's id, size and modification time."""
-    found = []
+def _stamp(root: Path) -> tuple[tuple, dict[str, Path]]:
+    """What the docs folder looks like, cheaply: every indexable file's id, size and modification time (PDFs
+    included), and where each id's file is (an id shows undecodable name bytes as \\xNN: no path to rebuild)."""
+    found, paths = [], {}
     for doc_id, path in iter_candidate_files(check_docs_dir(root), {}):
-        if path.suffix.lower() in TEXT_SUFFIXES:
+        if path.suffix.lower() in SUFFIXES:
             try:
                 info = path.stat()
             except OSError:
                 continue
             found.append((doc_id, info.st_size, info.st_mtime_ns))
-    return tuple(found)
+            paths[doc_id] = path
+    return tuple(found), paths
+
+
+Loader = Callable[[], tuple[Tokenizer, Embedder | None]]
+
+
+class NotServing(Exception):
+    """The models or the index could not be opened behind the handshake: every call says why, in one line."""
 
 
 class FolderIndex:
-    """The index of one docs folder, reopened incrementally whenever a stat of its files shows a change."""
+    """The index of one docs folder, served while it is built, and refreshed whenever a stat of its files shows a
+    change.
 
-    def __init__(self, docs_dir, tokenizer: Tokenizer, embedder: Embedder, index_dir=None) -> None:
+    The models load and the index opens in the background (rag.indexing.live, as the TUI does): the MCP handshake
+    is answered at once, a first call waits only for the first searchable slice, BM25 ranks what has no embedding
+    yet, and every result says how far indexing has got.
+    """
+
+    def __init__(self, docs_dir, load: Loader, index_dir=None, on_failure: Callable[[str], None] | None = None) -> None:
         self.root = check_docs_dir(docs_dir if docs_dir is not None else default_docs_dir())
-        self.tokenizer = tokenizer
-        self.embedder = embedder
         self.index_dir = index_dir
-        # One lock for refreshing and for every use of the index: llama.cpp's embedder is not thread-safe.
+        # Calls run one at a time under this lock (a refresh must not race a call reading the folder).
         self.lock = threading.RLock()
-        self.stamp = _stamp(self.root)
-        self.index: HybridIndex = open_index(self.root, tokenizer, embedder, index_dir=index_dir)
+        self.stamp, self.paths = _stamp(self.root)
         self.refreshes = 0
+        self._settled = False
+        self.tokenizer: Tokenizer | None = None
+        self.embedder: Embedder | None = None
+        self.live: LiveIndex | None = None
+        self._failure: str | None = None
+        self._on_failure = on_failure or (lambda message: None)
+        self._ready = threading.Event()
+        self._loader = threading.Thread(target=self._open, args=(load,), name="smoldocs-mcp-open", daemon=True)
+        self._loader.start()
+
+    def _open(self, load: Loader) -> None:
+        try:
+            self.tokenizer, self.embedder = load()
+            self.live = open_live_index(self.root, self.tokenizer, self.embedder, index_dir=self.index_dir, watch=False)
+        except Exception as exc:  # a bad model, a server that does not answer, an unreadable folder: one line
+            self._failure = " ".join(str(exc).split()) or type(exc).__name__
+            self._on_failure(self._failure)
+        finally:
+            self._ready.set()
+
+    @property
+    def ready(self) -> bool:
+        return self._ready.is_set()
+
+    def wait(self, timeout: float | None = None) -> LiveIndex:
+        """The live index once it is open; NotServing with the reason when it could not be."""
+        self._ready.wait(timeout)
+        if self.live is None:
+            raise NotServing(f"smoldocs mcp could not start: {self._failure or 'the index is still opening'}")
+        return self.live
 
     def current(self) -> tuple[HybridIndex, str | None]:
-        """The index as the files are now, and a one-line note when it had to be refreshed for that."""
+        """The index as the files are now, and a one-line note when it had to be refreshed or is still filling."""
+        live = self.wait()
         with self.lock:
-            stamp = _stamp(self.root)  # DocsNotFound when the folder went away: an error, never the old index
+            stamp, paths = _stamp(self.root)  # DocsNotFound when the folder went away: an error, never the old index
             if stamp == self.stamp:
-                return self.index, None
-            self.index = open_index(self.root, self.tokenizer, self.embedder, index_dir=self.index_dir)
-            self.stamp = stamp
+                if not self._settled:
+                    self._settle(live)
+                return live.snapshot(), self._progress_note(live)
+            if not live.refresh(timeout=REFRESH_WAIT):
+                return live.snapshot(), "note: the docs changed; the index is still being refreshed: results may be older"
+            self._settle(live)
+            self.stamp, self.paths = stamp, paths
             self.refreshes += 1
-            return self.index, f"note: the docs changed, so the index was refreshed ({self.index.update.summary()})"
+            index = live.snapshot()
+            note = f"note: the docs changed, so the index was refreshed ({index.update.summary()})"
+            more = self._progress_note(live)
+            return index, f"{note}\n{more}" if more else note
+
+    def _settle(self, live: LiveIndex) -> None:
+        """Wait, at most as long as a one-shot search embeds, for the new chunks' embeddings, unless files are still
+        to be chunked (a big folder): a small folder is then searched whole, as `smoldocs search` would."""
+        self._settled = True
+        deadline = time.monotonic() + ONE_SHOT_BUDGET
+        while live.embedder is not None and time.monotonic() < deadline:
+            index = live.snapshot()
+            if getattr(index.update, "pending", ()) or index.dense_coverage >= 1:
+                return
+            time.sleep(0.05)
+
+    def _progress_note(self, live: LiveIndex) -> str | None:
+        index = live.snapshot()
+        pending = len(getattr(index.update, "pending", ()))
+        if pending:
+            return (f"note: the index is still being built: {len(index.doc_ids)} documents searchable, {pending} "
+                    "still to read; these results rank by BM25 where semantic search has not caught up")
+        if live.embedder is not None and live.busy:
+            return f"note: {coverage_note(index.dense_coverage)}"
+        return None
 
     def document(self, doc_id: str) -> str | None:
-        """The current text of one indexed document, or None when the index holds no such document."""
+        """The current text of one indexed document (a PDF's extracted text, page by page), or None."""
         index, _ = self.current()
-        if doc_id not in index.doc_ids:
+        path = self.paths.get(doc_id)
+        if doc_id not in index.doc_ids or path is None:
             return None
-        return decode_text((self.root / doc_id).read_bytes())
+        if is_file_format(doc_id):
+            return paged_text(pdf_layout(path))
+        return decode_text(path.read_bytes())
+
+    def close(self) -> None:
+        """Stop the background indexing, saving the embeddings made so far."""
+        if self.live is not None:
+            self.live.close()
+
+
+def paged_text(layout: Layout) -> str:
+    """A paged document's text with a `[page n]` line where each page begins."""
+    out: list[str] = []
+    page = None
+    for line, on_page in zip(layout.text.split("\n"), layout.line_pages):
+        if on_page != page:
+            if out:
+                out.append("")
+            out.append(f"[page {on_page}]")
+            page = on_page
+        out.append(line)
+    return "\n".join(out) + "\n"
 
 
 @dataclass
@@ -195,6 +297,12 @@ class DocsServer(MCPServer):
         self.live = live
         super().__init__(**kwargs)
 
+    async def run_stdio_async(self) -> None:
+        # The SDK's own, on a transport that answers malformed lines (agent.mcp_transport).
+        async with answering_stdio_server() as (read_stream, write_stream):
+            lowlevel = self._lowlevel_server
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
     async def list_resources(self) -> list[MCPResource]:
         # A refresh embeds changed files: off the event loop, like the tools.
         return await anyio.to_thread.run_sync(self._documents)
@@ -204,7 +312,14 @@ class DocsServer(MCPServer):
             index, _ = self.live.current()
         except RagError as exc:
             raise MCPError(code=INTERNAL_ERROR, message=f"the docs cannot be read: {exc}") from None
-        return [MCPResource(uri=RESOURCE_PREFIX + d, name=d, mime_type="text/markdown") for d in index.doc_ids]
+        except NotServing as exc:
+            raise MCPError(code=INTERNAL_ERROR, message=str(exc)) from None
+        return [MCPResource(uri=resource_uri(d), name=d, mime_type="text/markdown") for d in index.doc_ids]
+
+
+def resource_uri(doc_id: str) -> str:
+    """The resource of one document: its id percent-encoded (the SDK decodes it back before read_document)."""
+    return RESOURCE_PREFIX + quote(doc_id, safe="/")
 
 
 def build_server(
@@ -212,13 +327,14 @@ def build_server(
 ) -> MCPServer:
     """The MCP server over `live`: search_docs, get_document, check_citations, and one resource per document."""
     sessions = Sessions()
-    judge_embedder = embedder_for_checks if embedder_for_checks is not None else live.embedder
 
     def _fresh() -> tuple[HybridIndex, str | None]:
         try:
             return live.current()
         except RagError as exc:
             raise ToolError(f"the docs cannot be read: {exc}") from None
+        except NotServing as exc:
+            raise ToolError(str(exc)) from None
 
     def _with_note(text: str, note: str | None) -> str:
         return f"{note}\n\n{text}" if note else text
@@ -244,7 +360,8 @@ def build_server(
     def _check(state: SessionState, answer: str) -> str:
         with live.lock:
             index, note = _fresh()
-            report = check_citations(answer, state.shown(), index.chunk, judge_embedder, changed=state.changed(index))
+            judge = embedder_for_checks if embedder_for_checks is not None else live.embedder
+            report = check_citations(answer, state.shown(), index.chunk, judge, changed=state.changed(index))
         out = verification_to_dict(report) | {"supported_share": supported_share(report)}
         return _with_note(json.dumps(out, ensure_ascii=False), note)
 
@@ -274,6 +391,8 @@ def build_server(
         with live.lock:
             try:
                 text = live.document(doc_id)
+            except NotServing as exc:
+                raise ResourceError(str(exc)) from None
             except (RagError, OSError) as exc:
                 raise ResourceError(f"cannot read {doc_id}: {exc}") from None
         if text is None:

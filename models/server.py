@@ -6,6 +6,8 @@ the tokens the server evaluates; a probe at start-up checks that against the ser
 
 from __future__ import annotations
 
+import json
+import threading
 import time
 from typing import Iterator, Sequence
 
@@ -13,9 +15,11 @@ import httpx2 as httpx  # the HTTP client the openai SDK is built on
 import openai
 
 from models.config import DEFAULT_N_CTX
-from models.errors import ContextTooSmall, CountMismatch, GenerationError, ModelError, ServerInterrupted, ServerRefused
+from models.errors import (
+    ContextTooSmall, CountMismatch, GenerationError, ModelError, ServerInterrupted, ServerRefused, ServerUnreachable,
+)
 from models.protocols import CancelToken, GenerationOptions, GenerationStats, Message
-from models.server_api import ServerAPI, ServerConfig, ServerInfo, explain
+from models.server_api import ServerAPI, ServerConfig, ServerInfo, explain, not_understood, redact_url, sent
 from models.server_tokenizer import server_tokenizer
 
 PROBE = (
@@ -36,12 +40,12 @@ class ServerChatModel:
         self.api = ServerAPI(config)
         self.info: ServerInfo = self.api.discover()
         self.tokenizer = server_tokenizer(self.api, self.info, config.tokenizer)
-        self.name = f"{self.info.model.rsplit('/', 1)[-1]} @ {config.root.split('://', 1)[-1]}"
+        self.name = f"{self.info.model.rsplit('/', 1)[-1]} @ {redact_url(config.root).split('://', 1)[-1]}"
         self.n_ctx = self.info.n_ctx or config.n_ctx or DEFAULT_N_CTX
         self.n_ctx_source = "server" if self.info.n_ctx else ("--n-ctx" if config.n_ctx else "default")
         if self.n_ctx < MIN_N_CTX:
             raise ContextTooSmall(
-                f"the model server at {config.base_url} holds only {self.n_ctx} tokens of context, smoldocs needs "
+                f"the model server at {config.shown_url} holds only {self.n_ctx} tokens of context, smoldocs needs "
                 f"at least {MIN_N_CTX}: start it with a larger context (llama-server -c 4096)"
             )
         self.n_params = self.info.n_params
@@ -58,11 +62,13 @@ class ServerChatModel:
             reply = self.api.openai.completions.create(model=self.info.model, prompt=prompt, max_tokens=1, temperature=0)
         except (openai.OpenAIError, httpx.HTTPError) as exc:
             raise explain(exc, self.config) from None
-        theirs = reply.usage.prompt_tokens if reply.usage else None
+        theirs = getattr(reply.usage, "prompt_tokens", None) if reply.usage else None
+        if isinstance(reply, str) or (theirs is not None and not isinstance(theirs, int)):
+            raise not_understood("/completions", reply if isinstance(reply, str) else f"usage: {reply.usage}", self.config)
         if theirs != ours:
             raise CountMismatch(
                 f"token counts disagree on a probe prompt: smoldocs counts {ours}, the server at "
-                f"{self.config.base_url} counts {theirs}: pass --tokenizer PATH to a GGUF of the model it runs"
+                f"{self.config.shown_url} counts {theirs}: pass --tokenizer PATH to a GGUF of the model it runs"
             )
         return 1000 * (time.perf_counter() - start)
 
@@ -110,42 +116,100 @@ class ServerChatModel:
         except (openai.OpenAIError, httpx.HTTPError) as exc:
             stats.finish_reason = "error"
             raise explain(exc, self.config) from None
+        # The read timeout restarts with every byte, keep-alive comments included: the first token's deadline is
+        # kept apart, and closing the reply when it passes ends the read at the server's next byte.
+        watch = _FirstTokenWatch(chunks.response, self.config.first_token_timeout - (time.perf_counter() - start))
         try:
             for chunk in chunks:
-                if chunk.usage is not None:
-                    usage = chunk.usage
-                for choice in chunk.choices:
-                    if choice.text:
+                chunk_usage, parts = self._parts(chunk, bool(pieces))
+                if chunk_usage is not None:
+                    usage = chunk_usage
+                for text, reason in parts:
+                    if text:
                         if not pieces:
+                            if not watch.arrived():
+                                raise self._no_first_token()
                             stats.time_to_first_token = time.perf_counter() - start
-                        pieces.append(choice.text)
-                        yield choice.text
-                    if choice.finish_reason:
-                        finish, finished = choice.finish_reason, True
+                        pieces.append(text)
+                        yield text
+                    if reason:
+                        finish, finished = reason, True
                 if cancel is not None and cancel.cancelled:
                     finish = "cancelled"
                     break
+            if watch.expired:
+                raise self._no_first_token()
             if not finished and finish != "cancelled":
                 finish = "interrupted"
                 raise self._ended_early(n_prompt, bool(pieces))
-        except (openai.OpenAIError, httpx.HTTPError) as exc:
-            finish = "interrupted"
+        except ModelError:
+            if watch.expired:
+                finish = "error"
+            elif finish != "interrupted":
+                finish = "interrupted" if pieces else "error"
+            raise
+        except Exception as exc:
+            if watch.expired:  # closing the reply broke the read, whichever way the HTTP stack reports it
+                finish = "error"
+                raise self._no_first_token() from None
+            if not isinstance(exc, (openai.OpenAIError, httpx.HTTPError, ValueError)):
+                raise
+            finish = "interrupted" if pieces else "error"
+            if isinstance(exc, json.JSONDecodeError):  # the SDK parses each event with json.loads
+                raise self._bad_event(f"an event that is not JSON ({sent(exc.doc)})", bool(pieces)) from None
+            if isinstance(exc, ValueError):
+                raise
             raise explain(exc, self.config, streaming=bool(pieces)) from None
         finally:
+            watch.cancel()
             chunks.close()  # a closed connection is how the server learns to stop generating
             stats.total_time = time.perf_counter() - start
             stats.finish_reason = finish
             if usage is not None and finish != "cancelled":
-                stats.completion_tokens = usage.completion_tokens
+                stats.completion_tokens = usage
                 stats.completion_source = "server"
             else:  # the server sent no usage (llama-cpp-python) or we left early: count the text we got, whole
                 stats.completion_tokens = self.tokenizer.count("".join(pieces))
                 stats.completion_source = "counted"
 
+    def _parts(self, chunk, partial: bool) -> tuple[int | None, list[tuple[str | None, str | None]]]:
+        """A stream chunk's completion-token count and (text, finish reason) per choice, or one line naming the
+        field that has the wrong shape (the SDK builds chunks without checking them)."""
+        usage = getattr(chunk, "usage", None)
+        tokens = getattr(usage, "completion_tokens", None)
+        if isinstance(usage, (bool, int, float, str, list, dict)) or not isinstance(tokens, (int, type(None))):
+            raise self._bad_event(f"usage: {_shown(usage)}", partial)
+        choices = getattr(chunk, "choices", None)
+        choices = [] if choices is None else choices  # some servers leave them out of the usage-only chunk
+        if not isinstance(choices, list):
+            raise self._bad_event(f"choices: {_shown(choices)}", partial)
+        parts = []
+        for choice in choices:
+            text, reason = getattr(choice, "text", None), getattr(choice, "finish_reason", None)
+            if not isinstance(text, (str, type(None))):
+                raise self._bad_event(f"text: {_shown(text)}", partial)
+            if not isinstance(reason, (str, type(None))):
+                raise self._bad_event(f"finish_reason: {_shown(reason)}", partial)
+            parts.append((text, reason))
+        return tokens, parts
+
+    def _bad_event(self, what: str, partial: bool) -> ModelError:
+        url = self.config.shown_url
+        if partial:
+            return ServerInterrupted(f"the model server at {url} sent a stream event of the wrong shape ({what}): "
+                                     "the partial answer is kept, marked interrupted; check the server")
+        return ServerRefused(f"the model server at {url} sent a stream event of the wrong shape ({what}): "
+                             "check that it serves the OpenAI completions API")
+
+    def _no_first_token(self) -> ModelError:
+        return ServerUnreachable(
+            f"the model server at {self.config.shown_url} sent no answer within {self.config.first_token_timeout:g} s "
+            "of the request: it may be overloaded; raise --first-token-timeout or check the server"
+        )
 
     def _ended_early(self, n_prompt: int, partial: bool) -> ModelError:
         """A stream that closed without a finish reason: the server failed after it had said 200 OK."""
-        url = self.config.base_url
+        url = self.config.shown_url
         if partial:
             return ServerInterrupted(
                 f"the model server at {url} ended the answer without finishing it: the partial answer is kept, "
@@ -155,6 +219,45 @@ class ServerChatModel:
         if self.n_ctx_source != "server":
             hint = f"; a {n_prompt}-token prompt may not fit its context: is --n-ctx {self.n_ctx} right?"
         return ServerRefused(f"the model server at {url} ended the stream without an answer (see its log{hint})")
+
+
+def _shown(value) -> str:
+    try:
+        text = json.dumps(value, default=lambda v: getattr(v, "__dict__", str(v)))
+    except (TypeError, ValueError):
+        text = repr(value)
+    return sent(text, 60)
+
+
+class _FirstTokenWatch:
+    """Closes a streamed reply when no token came within `seconds`: the first-token deadline, whatever else came."""
+
+    def __init__(self, response, seconds: float) -> None:
+        self.response = response
+        self.expired = False
+        self._first = False
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(max(0.0, seconds), self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def arrived(self) -> bool:
+        """A first token came: True when it beat the deadline (the watch stops), False when it came too late."""
+        with self._lock:
+            if not self.expired:
+                self._first = True
+                self._timer.cancel()
+            return not self.expired
+
+    def _expire(self) -> None:
+        with self._lock:
+            if self._first:
+                return
+            self.expired = True
+        self.response.close()
+
+    def cancel(self) -> None:
+        self._timer.cancel()
 
 
 def open_server_model(config: ServerConfig) -> ServerChatModel:

@@ -1,11 +1,15 @@
 """Talking to a model server over the OpenAI HTTP API: what it serves, what it knows, and its errors as one line.
 
-The OpenAI endpoints go through the official `openai` SDK; the few that are not OpenAI's (llama-server `/props`
-and `/tokenize`, vLLM `/tokenize`, llama-cpp-python `/extras/tokenize`) through `httpx`.
+Completions go through the official `openai` SDK; `/v1/models` (read and checked here, so a reply of the wrong
+shape is one line) and the endpoints that are not OpenAI's (llama-server `/props` and `/tokenize`, vLLM
+`/tokenize`, llama-cpp-python `/extras/tokenize`) through `httpx`. Every reply body read whole, by either client,
+is cut at MAX_RESPONSE_BYTES: a server that never ends its body costs a bounded amount of memory.
 """
 
 from __future__ import annotations
 
+import re
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,7 +18,11 @@ import openai
 
 from models.errors import ModelError, ServerInterrupted, ServerRefused, ServerUnreachable
 
-NO_KEY = "no-key"  # the SDK insists on a key; servers started without one ignore it
+# The largest whole reply read is /tokenize of a full 32k-token prompt, about 250 KB; 16 MiB leaves room for any
+# honest server (a /props with a long chat template is tens of KB) and bounds a hostile one.
+MAX_RESPONSE_BYTES = 16 * 2**20
+NO_KEY = "no-key"
+_USERINFO = re.compile(r"(?<=://)[^/@\s]*@")  # user:password@ in a URL's authority  # the SDK insists on a key; servers started without one ignore it
 
 # Which body field carries a GBNF grammar, per server family (None: the server has no grammar support we know).
 GRAMMAR_FIELD = {"llama-server": "grammar", "llama-cpp-python": "grammar", "vllm": "guided_grammar", "openai": None}
@@ -31,13 +39,18 @@ class ServerConfig:
     first_token_timeout: float = 120.0  # also the longest wait between two streamed pieces
 
     @property
+    def shown_url(self) -> str:
+        """The base URL as it may be printed: credentials in it are redacted."""
+        return redact_url(self.base_url)
+
+    @property
     def root(self) -> str:
         """The server's address without the OpenAI `/v1` suffix: where its own endpoints live."""
         url = self.base_url.rstrip("/")
         return url[: -len("/v1")] if url.endswith("/v1") else url
 
     def __repr__(self) -> str:  # never print the key
-        return f"ServerConfig(base_url={self.base_url!r}, model={self.model!r}, api_key={'set' if self.api_key else None})"
+        return f"ServerConfig(base_url={self.shown_url!r}, model={self.model!r}, api_key={'set' if self.api_key else None})"
 
 
 @dataclass(frozen=True)
@@ -62,6 +75,58 @@ class ServerInfo:
         return {"llama-server": "/tokenize", "vllm": "/tokenize", "llama-cpp-python": "/extras/tokenize"}.get(self.family)
 
 
+class ReplyTooLarge(httpx.HTTPError):
+    """A reply body read whole ran past MAX_RESPONSE_BYTES."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"more than {MAX_RESPONSE_BYTES // 2**20} MiB for {path}")
+        self.path = path
+
+
+class _CappedBody(httpx.SyncByteStream):
+    def __init__(self, inner: httpx.SyncByteStream, path: str) -> None:
+        self.inner = inner
+        self.path = path
+
+    def __iter__(self):
+        seen = 0
+        for piece in self.inner:
+            seen += len(piece)
+            if seen > MAX_RESPONSE_BYTES:
+                raise ReplyTooLarge(self.path)
+            yield piece
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class CappedTransport(httpx.BaseTransport):
+    """HTTP, with every reply body cut at MAX_RESPONSE_BYTES except a streamed completion's (read event by event)."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.HTTPTransport()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = self.inner.handle_request(request)
+        if _streamed(request):
+            return response
+        return httpx.Response(response.status_code, headers=response.headers, extensions=response.extensions,
+                              stream=_CappedBody(response.stream, request.url.path))  # fmt: skip
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def _streamed(request: httpx.Request) -> bool:
+    if request.method != "POST":
+        return False
+    try:
+        body = json.loads(request.content)
+    except (ValueError, httpx.RequestNotRead):
+        return False
+    return isinstance(body, dict) and body.get("stream") is True
+
+
 class ServerAPI:
     """One server: an OpenAI SDK client for /v1 and an httpx client for the server's own endpoints."""
 
@@ -69,10 +134,11 @@ class ServerAPI:
         self.config = config
         timeout = httpx.Timeout(config.first_token_timeout, connect=config.connect_timeout)
         self.openai = openai.OpenAI(
-            base_url=config.base_url, api_key=config.api_key or NO_KEY, max_retries=0, timeout=timeout
+            base_url=config.base_url, api_key=config.api_key or NO_KEY, max_retries=0, timeout=timeout,
+            http_client=httpx.Client(transport=CappedTransport(), timeout=timeout),
         )
         headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
-        self.http = httpx.Client(base_url=config.root, headers=headers, timeout=timeout)
+        self.http = httpx.Client(base_url=config.root, headers=headers, timeout=timeout, transport=CappedTransport())
 
     def close(self) -> None:
         self.openai.close()
@@ -103,7 +169,13 @@ class ServerAPI:
             raise explain(exc, self.config) from None
         if response.status_code != 200:
             raise explain_status(response.status_code, response.text, self.config)
-        return response.json()
+        try:
+            data = response.json()
+        except ValueError:
+            data = None
+        if not isinstance(data, dict):
+            raise not_understood(path, response.text, self.config)
+        return data
 
     def has_endpoint(self, path: str, body: dict) -> bool:
         try:
@@ -115,22 +187,19 @@ class ServerAPI:
 
     def discover(self) -> ServerInfo:
         """Which model the server runs, its family, context window and parameter count where it says."""
-        try:
-            entries = [m.model_dump() for m in self.openai.models.list().data]
-        except (openai.OpenAIError, httpx.HTTPError) as exc:
-            raise explain(exc, self.config) from None
-        ids = tuple(str(e.get("id")) for e in entries)
+        entries = self.models()
+        ids = tuple(e["id"] for e in entries)
         model = self.config.model
         if model is None:
             if len(ids) != 1:
                 raise ServerRefused(
-                    f"the server at {self.config.base_url} serves {len(ids)} models ({', '.join(ids) or 'none'}): "
+                    f"the server at {self.config.shown_url} serves {len(ids)} models ({', '.join(ids) or 'none'}): "
                     "name one with --model-name"
                 )
             model = ids[0]
         elif model not in ids:
             raise ServerRefused(
-                f"the server at {self.config.base_url} has no model {model!r} (it serves: {', '.join(ids) or 'none'}): "
+                f"the server at {self.config.shown_url} has no model {model!r} (it serves: {', '.join(ids) or 'none'}): "
                 "fix --model-name"
             )
         entry = entries[ids.index(model)]
@@ -153,6 +222,43 @@ class ServerAPI:
             return ServerInfo("llama-cpp-python", model, ids, n_params=n_params)
         return ServerInfo("openai", model, ids, n_params=n_params)
 
+    def models(self) -> list[dict]:
+        """The entries of /v1/models, each a dict with a string id; one line when the reply is anything else."""
+        url = self.config.base_url.rstrip("/") + "/models"
+        try:
+            response = self.http.get(url)
+        except httpx.HTTPError as exc:
+            raise explain(exc, self.config) from None
+        if response.status_code != 200:
+            raise explain_status(response.status_code, response.text, self.config)
+        try:
+            data = response.json()
+        except ValueError:
+            data = None
+        entries = data.get("data") if isinstance(data, dict) else None
+        if not isinstance(entries, list) or not all(isinstance(e, dict) and isinstance(e.get("id"), str) for e in entries):
+            raise not_understood("/models", response.text, self.config)
+        return entries
+
+
+def redact_url(text: str) -> str:
+    """`text` with the user and password of every URL in it replaced by ***: never print credentials."""
+    return _USERINFO.sub("***@", text)
+
+
+def not_understood(path: str, text: str, config: ServerConfig) -> ModelError:
+    """One line for a reply that is not the JSON the endpoint documents, quoting the start of what came."""
+    return ServerRefused(
+        f"the model server at {config.shown_url} answered {path} with something else than the JSON expected "
+        f"({sent(text)}): check that --base-url points at an OpenAI-compatible API (it ends in /v1)"
+    )
+
+
+def sent(text: str, limit: int = 80) -> str:
+    """The start of what a server sent, on one line, fit to quote in an error."""
+    flat = redact_url(" ".join(str(text).split()))
+    return (flat[:limit] + "...") if len(flat) > limit else flat
+
 
 def _int(value) -> int | None:
     try:
@@ -163,10 +269,12 @@ def _int(value) -> int | None:
 
 def explain(exc: BaseException, config: ServerConfig, streaming: bool = False) -> ModelError:
     """One line for a failed call: what happened at which URL, and what to do."""
-    url = config.base_url
+    url = config.shown_url
     if isinstance(exc, openai.APIStatusError):
         return explain_status(exc.status_code, str(exc.message), config)
     cause = exc.__cause__ if isinstance(exc, openai.APIConnectionError) and exc.__cause__ is not None else exc
+    if isinstance(cause, ReplyTooLarge):
+        return ServerRefused(f"the model server at {url} sent {cause}: that is no reply smoldocs can use; check --base-url")
     if isinstance(cause, httpx.ConnectTimeout):
         return ServerUnreachable(
             f"the model server at {url} did not accept a connection within {config.connect_timeout:g} s: "
@@ -190,8 +298,8 @@ def explain(exc: BaseException, config: ServerConfig, streaming: bool = False) -
 
 
 def explain_status(status: int, detail: str, config: ServerConfig) -> ModelError:
-    url = config.base_url
-    detail = " ".join(detail.split())[:160]
+    url = config.shown_url
+    detail = redact_url(" ".join(detail.split()))[:160]
     if status in (401, 403):
         return ServerRefused(
             f"the model server at {url} refused the API key (HTTP {status}): "
@@ -208,7 +316,7 @@ def explain_status(status: int, detail: str, config: ServerConfig) -> ModelError
 
 
 def _reason(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
+    text = redact_url(" ".join(str(exc).split()))
     if "refused" in text.lower():
         return "connection refused"
     return text[:120] or type(exc).__name__

@@ -12,7 +12,7 @@ from typing import Sequence
 
 from models.errors import NoTokenizer
 from models.protocols import Message
-from models.server_api import ServerAPI, ServerInfo
+from models.server_api import ServerAPI, ServerInfo, redact_url
 
 
 class ServerTokenizer:
@@ -25,7 +25,7 @@ class ServerTokenizer:
     def __init__(self, api: ServerAPI, info: ServerInfo) -> None:
         self.api = api
         self.info = info
-        self.name = f"{info.model} ({info.family} at {api.config.root})"
+        self.name = f"{info.model} ({info.family} at {redact_url(api.config.root)})"
         self._lock = threading.Lock()
         self._formatter = _formatter(info) if info.family == "llama-server" else None
         self._bos_ids = self._tokenize("", add_special=True)  # what the server prepends to every prompt
@@ -99,7 +99,7 @@ def server_tokenizer(api: ServerAPI, info: ServerInfo, tokenizer_path=None):
         return ServerTokenizer(api, info)
     if info.family == "vllm":
         return ServerTokenizer(api, info)
-    url = api.config.base_url
+    url = api.config.shown_url
     if info.family == "llama-cpp-python":
         raise NoTokenizer(
             f"the server at {url} tokenizes (/extras/tokenize) but does not serve its chat template, so prompt counts "

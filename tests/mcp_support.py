@@ -8,6 +8,7 @@ import re
 import sys
 from pathlib import Path
 
+import anyio
 from anyio.from_thread import start_blocking_portal
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
@@ -37,13 +38,19 @@ class Client:
 
 
 @contextlib.contextmanager
-def mcp_client(*args: str, errlog=None):
-    """A started, initialized client session with a fresh `smoldocs mcp` subprocess."""
+def mcp_client(*args: str, errlog=None, initialize_timeout: float | None = None):
+    """A started, initialized client session with a fresh `smoldocs mcp` subprocess (TimeoutError when the
+    handshake takes longer than `initialize_timeout` seconds, counted from the process start)."""
+
+    async def initialize(session: ClientSession):
+        with anyio.fail_after(initialize_timeout):
+            return await session.initialize()
+
     with start_blocking_portal() as portal:
         transport = portal.wrap_async_context_manager(stdio_client(server_params(*args), errlog=errlog or sys.stderr))
         with transport as (read, write):
             with portal.wrap_async_context_manager(ClientSession(read, write)) as session:
-                portal.call(session.initialize)
+                portal.call(initialize, session)
                 yield Client(portal, session)
 
 

@@ -86,3 +86,44 @@ def test_decoding_flag_beats_decoding_from_the_file(settings_file):
     args = argparse.Namespace(decoding=None)
     config.apply(args, os.environ)
     assert decoding_from_args(args) == "guarded"
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "inf", "0"])
+@pytest.mark.parametrize("where", ["flag", "env", "file"])
+def test_bad_timeouts_are_one_line_wherever_they_come_from(settings_file, monkeypatch, capsys, value, where):
+    argv = ["ask", "what?", "--base-url", "http://127.0.0.1:9/v1", "--docs", "/nonexistent-docs"]
+    if where == "flag":
+        argv += ["--connect-timeout", value]
+    elif where == "env":
+        monkeypatch.setenv("SMOLDOCS_CONNECT_TIMEOUT", value)
+    else:
+        settings_file.write_text(f"connect_timeout = {value}\n")  # nan and inf are TOML floats
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "connect_timeout" in err or "--connect-timeout" in err or "SMOLDOCS_CONNECT_TIMEOUT" in err
+    assert "a number of seconds above 0" in err and "\n" not in err and "Traceback" not in err
+
+
+def test_a_zero_first_token_timeout_is_refused_not_replaced(settings_file, capsys):
+    assert main(["config", "--first-token-timeout", "0"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--first-token-timeout" in err and "a number of seconds above 0" in err and "\n" not in err
+
+
+def test_a_small_timeout_is_kept_as_given(settings_file):
+    import argparse
+
+    from agent import config
+    from agent.commands.common import server_config
+
+    args = argparse.Namespace(base_url="http://127.0.0.1:9/v1", first_token_timeout=0.25, connect_timeout=None)
+    config.apply(args, os.environ)
+    assert (server_config(args).first_token_timeout, server_config(args).connect_timeout) == (0.25, 5.0)
+
+
+def test_credentials_in_the_base_url_are_never_printed(settings_file, capsys):
+    settings_file.write_text('base_url = "http://alice:hunter2@127.0.0.1:9/v1"\n')
+    assert main(["config"]) == 0
+    out = capsys.readouterr().out
+    assert "hunter2" not in out and "alice" not in out
+    assert any(line.startswith("base_url") and "http://***@127.0.0.1:9/v1" in line for line in out.splitlines())

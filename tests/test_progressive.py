@@ -138,6 +138,20 @@ def test_a_thousand_change_events_make_one_reindex(docs, tmp_path):
     assert live.search("zebrafish telemetry", k=1)[0].doc_id == "new.md"
 
 
+def test_refresh_waits_for_a_reindex_that_started_after_it_was_asked(docs, tmp_path):
+    live, _ = live_(docs, tmp_path)
+    live.start()
+    try:
+        (docs / "new.md").write_text("# Fresh page\n\nzebrafish telemetry\n")
+        assert live.refresh(timeout=60)
+        assert live.search("zebrafish telemetry", k=1)[0].doc_id == "new.md"  # no wait, no poll: it is there
+        (docs / "new.md").unlink()
+        assert live.refresh(timeout=60) and "new.md" not in live.doc_ids
+    finally:
+        live.close()
+    assert not live.refresh(timeout=0.1)  # a closed index answers at once, False: nothing will re-index it
+
+
 def test_reindex_keeps_embeddings_of_unchanged_chunks_and_pinned_snapshot_is_old(docs, tmp_path):
     embedder = CountingEmbedder(256)
     live, _ = live_(docs, tmp_path, embedder)

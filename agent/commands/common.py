@@ -53,25 +53,33 @@ def open_chat_model(args: argparse.Namespace):
         return load_chat_model(getattr(args, "model", None), n_ctx=getattr(args, "n_ctx", None) or 2048)
     from agent.errors import UsageError
     from models.server import open_server_model
-    from models.server_api import ServerConfig
 
     if getattr(args, "decoding", None) == "guarded":
         raise UsageError("--decoding guarded needs the model's logits, in-process only: use free or constrained with --base-url")
-    config = ServerConfig(
-        base_url=base_url,
-        api_key=getattr(args, "api_key", None),
-        model=getattr(args, "model_name", None),
-        tokenizer=getattr(args, "tokenizer", None),
-        n_ctx=getattr(args, "n_ctx", None),
-        connect_timeout=getattr(args, "connect_timeout", None) or 5.0,
-        first_token_timeout=getattr(args, "first_token_timeout", None) or 120.0,
-    )
+    config = server_config(args)
     model = open_server_model(config)
     if getattr(args, "decoding", None) == "quote":
         raise UsageError("--decoding quote copies under a guard that runs in-process only: use free with a server")
     if getattr(args, "decoding", None) == "constrained" and not model.supports_grammar:
-        raise UsageError(f"--decoding constrained needs a server grammar; the {model.info.family} server at {base_url} has none: use free")
+        raise UsageError(f"--decoding constrained needs a server grammar; the {model.info.family} server at "
+                         f"{config.shown_url} has none: use free")
     return model
+
+
+def server_config(args: argparse.Namespace):
+    """The model server's settings from flags already resolved by agent.config (which checked the timeouts)."""
+    from models.server_api import ServerConfig
+
+    timeouts = {name: getattr(args, name) for name in ("connect_timeout", "first_token_timeout")
+                if getattr(args, name, None) is not None}  # fmt: skip
+    return ServerConfig(
+        base_url=args.base_url,
+        api_key=getattr(args, "api_key", None),
+        model=getattr(args, "model_name", None),
+        tokenizer=getattr(args, "tokenizer", None),
+        n_ctx=getattr(args, "n_ctx", None),
+        **timeouts,
+    )
 
 
 def add_index_options(p: argparse.ArgumentParser) -> None:

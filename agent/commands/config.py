@@ -17,6 +17,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from agent.config import KEYS, resolve
+    from models.server_api import redact_url
 
     effective = getattr(args, "effective_settings", None)  # what main() resolved before the flags were filled
     if effective is None:
@@ -27,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     width = max(len(k.name) for k in KEYS)
     for key in KEYS:
         value = effective.values[key.name]
-        shown = "-" if value is None else str(value)
+        shown = "-" if value is None else redact_url(str(value))
         print(f"{key.name:<{width}}  {shown:<44}  {effective.sources[key.name]}")
     key_note = "set, not shown" if effective.api_key else "-"
     print(f"{'api_key':<{width}}  {key_note:<44}  {effective.api_key_source}")

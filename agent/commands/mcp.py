@@ -19,23 +19,38 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from agent.mcp_server import FolderIndex, build_server
+    from agent.mcp_transport import client_gone
 
     from rag.ingest.corpus import check_docs_dir
 
     if args.docs is not None:
-        check_docs_dir(args.docs)  # a mistyped folder is one line, before seconds of model loading
-    # stdout carries the protocol: everything else, including loading notices, goes to stderr.
-    tokenizer = common.load_tokenizer_from_args(args)
-    embedder = common.load_embedder_from_args(args)
-    live = FolderIndex(args.docs, tokenizer, embedder, index_dir=args.index)
-    print(f"smoldocs mcp: serving {live.root} ({len(live.index)} chunks) on stdio", file=sys.stderr, flush=True)
-    build_server(live).run("stdio")
-    busy = not live.lock.acquire(blocking=False)
+        check_docs_dir(args.docs)  # a mistyped folder is one line, before anything is served
+
+    def load():
+        return common.load_tokenizer_from_args(args), common.load_embedder_from_args(args)
+
+    def failed(message: str) -> None:
+        print(f"smoldocs mcp: error: {message}", file=sys.stderr, flush=True)
+
+    # stdout carries the protocol: everything else, including loading notices, goes to stderr. The models load
+    # and the index opens behind the handshake: a client never waits for them to say hello.
+    folder = FolderIndex(args.docs, load, index_dir=args.index, on_failure=failed)
+    print(f"smoldocs mcp: serving {folder.root} on stdio (indexing in the background)", file=sys.stderr, flush=True)
+    try:
+        build_server(folder).run("stdio")
+    except BaseException as exc:  # an exception group from the SDK's task groups, when the client went away
+        if not client_gone(exc):
+            raise
+        # The reply could not be written: the client is gone, with its end of stdout. Nothing more goes there.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    busy = not folder.lock.acquire(blocking=False)
     still = " (a call it left was still running)" if busy else ""
     print(f"smoldocs mcp: the client closed the connection; stopped{still}", file=sys.stderr, flush=True)
-    if busy:
-        # An abandoned call is still inside llama.cpp: exit now rather than wait for it, or free the models under it.
+    if busy or not folder.ready:
+        # An abandoned call, or the models still loading, is inside llama.cpp: exit now rather than wait for it,
+        # or free the models under it. Embeddings made since the last checkpoint are made again next time.
         sys.stdout.flush()
         os._exit(0)
-    live.lock.release()
+    folder.close()
+    folder.lock.release()
     return 0

@@ -43,7 +43,9 @@ def block(n: int, hit: HitLike) -> str:
 
 
 # The provenance line under `[n] <uri>` in a sourced block; `smoldocs check --shown` reads the source id back.
-_PROVENANCE = re.compile(r"^\(source: (?P<source>.+?); section: (?P<section>.*); lines (?P<lines>\d+-\d+)\)$")
+_PROVENANCE = re.compile(
+    r"^\(source: (?P<source>.+?); section: (?P<section>.*); (?P<where>lines \d+-\d+|pages? \d+(?:-\d+)?)\)$"
+)
 
 
 class Located(Protocol):
@@ -52,11 +54,12 @@ class Located(Protocol):
     text: str
     heading: str
     lines: str
+    where: str  # "lines 3-9", or "page 4" / "pages 4-5" for a paged document (PDF)
 
 
 def provenance(chunk: Located) -> str:
-    """One line naming where an excerpt comes from: its source id (chunk id), heading path and line range."""
-    return f"(source: {chunk.chunk_id}; section: {chunk.heading or '(top)'}; lines {chunk.lines})"
+    """One line naming where an excerpt comes from: its source id (chunk id), heading path and lines (or pages)."""
+    return f"(source: {chunk.chunk_id}; section: {chunk.heading or '(top)'}; {chunk.where})"
 
 
 def source_of(line: str) -> str | None:

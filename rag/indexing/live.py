@@ -62,6 +62,8 @@ class LiveIndex:
         self._pending = bool(getattr(index.update, "pending", ()))  # files left to chunk: a re-index first
         self._changed = False  # the pending re-index comes from file changes (announced), not catching up
         self._wake = threading.Event()
+        self._asked = self._answered = 0  # refresh() tickets handed out, and the last one a re-index covered
+        self._refreshed = threading.Condition(self._lock)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._matrix = np.array(index.dense.matrix, copy=True)  # the worker's copy, filled in place
@@ -137,6 +139,23 @@ class LiveIndex:
             self.events += 1
         self._wake.set()
 
+    def refresh(self, timeout: float | None = None) -> bool:
+        """Re-index now and wait until a re-index that started after this call has finished (False: timed out, or
+        the index was closed first).
+
+        For a caller that checks the files itself (the MCP server stats them before every call) and must answer
+        from the folder as it is now.
+        """
+        with self._lock:
+            self._asked += 1
+            ticket = self._asked
+            self._pending = self._changed = True
+            self.events += 1
+        self._wake.set()
+        with self._refreshed:
+            self._refreshed.wait_for(lambda: self._answered >= ticket or self._stop.is_set(), timeout)
+            return self._answered >= ticket
+
     def hold(self) -> Callable[[], None]:
         """Pause all background work until the returned function is called: an answer is being written.
 
@@ -176,8 +195,14 @@ class LiveIndex:
         with self._lock:
             refresh, self._pending = self._pending, False
             announce, self._changed = self._changed, False
+            covers = self._asked
         if refresh:
-            self._refresh(announce)
+            try:
+                self._refresh(announce)
+            finally:
+                with self._refreshed:
+                    self._answered = covers
+                    self._refreshed.notify_all()
             return "refresh"
         if self.embedder is None or self._embedding_failed or not missing_rows(self._matrix).size:
             self._finish()
@@ -196,6 +221,8 @@ class LiveIndex:
             self.watcher.close()
         self._stop.set()
         self._wake.set()
+        with self._refreshed:
+            self._refreshed.notify_all()
         if self._thread is not None:
             self._thread.join()
         self._save()
