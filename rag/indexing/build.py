@@ -18,6 +18,7 @@ from rag.ingest.chunking import ChunkSettings, chunk_layout
 from rag.ingest.corpus import Document, check_docs_dir, default_docs_dir, load_corpus
 from rag.errors import IndexCorrupt, IndexNotSaved, Unreadable
 from rag.ingest.formats import read_layout
+from rag.retrieval.bm25 import IDF_NAME
 from rag.retrieval.hybrid import CANDIDATE_DEPTH, HybridIndex
 from rag.indexing.fill import fill_missing
 from rag.ingest.sources import source_info
@@ -198,7 +199,7 @@ def open_index(
     for doc_id, info in sources.items():
         if info.notice:
             emit(IndexProgress("notice", message=f"{doc_id}: {info.notice}"))
-    terms_wanted = search_options.get("term_settings", TermSettings()).to_dict()
+    terms_wanted = search_options.get("term_settings", TermSettings()).to_dict() | {"idf": IDF_NAME}
     same_chunks = stored is not None and not fresh and set(old_files) == set(files)
     reusable = same_chunks and stored.bm25_terms == terms_wanted
     bm25 = stored.bm25 if reusable else None  # else HybridIndex builds it from the chunks
