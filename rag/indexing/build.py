@@ -16,7 +16,7 @@ from models.protocols import Embedder, Tokenizer
 from rag.indexing import store
 from rag.ingest.chunking import ChunkSettings, chunk_layout
 from rag.ingest.corpus import Document, check_docs_dir, default_docs_dir, load_corpus
-from rag.errors import IndexCorrupt, IndexNotSaved, Unreadable
+from rag.errors import IndexCorrupt, IndexDirNotFolder, IndexNotSaved, Unreadable
 from rag.ingest.formats import read_layout
 from rag.retrieval.bm25 import IDF_NAME
 from rag.retrieval.hybrid import CANDIDATE_DEPTH, HybridIndex
@@ -145,6 +145,7 @@ def open_index(
     emit = progress or (lambda event: None)
     root = check_docs_dir(docs_dir if docs_dir is not None else default_docs_dir())
     target = Path(index_dir).expanduser().resolve() if index_dir is not None else store.default_index_dir(root)
+    _check_index_dir(target)
     emit(IndexProgress("scan", 0, 0))
     corpus = load_corpus(root, on_document=lambda n: emit(IndexProgress("scan", n, 0)))
     emit(IndexProgress("scan", len(corpus.documents), len(corpus.documents)))
@@ -253,6 +254,16 @@ def open_index(
     index.update = replace(update, seconds=time.perf_counter() - started)
     emit(IndexProgress("done", len(chunks), len(chunks), index.update.summary()))
     return index
+
+
+def _check_index_dir(target: Path) -> None:
+    """A file where the index folder (or a folder above it) should be is a user mistake, said in one line."""
+    for path in (target, *target.parents):
+        if path.exists():
+            if not path.is_dir():
+                inside = "" if path == target else f", which holds the index location {target},"
+                raise IndexDirNotFolder(f"{path}{inside} is a file, not a folder: give --index a folder")
+            return
 
 
 def _page_progress(emit: ProgressFn, doc_id: str):

@@ -38,3 +38,15 @@ def test_3_a_file_its_parser_fails_on_is_skipped_and_counted(tmp_path, monkeypat
     assert "1 files" in built.out and "skipped: 1 unparsable HTML" in built.out
     [hit] = search_hits(cli(*search_args("plainword", docs, tmp_path / "idx", "-k", "1")))
     assert hit["doc_id"] == "plain.md"
+
+
+def test_15_an_index_path_that_is_a_file_is_one_line(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\naword.\n")
+    (tmp_path / "file").write_text("not a folder")
+    for argv in (index_args(docs, tmp_path / "file"), search_args("aword", docs, tmp_path / "file"),
+                 index_args(docs, tmp_path / "file" / "idx")):
+        run = cli(*argv)
+        assert run.rc == 2 and run.out == "" and len(run.err_lines) == 1, run
+        assert "is a file, not a folder" in run.err and "free some space" not in run.err
