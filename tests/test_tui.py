@@ -602,3 +602,44 @@ async def test_an_unverified_draft_is_collapsed_under_its_own_line_and_expands(s
         assert "It is 9000 GB [7]." in view.query_one(".draft-text", CitedMarkdown).source
         await pilot.click(draft.query_one("CollapsibleTitle"))
         assert not draft.collapsed
+
+
+class _FailingOs:
+    """The os module as agent.chats.store sees it, with one call failing the way a full or read-only disk does."""
+
+    def __init__(self, name: str, error: OSError) -> None:
+        import os
+
+        self._os, self._name, self._error = os, name, error
+
+    def __getattr__(self, attr):
+        if attr == self._name:
+            def fail(*args, **kwargs):
+                raise self._error
+            return fail
+        return getattr(self._os, attr)
+
+
+@pytest.mark.parametrize("fault", ["chats folder is a file", "disk full", "read-only"])
+@pilot_test
+async def test_a_chat_that_cannot_be_saved_goes_on_unsaved_with_one_notice(tmp_path, monkeypatch, fault):
+    import errno
+
+    from agent.chats import store as store_module
+
+    root = tmp_path / "chats"
+    if fault == "chats folder is a file":
+        root.write_text("not a folder")
+    elif fault == "disk full":
+        monkeypatch.setattr(store_module, "os", _FailingOs("write", OSError(errno.ENOSPC, "No space left on device")))
+    else:
+        monkeypatch.setattr(store_module, "os", _FailingOs("open", OSError(errno.EROFS, "Read-only file system")))
+    async with chatting(ChatStore(root), [REPLY, "The kv cache stores keys and values of earlier tokens [1]."]) as (pilot, session, _, _):
+        first = await ask(pilot, "what does the kv cache store")
+        second = await ask(pilot, "and what else")
+        assert pilot.app.is_running and first.finished and second.finished
+        assert "KV cache stores keys" in first.query_one(CitedMarkdown).source
+        assert "stores keys and values" in second.query_one(CitedMarkdown).source
+        notices = [str(n.message) for n in pilot.app._notifications if "not saved" in str(n.message)]
+        assert len(notices) == 1 and "\n" not in notices[0], notices
+        assert len(session.history) == 2

@@ -41,6 +41,7 @@ from agent.tui.status_line import StatusLine
 from agent.tui.token_meter import TokenBar, TokenScreen
 from agent.tui.turns import error_line, run_turn
 from models.protocols import CancelToken
+from rag.printable import one_line
 
 SessionFactory = Callable[..., Session]  # (progress=callback) -> a ChatSession
 WIDE = 100  # the sources panel shows by default from this width
@@ -184,7 +185,10 @@ class ChatScreen(Screen):
             self.pending.append(question)
             self.notify("Still loading: the question is asked as soon as the model is ready.")
             return
+        first = self.conversation.log is None
         turn_id, log, cancel = self.conversation.begin()
+        if first and self.conversation.unsaved:
+            self.notify(one_line(f"This chat is not saved: {self.conversation.unsaved}. It goes on unsaved."), severity="error")
         await self._add_turn(turn_id, question)
         self._run_turn(self.session, log, question, turn_id, cancel)
 
@@ -208,7 +212,7 @@ class ChatScreen(Screen):
             except OSError as exc:  # keep answering; say once that the chat is not being saved
                 if not save_failed:
                     save_failed = True
-                    self.app.call_from_thread(self.notify, f"Could not save the chat: {exc}", severity="error")
+                    self.app.call_from_thread(self.notify, one_line(f"Could not save the chat: {exc}"), severity="error")
             self.post_message(TurnEvent(turn_id, event))
 
         run_turn(session, question, cancel, emit)
