@@ -145,7 +145,9 @@ def open_index(
     emit = progress or (lambda event: None)
     root = check_docs_dir(docs_dir if docs_dir is not None else default_docs_dir())
     target = Path(index_dir).expanduser().resolve() if index_dir is not None else store.default_index_dir(root)
-    _check_index_dir(target)
+    misplaced = _index_dir_problem(target)
+    if misplaced and must_save:  # `smoldocs index` saves or fails: say why at once, before any work
+        raise IndexDirNotFolder(f"{misplaced}: give --index a folder")
     emit(IndexProgress("scan", 0, 0))
     corpus = load_corpus(root, on_document=lambda n: emit(IndexProgress("scan", n, 0)))
     emit(IndexProgress("scan", len(corpus.documents), len(corpus.documents)))
@@ -241,7 +243,7 @@ def open_index(
         try:
             store.save(target, wanted, files, chunks, embeddings, index.bm25, terms_wanted, skips)
         except OSError as exc:
-            reason = exc.strerror or str(exc)
+            reason = misplaced or exc.strerror or str(exc)  # "File exists" named the wrong problem
             if must_save:
                 raise IndexNotSaved(
                     f"could not save the index in {target} ({reason}); the previous index is unchanged: "
@@ -256,14 +258,15 @@ def open_index(
     return index
 
 
-def _check_index_dir(target: Path) -> None:
-    """A file where the index folder (or a folder above it) should be is a user mistake, said in one line."""
+def _index_dir_problem(target: Path) -> str | None:
+    """Why the index cannot be saved at `target` because a file is where a folder should be, or None."""
     for path in (target, *target.parents):
         if path.exists():
-            if not path.is_dir():
-                inside = "" if path == target else f", which holds the index location {target},"
-                raise IndexDirNotFolder(f"{path}{inside} is a file, not a folder: give --index a folder")
-            return
+            if path.is_dir():
+                return None
+            inside = "" if path == target else f", which holds the index location {target},"
+            return f"{path}{inside} is a file, not a folder"
+    return None
 
 
 def _page_progress(emit: ProgressFn, doc_id: str):
