@@ -7,7 +7,7 @@ Targets: html, markdown, rst, asciidoc, text (parse_text then chunk_layout), pdf
 pdf_layout), chunker (chunk_layout's invariants on parsed text with small budgets), markers (the [n] grammar),
 config (config.toml through agent.config.read_file), shown (`check --shown` through read_shown).
 
-A crash is any exception a user would see as a traceback: for a loader anything at all (read_layout turns a
+A crash is any exception (or an input that takes over SLOW_CPU_SECONDS of CPU time: a hang) a user would see as a traceback: for a loader anything at all (read_layout turns a
 parser failure into a skipped file, but the parser should not fail), for pdf anything but Unreadable, for config
 anything but ConfigError, for shown anything but ShownUnreadable. Not part of the test suite: each crash found
 becomes a test with the shrunk input (tests/test_fuzz_crashes.py). atheris is not needed.
@@ -16,6 +16,7 @@ becomes a test with the shrunk input (tests/test_fuzz_crashes.py). atheris is no
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import tempfile
 import time
@@ -26,6 +27,17 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 TARGETS = ("html", "markdown", "rst", "asciidoc", "text", "pdf", "chunker", "markers", "config", "shown")
+
+
+SLOW_CPU_SECONDS = 5.0  # one input taking this much CPU time is reported as a hang (CPU time: the machine is shared)
+
+
+class Slow(Exception):
+    """An input that took SLOW_CPU_SECONDS of CPU time: linear parsers take milliseconds on these sizes."""
+
+
+def _too_slow(signum, frame):
+    raise Slow(f"over {SLOW_CPU_SECONDS:g} s of CPU time on one input")
 
 
 class _TimeUp(BaseException):
@@ -203,6 +215,7 @@ def target(name: str) -> tuple[st.SearchStrategy, Callable]:
 def fuzz(name: str, seconds: float, out=sys.stdout) -> tuple[int, str | None]:
     """Run one target for `seconds`: (executions, the shrunk crash or None)."""
     strategy, check = target(name)
+    signal.signal(signal.SIGPROF, _too_slow)
     runs = 0
     deadline = time.monotonic() + seconds
 
@@ -214,7 +227,11 @@ def fuzz(name: str, seconds: float, out=sys.stdout) -> tuple[int, str | None]:
         if time.monotonic() > deadline:
             raise _TimeUp
         runs += 1
-        check(value)
+        signal.setitimer(signal.ITIMER_PROF, SLOW_CPU_SECONDS)
+        try:
+            check(value)
+        finally:
+            signal.setitimer(signal.ITIMER_PROF, 0)
 
     try:
         property_()
