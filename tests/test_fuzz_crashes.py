@@ -28,3 +28,19 @@ def test_a_fuzzed_settings_file_is_one_config_error(tmp_path, text):
     path.write_text(text, encoding="utf-8")
     with pytest.raises(ConfigError, match="not valid TOML"):
         read_file(path)
+
+
+@pytest.mark.parametrize("text", ["[" * 100_000, '{"citations": ' * 50_000])  # found by the fuzzer: json nests by recursion
+def test_a_fuzzed_shown_file_is_one_clear_error(text):
+    from rag.errors import ShownUnreadable
+    from rag.excerpts.shown_file import read_shown
+    from rag.types import Chunk
+
+    class Catalog:
+        chunks = [Chunk("docs/a.md#1", "docs/a.md", "docs/a.md", "The cache keeps keys.", ("A",), 1, 2)]
+
+        def chunk(self, chunk_id):
+            return None
+
+    with pytest.raises(ShownUnreadable, match="nests too deep"):
+        read_shown(text, Catalog())

@@ -38,6 +38,8 @@ def read_shown(text: str, catalog: Catalog) -> dict[int, Citation]:
             return _from_json(json.loads(text), catalog)  # whole text: error lines are the file's lines
         except json.JSONDecodeError as exc:
             json_error = exc  # `[1] docs/a.md` starts like a JSON list too
+        except RecursionError:  # the json module nests by recursion
+            raise ShownUnreadable(f"SHOWN nests too deep to be what smoldocs printed: {USAGE}") from None
     try:
         return _from_excerpts(text, catalog)
     except ShownUnreadable:
