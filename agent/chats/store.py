@@ -162,7 +162,7 @@ def _read_line(raw: bytes) -> tuple[dict | None, str]:
     """One saved record, or None and why the line is not one."""
     try:
         record = json.loads(raw)
-    except ValueError:  # UnicodeDecodeError included
+    except (ValueError, RecursionError):  # UnicodeDecodeError included; json nests by recursion
         return None, "is not readable JSON"
     if not isinstance(record, dict) or not isinstance(record.get("type"), str):
         return None, "is not a saved event"
