@@ -12,6 +12,7 @@ from agent.commands import COMMANDS
 from agent.errors import AgentError
 from models.errors import ModelError
 from rag.errors import RagError
+from rag.printable import visible
 
 USER_ERRORS = (AgentError, ModelError, RagError)
 
@@ -43,7 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         config.apply(args)  # flags > environment > config.toml > defaults
         return int(args._run(args) or 0)
     except USER_ERRORS as exc:
-        print(f"smoldocs: error: {exc}", file=sys.stderr)
+        print(f"smoldocs: error: {visible(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("smoldocs: interrupted", file=sys.stderr)

@@ -88,7 +88,8 @@ def read_file(path: Path) -> dict:
         raise ConfigError(f"cannot read the settings file {path}: {exc.strerror or exc}: fix its permissions") from None
     try:
         data = tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    # ValueError: also int() refusing a 5,000-digit number; RecursionError: nesting thousands deep.
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise ConfigError(f"the settings file {path} is not valid TOML ({exc}): fix it, e.g. base_url = \"http://127.0.0.1:8080/v1\"") from None
     values = {}
     for name, value in data.items():

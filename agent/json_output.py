@@ -6,12 +6,14 @@ A renamed or removed key bumps SCHEMA_VERSION and is listed in the README's "JSO
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 SCHEMA_VERSION = 2  # 2: `ask` reads `text` (`answer` kept for this version), `search` is an object with `hits`
 COMMANDS = ("ask", "search", "check", "pack", "eval")
+_C1 = re.compile("[\x7f-\x9f]")
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 
 
@@ -21,8 +23,9 @@ def versioned(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def dumps(data: dict[str, Any], indent: int = 2) -> str:
-    """The versioned object as JSON text (non-ASCII kept, control characters escaped as JSON does)."""
-    return json.dumps(versioned(data), ensure_ascii=False, indent=indent)
+    """The versioned object as JSON text: non-ASCII kept, every control character (C0, DEL, C1) escaped."""
+    # json escapes C0 itself; DEL and C1 (0x9b is CSI on some terminals) would pass through as UTF-8.
+    return _C1.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(versioned(data), ensure_ascii=False, indent=indent))
 
 
 @lru_cache(maxsize=None)

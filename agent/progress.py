@@ -7,6 +7,7 @@ import time
 from typing import TextIO
 
 from rag.indexing.build import IndexProgress
+from rag.printable import one_line, visible
 
 
 class ProgressBar:
@@ -40,7 +41,7 @@ class ProgressBar:
         with self._lock:
             if event.stage == "notice":
                 self._clear()
-                print(f"smoldocs: {event.message}", file=self.stream, flush=True)
+                print(f"smoldocs: {visible(event.message)}", file=self.stream, flush=True)
                 return
             if self.quiet:
                 return
@@ -67,7 +68,7 @@ class ProgressBar:
             filled, count = 0, f"{event.done} {unit} found"
         shown = f"[{'#' * filled}{'.' * (self.WIDTH - filled)}] " if bar else ""
         rate = f"  {event.rate:.0f} {unit}/s" if event.rate else ""
-        what = f"  {event.message}" if event.stage == "chunk" and event.message else ""
+        what = f"  {one_line(event.message)}" if event.stage == "chunk" and event.message else ""
         return f"{self.LABELS[event.stage]:<9} {shown}{count}{rate}{what}"
 
     def close(self) -> None:

@@ -34,6 +34,7 @@ MODULES = {
     "memory": "peak RSS of the TUI with a loaded chat",
     "progressive": "2,000-file folder: TUI to a usable prompt and a first answer, first search vs a blocking build",
     "verify": "claim verification and the quoted fallback per answer vs embedding every sentence",
+    "hostile_shapes": "chunking 1, 10, 100 MB of hostile shapes (base64 image, one word, headings, fences, nested HTML) vs linear",
     "server": "decode tok/s and first token through a local llama_cpp.server vs in-process; the count-check probe",
 }
 

@@ -19,6 +19,10 @@ class IndexNotSaved(RagError):
     """The index was built but could not be written; the previous one is left as it was."""
 
 
+class IndexDirNotFolder(RagError):
+    """The index location (--index) or a folder above it is a file."""
+
+
 class BudgetError(RagError, ValueError):
     """A token budget that makes no sense (negative)."""
 

@@ -1,6 +1,8 @@
-"""BM25 postings give rank_bm25's scores exactly; terms: identifiers whole and split, Snowball stems, no function words."""
+"""BM25 postings give rank_bm25's scores with Lucene's IDF exactly; terms: identifiers whole and split, Snowball stems, no function words."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
@@ -11,14 +13,21 @@ from rank_bm25 import BM25Okapi
 from rag.retrieval.bm25 import BM25Index
 from rag.retrieval.terms import TermSettings, identifier_parts, light_stem, stem, index_terms
 
+class LuceneIdfBM25(BM25Okapi):
+    """rank_bm25's Okapi scoring with Lucene's IDF, log(1 + (N - n + 0.5) / (n + 0.5)): the reference for parity."""
+
+    def _calc_idf(self, nd):
+        self.idf = {t: math.log(1 + (self.corpus_size - n + 0.5) / (n + 0.5)) for t, n in nd.items()}
+
+
 _doc = st.lists(st.sampled_from("alpha beta gamma delta eps zeta eta theta".split()), min_size=0, max_size=12)
 
 
 @settings(max_examples=200, deadline=None)
 @given(docs=st.lists(_doc, min_size=1, max_size=12).filter(any), query=st.lists(st.sampled_from(
     "alpha beta gamma delta eps zeta eta theta unknown".split()), max_size=6))
-def test_scores_match_rank_bm25_exactly(docs, query):
-    expected = BM25Okapi(docs).get_scores(query)
+def test_scores_match_rank_bm25_with_lucene_idf_exactly(docs, query):
+    expected = LuceneIdfBM25(docs).get_scores(query)
     np.testing.assert_allclose(BM25Index(docs).scores(query), expected, rtol=1e-12, atol=1e-12)
 
 
@@ -26,7 +35,20 @@ def test_a_repeated_query_term_counts_twice_as_in_rank_bm25():
     docs = [["kv", "cache"], ["cache", "size", "cache"], ["rope"]]
     index = BM25Index(docs)
     np.testing.assert_allclose(index.scores(["cache", "cache"]), 2 * index.scores(["cache"]))
-    np.testing.assert_allclose(index.scores(["cache", "cache"]), BM25Okapi(docs).get_scores(["cache", "cache"]))
+    np.testing.assert_allclose(index.scores(["cache", "cache"]), LuceneIdfBM25(docs).get_scores(["cache", "cache"]))
+
+
+def test_where_rank_bm25_idf_is_positive_the_ranking_of_one_term_matches_it():
+    docs = [["kv", "cache"], ["cache", "size", "cache"], ["rope"], ["rope", "scaling"], ["norm"]]
+    for term in ("cache", "rope", "scaling"):
+        ours, theirs = BM25Index(docs).scores([term]), BM25Okapi(docs).get_scores([term])
+        assert np.argsort(-ours, kind="stable").tolist() == np.argsort(-theirs, kind="stable").tolist()
+
+
+@pytest.mark.parametrize("docs", [[["cache", "size"]], [["cache", "size"], ["cache", "rope"]]])
+def test_a_term_in_every_chunk_still_scores_above_zero(docs):
+    assert min(BM25Okapi(docs).get_scores(["cache"])) <= 0  # rank_bm25: the IDF turns negative (or zero)
+    assert (BM25Index(docs).scores(["cache"]) > 0).all()
 
 
 def test_an_empty_corpus_scores_nothing():

@@ -90,6 +90,26 @@ def test_unreadable_shown_is_one_clear_error(text, fragment):
         read_shown(text, CATALOG)
 
 
+@pytest.mark.parametrize("text, where", [
+    ('[{"n": 1, "chunk_id": "docs/a.md#1"},\n {"n": 2, "chunk_', "line 2"),
+    ('{"citations": [\n\n{"n": 1 "chunk_id": "docs/a.md#1"}]}', "line 3"),
+])
+def test_truncated_json_shown_names_the_json_error_and_its_line(text, where):
+    with pytest.raises(ShownUnreadable, match="not valid JSON") as err:
+        read_shown(text, CATALOG)
+    assert where in str(err.value) and "holds no numbered excerpt" not in str(err.value)
+
+
+def test_a_file_name_with_a_line_break_keeps_its_excerpt_header_on_one_line():
+    from rag.excerpts.packing import block, sourced_block
+
+    odd = Chunk("docs/a\nb\u2028c.md#0", "docs/a\nb\u2028c.md", "docs/a\nb\u2028c.md", "Odd names are escaped.", (), 1, 1)
+    for render in (block, sourced_block):
+        head = render(1, odd).splitlines()[0]
+        assert head == "[1] docs/a\\nb\\u2028c.md"
+        assert pairs(read_shown(render(1, odd), Catalog([odd, A1]))) == [(1, odd.chunk_id)]
+
+
 def test_verdicts_for_every_kind_of_marker():
     shown = read_shown('[{"n": 1, "chunk_id": "docs/a.md#1"}, {"n": 2, "chunk_id": "docs/a.md#404"}]', CATALOG)
     answer = (

@@ -265,3 +265,12 @@ def test_read_layout_checks_the_file_still_has_the_scanned_digest(tmp_path):
     pdf.write_bytes(b"%PDF-1.7\n" + b"\x00half-saved" * 50)  # saved over between the scan and the read
     with pytest.raises(Unreadable, match="changed while being indexed"):
         read_layout("m.pdf", pdf, "", scanned)
+
+
+def test_html_nesting_has_no_depth_limit():
+    import sys
+
+    levels = sys.getrecursionlimit() * 3
+    page = f"<body><h2>Top</h2>{'<div><section>' * levels}<p>deep text</p>{'</section></div>' * levels}<p>after</p></body>"
+    text = parse_text("deep.html", page).text
+    assert text == "## Top\n\ndeep text\n\nafter"

@@ -53,3 +53,4 @@ def test_control_characters_in_json_are_escaped():
 
     text = dumps({"text": "a\x1b]52;c;aGk=\x07b\x9bc"})
     assert "\x1b" not in text and "\x07" not in text and "\\u001b" in text and json.loads(text)["text"].startswith("a\x1b")
+    assert "\x9b" not in text and "\\u009b" in text and json.loads(text)["text"].endswith("b\x9bc")  # C1 too

@@ -111,3 +111,16 @@ def test_real_search_json_on_the_bundled_corpus(real_index, capsys):
     assert code == 0
     hits = read_output("search", capsys.readouterr().out)["hits"]
     assert len(hits) == 5 and "docs/kv-cache.md" in {h["doc_id"] for h in hits[:3]}
+
+
+@pytest.mark.parametrize("files", [1, 2])
+def test_bm25_finds_words_in_a_one_or_two_file_folder(fake_models, tmp_path, capsys, files):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "only.md").write_text("# Cache\n\nThe cache keeps the last answers for reuse.\n")
+    if files == 2:
+        (docs / "other.md").write_text("# Rope\n\nRope scaling stretches the context; the cache is not involved.\n")
+    code = main(["search", "cache answers", "--mode", "bm25", "--docs", str(docs), "--index", str(tmp_path / "i"), "--json"])
+    assert code == 0
+    hits = read_output("search", capsys.readouterr().out)["hits"]
+    assert hits and hits[0]["doc_id"] == "only.md" and hits[0]["score"] > 0

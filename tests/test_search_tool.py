@@ -145,6 +145,16 @@ def test_an_unknown_doc_id_is_an_error_naming_it(tool, retriever):
     assert retriever.calls == []
 
 
+def test_many_unknown_doc_ids_are_named_up_to_five_then_counted(tool, retriever):
+    ids = [f"docs/missing-{i}.md" for i in range(200_000)] + ["x" * 100_000]
+    result = tool({"query": "cache", "doc_ids": ids})
+    assert "'docs/missing-0.md'" in result.error and "'docs/missing-4.md'" in result.error
+    assert "missing-5.md" not in result.error and "and 199996 more" in result.error
+    assert len(result.error) < 1_000 and retriever.calls == []
+    result = tool({"query": "cache", "doc_ids": ["y" * 100_000]})
+    assert len(result.error) < 1_000 and "100000 characters" in result.error
+
+
 def test_a_retriever_that_cannot_list_documents_gets_the_filter_as_given():
     class Unlisted(MemoryRetriever):
         doc_ids = None

@@ -75,6 +75,15 @@ def test_front_matter_that_is_not_yaml_gives_a_notice_and_no_status(front):
     assert not source_info("docs/a.md", doc(front)).outdated
 
 
+def test_front_matter_nested_past_the_recursion_limit_gives_a_notice():
+    import sys
+
+    deep = "status: " + "[" * sys.getrecursionlimit() * 2 + "]" * sys.getrecursionlimit() * 2
+    meta, notice = front_matter(doc(deep))
+    assert meta is None and "nests too deep" in notice and "indexed as text" in notice
+    assert not source_info("docs/a.md", doc(deep)).outdated
+
+
 def test_front_matter_that_is_a_list_is_not_metadata():
     meta, notice = front_matter(doc("- status: archived"))
     assert meta is None and "mapping" in notice

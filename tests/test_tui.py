@@ -602,3 +602,102 @@ async def test_an_unverified_draft_is_collapsed_under_its_own_line_and_expands(s
         assert "It is 9000 GB [7]." in view.query_one(".draft-text", CitedMarkdown).source
         await pilot.click(draft.query_one("CollapsibleTitle"))
         assert not draft.collapsed
+
+
+class _FailingOs:
+    """The os module as agent.chats.store sees it, with one call failing the way a full or read-only disk does."""
+
+    def __init__(self, name: str, error: OSError) -> None:
+        import os
+
+        self._os, self._name, self._error = os, name, error
+
+    def __getattr__(self, attr):
+        if attr == self._name:
+            def fail(*args, **kwargs):
+                raise self._error
+            return fail
+        return getattr(self._os, attr)
+
+
+@pytest.mark.parametrize("fault", ["chats folder is a file", "disk full", "read-only"])
+@pilot_test
+async def test_a_chat_that_cannot_be_saved_goes_on_unsaved_with_one_notice(tmp_path, monkeypatch, fault):
+    import errno
+
+    from agent.chats import store as store_module
+
+    root = tmp_path / "chats"
+    if fault == "chats folder is a file":
+        root.write_text("not a folder")
+    elif fault == "disk full":
+        monkeypatch.setattr(store_module, "os", _FailingOs("write", OSError(errno.ENOSPC, "No space left on device")))
+    else:
+        monkeypatch.setattr(store_module, "os", _FailingOs("open", OSError(errno.EROFS, "Read-only file system")))
+    async with chatting(ChatStore(root), [REPLY, "The kv cache stores keys and values of earlier tokens [1]."]) as (pilot, session, _, _):
+        first = await ask(pilot, "what does the kv cache store")
+        second = await ask(pilot, "and what else")
+        assert pilot.app.is_running and first.finished and second.finished
+        assert "KV cache stores keys" in first.query_one(CitedMarkdown).source
+        assert "stores keys and values" in second.query_one(CitedMarkdown).source
+        notices = [str(n.message) for n in pilot.app._notifications if "not saved" in str(n.message)]
+        assert len(notices) == 1 and "\n" not in notices[0], notices
+        assert len(session.history) == 2
+
+
+EVIL = "\x1b]52;c;aGVsbG8gY2xpcGJvYXJk\x07\x1b[2J\x9b31m"  # write the clipboard, clear the screen, C1 CSI
+EVIL_NAME = "docs/[bold]evil[/bold]\x1b[2J.md"
+
+
+def rendered_controls(app) -> list[str]:
+    """Control characters in what the app would draw: every line of every visible widget."""
+    from textual.geometry import Region
+
+    found = []
+    for widget in app.screen.walk_children(with_self=True):
+        if not widget.display or not widget.region:
+            continue
+        width, height = widget.size
+        for strip in widget.render_lines(Region(0, 0, width, height)):
+            found += [c for c in strip.text if (ord(c) < 32 and c not in "\t\n") or 0x7F <= ord(c) <= 0x9F]
+    return found
+
+
+@pilot_test
+async def test_document_and_model_escapes_are_shown_never_sent_to_the_terminal(store):
+    from agent.session import ChatSession
+    from agent.settings import AgentSettings
+    from models.fakes import HashEmbedder, ScriptedChatModel
+    from rag.types import Chunk
+    from test_agent_loop import MemoryRetriever
+
+    evil = Chunk(f"{EVIL_NAME}#0", EVIL_NAME, EVIL_NAME, f"The escapeword page hides {EVIL} in its text.",
+                 (f"Evil {EVIL}",), 1, 3)
+    model = ScriptedChatModel([f"The escapeword page hides {EVIL} in its text [1]. Also \x1b]0;pwned\x07 [1].",
+                               "Nothing here [1]."])
+    session = ChatSession(model, MemoryRetriever([evil, *CHUNKS]), embedder=HashEmbedder(),
+                          settings=AgentSettings(policy="search-first", fallback=False), docs_dir=None)
+    async with app_for(session, store).run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        view = await ask(pilot, "where is the escapeword page")
+        assert "escapeword" in view.query_one(CitedMarkdown).source
+        assert rendered_controls(pilot.app) == []
+        pilot.app.chat.query_one(HistoryInput).value = "/search escapeword"
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: pilot.app.chat.query(SearchResultsView))
+        await pilot.pause()
+        assert rendered_controls(pilot.app) == []
+        await pilot.press("tab")
+        await pilot.press("1")
+        assert isinstance(pilot.app.screen, CitationScreen)
+        await pilot.pause()
+        text = str(pilot.app.screen.query_one("#citation-text", Static).content)
+        assert "\\x1b]52;c;aGVsbG8gY2xpcGJvYXJk\\x07" in text  # shown, escaped
+        assert "[bold]evil[/bold]" in str(pilot.app.screen.query_one("#citation-header", Static).content)
+        assert rendered_controls(pilot.app) == []
+        await pilot.press("escape")
+        pilot.app.chat.query_one(HistoryInput).focus()
+        markup = "[/bold] escapeword [@click=app.quit]quit[/]"  # Textual markup in a question (the search query)
+        await ask(pilot, markup)
+        shown = [str(s.content) for s in pilot.app.chat.query(Static)]
+        assert pilot.app.is_running and any(markup in text for text in shown)  # literally, not as markup

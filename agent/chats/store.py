@@ -49,9 +49,13 @@ class ChatLog:
         self.backup: Path | None = None  # where the damaged original went when the chat was continued
         self._fd = -1
         if meta is not None:
-            self._open()
-            if os.fstat(self._fd).st_size == 0:
-                self._write({"type": "chat", "version": FORMAT_VERSION, "created": time.time(), **meta})
+            try:
+                self._open()
+                if os.fstat(self._fd).st_size == 0:
+                    self._write({"type": "chat", "version": FORMAT_VERSION, "created": time.time(), **meta})
+            except OSError:
+                self.close()  # no descriptor left open on a chat that could not be started
+                raise
 
     def record(self, event: Event) -> None:
         if isinstance(event, TextDelta) and not event.text:
@@ -81,6 +85,21 @@ class ChatLog:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class UnsavedLog:
+    """The log of a chat whose file could not be created (folder is a file, read-only, disk full): records nothing."""
+
+    chat_id = None
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def record(self, event: Event) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
 
 
 def _cut_to_intact(path: Path) -> Path | None:
@@ -143,7 +162,7 @@ def _read_line(raw: bytes) -> tuple[dict | None, str]:
     """One saved record, or None and why the line is not one."""
     try:
         record = json.loads(raw)
-    except ValueError:  # UnicodeDecodeError included
+    except (ValueError, RecursionError):  # UnicodeDecodeError included; json nests by recursion
         return None, "is not readable JSON"
     if not isinstance(record, dict) or not isinstance(record.get("type"), str):
         return None, "is not a saved event"

@@ -10,6 +10,7 @@ from agent.chats.codec import answer_to_dict
 from agent.events import Answer, AnswerFinished, AnswerStatus, ErrorEvent, SearchFinished, TextDelta
 from agent.settings import POLICIES
 from rag.indexing.fill import coverage_note
+from rag.printable import visible
 from rag.verification.verdicts import Verdict
 
 HELP = "ask one question about the docs and check the answer's citations"
@@ -42,13 +43,13 @@ def run(args: argparse.Namespace) -> int:
     streaming = not args.json and sys.stdout.isatty()
     for event in session.ask(args.question):
         if isinstance(event, TextDelta) and streaming:
-            sys.stdout.write(event.text)
+            sys.stdout.write(visible(event.text))
             sys.stdout.flush()
         elif isinstance(event, SearchFinished) and not args.json:
             note = event.error or f"{len(event.hits)} hits, {len(event.packed)} excerpts, {event.dropped} dropped"
-            print(f"search_docs({event.query[:60]!r}): {note}", file=sys.stderr)
+            print(visible(f"search_docs({event.query[:60]!r}): {note}"), file=sys.stderr)
         elif isinstance(event, ErrorEvent):
-            print(f"smoldocs: {event.message}", file=sys.stderr)
+            print(f"smoldocs: {visible(event.message)}", file=sys.stderr)
         elif isinstance(event, AnswerFinished):
             answer = event.answer
     assert answer is not None, "the agent ended a turn without an answer"
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def print_answer(answer: Answer, session, already_streamed: bool) -> None:
-    out = sys.stdout
+    out = _Visible(sys.stdout)
     if already_streamed:
         out.write("\n")
         if answer.text.strip() != answer.model_text.strip():
@@ -99,3 +100,13 @@ def print_answer(answer: Answer, session, already_streamed: bool) -> None:
         f"{answer.completion_tokens} tokens at {answer.tokens_per_second:.0f} tok/s"
     )
     out.write(tail + "\n")
+
+
+class _Visible:
+    """A stream whose every write is escaped for the terminal (rag.printable.visible): answers quote documents."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> None:
+        self.stream.write(visible(text))

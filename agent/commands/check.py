@@ -14,6 +14,7 @@ from agent.errors import UsageError
 from agent.chats.codec import verification_to_dict
 from rag.verification.answer_check import MAX_ANSWER_CHARS, check_citations, supported_share
 from rag.excerpts.shown_file import read_shown
+from rag.printable import one_line, visible
 from rag.verification.verdicts import Verdict, Verification
 
 HELP = "check an answer's [n] citations against the excerpts it was shown (exit 1 on made-up or unresolved ones)"
@@ -64,7 +65,7 @@ def render(report: Verification, share: float | None) -> str:
     for c in report.citations:
         score = f" {c.support:.2f}" if c.support is not None else ""
         reason = f"  ({c.reason})" if c.reason and c.verdict.strength <= Verdict.UNSUPPORTED.strength else ""
-        lines.append(f"  {c.verdict.mark} [{c.n}] {c.verdict.label}{score}  {c.chunk_id or '-'}{reason}")
+        lines.append(f"  {c.verdict.mark} [{c.n}] {c.verdict.label}{score}  {one_line(c.chunk_id or '-')}{reason}")
     tally = ", ".join(f"{n} {v.label}" for v, n in report.counts().items() if n)
     lines.append(f"claims: {len(report.claims)}" + (f" ({tally})" if tally else ""))
     for c in report.claims:
@@ -94,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         extra = {"supported_share": share, "min_supported": args.min_supported, "passed": passed}
         print(json_output.dumps(verification_to_dict(report) | extra))
     else:
-        print(render(report, share))
+        print(visible(render(report, share)))
     failures = []
     if report.made_up:
         failures.append("made up: " + ", ".join(f"[{n}]" for n in report.made_up))
@@ -104,6 +105,6 @@ def run(args: argparse.Namespace) -> int:
         got = "no factual claim" if share is None else f"{share:.0%}"
         failures.append(f"supported claims {got}, below --min-supported {args.min_supported:.0%}")
     if failures:
-        print("smoldocs check: failed: " + "; ".join(failures), file=sys.stderr)
+        print(visible("smoldocs check: failed: " + "; ".join(failures)), file=sys.stderr)
         return FAILED
     return 0

@@ -18,6 +18,7 @@ from rag.excerpts.conflicts import find_conflicts
 from rag.excerpts.near_duplicates import DEFAULT_JACCARD
 from rag.excerpts.packing import ORDERS, Ledger, PackedContext, Packer
 from rag.excerpts.search_tool import DEFAULT_K, DEFAULT_MAX_TOKENS, MAX_K, MAX_QUERY_CHARS, MIN_K
+from rag.printable import one_line, visible
 
 HELP = "pack search hits into numbered excerpts under a token budget (a smoke test of what the model sees)"
 
@@ -57,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         args.query, hits, args.budget, order=args.order, jaccard_threshold=args.jaccard_threshold
     )
     report = _report(packed, citations, len(hits), tokenizer.name, args.jaccard_threshold)
-    print(json_output.dumps(report) if args.json else _render(report))
+    print(json_output.dumps(report) if args.json else visible(_render(report)))
     return 0
 
 
@@ -115,8 +116,8 @@ def _render(report: dict[str, Any]) -> str:
     ]
     for o in report["omissions"]:
         why = f"over budget: {o['tokens']} tokens with it" if o["reason"] == "over_budget" else o["why"]
-        lines.append(f"  - rank {o['rank']}: {o['chunk_id']} ({why})")
-    lines += [f"  [{c['n']}] {c['chunk_id']}" + (" [outdated]" if c["outdated"] else "") for c in report["citations"]]
+        lines.append(f"  - rank {o['rank']}: {one_line(o['chunk_id'])} ({why})")
+    lines += [f"  [{c['n']}] {one_line(c['chunk_id'])}" + (" [outdated]" if c["outdated"] else "") for c in report["citations"]]
     lines += [f"note: {c['note']}" for c in report["conflicts"]]
     lines += ["", report["text"] if report["text"] else "(nothing fits the budget)"]
     return "\n".join(lines)

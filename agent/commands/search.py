@@ -16,6 +16,7 @@ from agent.commands.common import (
 from agent.errors import UsageError
 from rag.retrieval.hybrid import MODES
 from rag.indexing.fill import coverage_note
+from rag.printable import one_line, visible
 from rag.types import Hit
 
 HELP = "search the docs index and show how each retriever ranked the hits"
@@ -65,11 +66,11 @@ def run(args: argparse.Namespace) -> int:
     elif coverage_note(coverage):
         print(f"note: {coverage_note(coverage)} (the next run continues)")
     if not hits:
-        print(f"no results for {args.query!r} ({method}, {len(index)} chunks)")
+        print(visible(f"no results for {args.query!r} ({method}, {len(index)} chunks)"))
         return 0
-    print(f"{len(hits)} hits for {args.query!r} ({method}, {len(index)} chunks)")
+    print(visible(f"{len(hits)} hits for {args.query!r} ({method}, {len(index)} chunks)"))
     for rank, hit in enumerate(hits, start=1):
-        print(format_hit(rank, hit))
+        print(visible(format_hit(rank, hit)))
     return 0
 
 
@@ -94,7 +95,7 @@ def hit_to_json(rank: int, hit: Hit) -> dict:
 def format_hit(rank: int, hit: Hit) -> str:
     """Rank, id, lines, fused score and both ranks, the heading path, then the first lines of text."""
     ranks = f"bm25 {_rank(hit.bm25_rank)}  dense {_rank(hit.dense_rank)}"
-    head = f"{rank:>2}. {hit.chunk_id}  {hit.where}  score {hit.score:.4f}  {ranks}"
+    head = f"{rank:>2}. {one_line(hit.chunk_id)}  {hit.where}  score {hit.score:.4f}  {ranks}"
     if hit.outdated:
         head += "  [outdated]"
     lines = [line for line in hit.text.splitlines() if line.strip()]
@@ -102,7 +103,7 @@ def format_hit(rank: int, hit: Hit) -> str:
     if len(lines) > PREVIEW_LINES:
         preview.append("...")
     body = "\n".join("      " + line for line in preview)
-    return f"{head}\n      {hit.heading or '(no heading)'}\n{body}"
+    return f"{head}\n      {one_line(hit.heading) or '(no heading)'}\n{body}"
 
 
 def _rank(rank: int | None) -> str:

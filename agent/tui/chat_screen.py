@@ -9,6 +9,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
@@ -40,7 +41,9 @@ from agent.tui.sources_panel import SourcesPanel
 from agent.tui.status_line import StatusLine
 from agent.tui.token_meter import TokenBar, TokenScreen
 from agent.tui.turns import error_line, run_turn
+from agent.tui.display_copy import display_copy
 from models.protocols import CancelToken
+from rag.printable import one_line, visible
 
 SessionFactory = Callable[..., Session]  # (progress=callback) -> a ChatSession
 WIDE = 100  # the sources panel shows by default from this width
@@ -118,9 +121,9 @@ class ChatScreen(Screen):
     @work(thread=True, exit_on_error=False, group="load")
     def _load_session(self) -> None:
         try:
-            session = self.session_factory(progress=lambda p: self.post_message(describe_progress(p)))
+            session = self.session_factory(progress=lambda p: self.post_message(describe_progress(display_copy(p))))
         except Exception as exc:  # shown in the app: it stays up to say what went wrong
-            self.post_message(SessionFailed(error_line(exc)))
+            self.post_message(SessionFailed(visible(error_line(exc))))
             return
         self.post_message(SessionReady(session))
 
@@ -154,7 +157,7 @@ class ChatScreen(Screen):
     def on_session_failed(self, message: SessionFailed) -> None:
         panel = self.query_one(LoadingPanel)
         panel.add_class("-failed")
-        panel.query_one("#loading-label", Static).update(f"Could not start: {message.message}\nCtrl+Q quits.")
+        panel.query_one("#loading-label", Static).update(Content(f"Could not start: {message.message}\nCtrl+Q quits."))
         self.notify(message.message, title="smoldocs could not start", severity="error", timeout=30)
 
     # -- asking -----------------------------------------------------------------------------------------
@@ -184,12 +187,16 @@ class ChatScreen(Screen):
             self.pending.append(question)
             self.notify("Still loading: the question is asked as soon as the model is ready.")
             return
+        first = self.conversation.log is None
         turn_id, log, cancel = self.conversation.begin()
+        if first and self.conversation.unsaved:
+            self.notify(one_line(f"This chat is not saved: {self.conversation.unsaved}. It goes on unsaved."), severity="error")
         await self._add_turn(turn_id, question)
         self._run_turn(self.session, log, question, turn_id, cancel)
 
     async def _add_turn(self, turn_id: int, question: str) -> AnswerView:
         await self.query(".welcome").remove()
+        question = display_copy(question)  # pasted or saved text may hold escapes too
         view = AnswerView(turn_id, question, id=f"turn-{turn_id}", classes="answer")
         await self.message_list.mount_all([QuestionView(question, classes="question"), view])
         self.call_after_refresh(self.message_list.follow, True)
@@ -208,8 +215,8 @@ class ChatScreen(Screen):
             except OSError as exc:  # keep answering; say once that the chat is not being saved
                 if not save_failed:
                     save_failed = True
-                    self.app.call_from_thread(self.notify, f"Could not save the chat: {exc}", severity="error")
-            self.post_message(TurnEvent(turn_id, event))
+                    self.app.call_from_thread(self.notify, one_line(f"Could not save the chat: {exc}"), severity="error")
+            self.post_message(TurnEvent(turn_id, display_copy(event)))  # saved as it came, shown escaped
 
         run_turn(session, question, cancel, emit)
         self.post_message(TurnEnded(turn_id))
@@ -263,9 +270,9 @@ class ChatScreen(Screen):
     @work(thread=True, exit_on_error=False, group="search")
     def _run_search(self, session: Session, query: str) -> None:
         try:
-            self.post_message(SearchResults(query, list(session.search(query, k=5))))
+            self.post_message(SearchResults(display_copy(query), display_copy(list(session.search(query, k=5)))))
         except Exception as exc:
-            self.post_message(SearchResults(query, [], error=error_line(exc)))
+            self.post_message(SearchResults(display_copy(query), [], error=visible(error_line(exc))))
 
     async def on_search_results(self, message: SearchResults) -> None:
         await self.query(".welcome").remove()
@@ -279,7 +286,7 @@ class ChatScreen(Screen):
         if view is None:
             self.notify("No answer yet: ask a question first.", severity="warning")
             return
-        infos = citation_infos(view.excerpts(), view.answer, self.conversation.chunk)
+        infos = citation_infos(view.excerpts(), view.answer, self._shown_chunk)
         index = next((i for i, info in enumerate(infos) if info.n == n), None)
         if index is None:
             self.notify(f"This answer has no source [{n}].", severity="warning")
@@ -305,8 +312,16 @@ class ChatScreen(Screen):
         self.action_open_citation(message.n, message.turn_id)
 
     def action_open_chunk(self, chunk_id: str) -> None:
-        info = CitationInfo(None, hit=self._search_hits.get(chunk_id), chunk=self.conversation.chunk(chunk_id))
+        info = CitationInfo(None, hit=self._search_hits.get(chunk_id), chunk=self._shown_chunk(chunk_id))
         self.app.push_screen(CitationScreen([info]))
+
+    def _shown_chunk(self, chunk_id: str | None):
+        return display_copy(self.conversation.chunk(chunk_id))
+
+    def notify(self, message: str, **options) -> None:
+        """Every notice is one literal line: an exception or a file name is never read as Textual markup."""
+        options.setdefault("markup", False)
+        super().notify(visible(message), **options)
 
     def action_toggle_sources(self) -> None:
         self.sources_shown = not self.query_one(SourcesPanel).display
@@ -358,7 +373,7 @@ class ChatScreen(Screen):
         await self.message_list.mount(self._welcome())
 
     def action_chat_list(self) -> None:
-        chats = self.conversation.store.list_chats()
+        chats = display_copy(self.conversation.store.list_chats())
         self.app.push_screen(ChatListScreen(chats, self.conversation.chat_id), self._resume)
 
     async def _resume(self, chat_id: str | None) -> None:
@@ -376,7 +391,7 @@ class ChatScreen(Screen):
         for turn_id, saved in turns:
             view = await self._add_turn(turn_id, saved.question)
             view.stale = stale_citations(saved.answer, saved.events, self.conversation.chunk)
-            for event in saved.complete_events:
+            for event in display_copy(saved.complete_events):
                 await view.apply(event, replay=True)
                 self._after_event(view, event)
         if info.damaged_after is not None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent.chats import ChatInfo, ChatLog, ChatStore, SavedTurn
+from agent.chats import ChatInfo, ChatLog, ChatStore, SavedTurn, UnsavedLog
 from agent.errors import UsageError
 from agent.session import Session
 from models.protocols import CancelToken
@@ -18,7 +18,7 @@ class Conversation:
     def __init__(self, store: ChatStore) -> None:
         self.store = store
         self.session: Session | None = None  # once loaded
-        self.log: ChatLog | None = None  # opened by the first question
+        self.log: ChatLog | UnsavedLog | None = None  # opened by the first question
         self.cancel: CancelToken | None = None  # set while a turn runs
         self._next_turn = 0
 
@@ -30,11 +30,23 @@ class Conversation:
     def chat_id(self) -> str | None:
         return self.log.chat_id if self.log is not None else None
 
-    def begin(self) -> tuple[int, ChatLog, CancelToken]:
-        """Number a new turn, open the chat file on the first question, arm a cancel token."""
+    @property
+    def unsaved(self) -> str | None:
+        """Why this chat is not being saved, once its file could not be created; else None."""
+        return self.log.reason if isinstance(self.log, UnsavedLog) else None
+
+    def begin(self) -> tuple[int, ChatLog | UnsavedLog, CancelToken]:
+        """Number a new turn, open the chat file on the first question, arm a cancel token.
+
+        A chat file that cannot be created leaves the chat going on unsaved: the answer matters more than the file.
+        """
         if self.log is None:
             docs = self.session.docs_dir
-            self.log = self.store.create(docs_dir=str(docs) if docs else None, model=self.session.model_name)
+            try:
+                self.log = self.store.create(docs_dir=str(docs) if docs else None, model=self.session.model_name)
+            except OSError as exc:
+                where = f" ({exc.filename})" if exc.filename else ""
+                self.log = UnsavedLog(f"{exc.strerror or exc}{where}")
         self.cancel = CancelToken()
         return self._number(), self.log, self.cancel
 
@@ -60,6 +72,8 @@ class Conversation:
     def export(self, dest: Path | None = None, drafts: bool = False) -> Path:
         if self.log is None:
             raise UsageError("nothing to export yet: ask a question first")
+        if self.unsaved:
+            raise UsageError(f"this chat is not saved ({self.unsaved}): there is no file to export")
         return self.store.export(self.log.chat_id, dest, lookup=self.chunk, drafts=drafts)
 
     def new_chat(self) -> None:

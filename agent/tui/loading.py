@@ -6,6 +6,7 @@ from typing import Any
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.content import Content
 from textual.widgets import ProgressBar, Static
 
 from agent.tui.messages import LoadProgress
@@ -48,7 +49,7 @@ class LoadingPanel(Vertical):
         yield ProgressBar(id="loading-bar", show_eta=False)
 
     def show(self, progress: LoadProgress) -> None:
-        self.query_one("#loading-label", Static).update(progress.label)
+        self.query_one("#loading-label", Static).update(Content(progress.label))  # a file name is not markup
         progress_bar = self.query_one(ProgressBar)
         if progress.total:
             progress_bar.update(total=progress.total, progress=progress.done or 0)

@@ -108,7 +108,7 @@ class AnswerView(Vertical):
         self.post_message(AnswerSelected(self.turn_id))
 
     def _footer(self, text: str) -> None:
-        self.query_one(".answer-footer", Static).update(text)
+        self.query_one(".answer-footer", Static).update(Content(text))  # a query or error is not markup
 
     async def apply(self, event: Event, replay: bool = False) -> None:
         """Show one event; when replaying a saved chat, text deltas are skipped for the final text."""

@@ -8,6 +8,8 @@ from pathlib import Path
 from textual.content import Content
 from textual.widgets import Static
 
+from rag.printable import visible
+
 BAR = 10
 
 
@@ -29,7 +31,7 @@ def status_text(
     chunking: tuple[int, int] | None = None,
 ) -> Content:
     parts: list = [("smoldocs", "bold")]
-    parts += ["  ", model or "loading…"]
+    parts += ["  ", visible(model or "loading…")]
     if note:  # a server backend: the tool policy in force and what only runs in-process
         parts += ["  ", (note, "dim")]
     if tokens_per_second:
@@ -37,7 +39,7 @@ def status_text(
     if index_size is not None:
         parts += ["  ", f"index {index_size:,} chunks"]
     if docs is not None:
-        parts += ["  ", (docs.name or str(docs), "dim")]
+        parts += ["  ", (visible(docs.name or str(docs)), "dim")]
     if chunking is not None and chunking[0] < chunking[1]:
         parts += ["  ", (f"reading files {chunking[0]:,}/{chunking[1]:,} (search covers those read)", "$warning")]
     elif embedding is not None and embedding[0] < embedding[1] and not notice:

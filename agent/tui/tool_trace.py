@@ -79,7 +79,7 @@ class ToolTrace(Vertical):
 
     def started(self, event: SearchStarted) -> None:
         hits = Static("searching…", classes="trace-hits")
-        call = Collapsible(hits, title=call_title(event), collapsed=True)
+        call = Collapsible(hits, title=Content(call_title(event)), collapsed=True)  # the model's query is not markup
         self._calls[event.call_id] = (call, hits)
         self.mount(call)
         self.display = True
@@ -96,7 +96,7 @@ class ToolTrace(Vertical):
         if event.call_id not in self._calls:
             self.started(SearchStarted(event.query, len(event.hits), call_id=event.call_id))
         call, hits = self._calls[event.call_id]
-        call.title = call_title(event)
+        call.title = Content(call_title(event))
         hits.update(call_details(event))
         if event.error:
             call.add_class("-error")

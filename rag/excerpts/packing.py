@@ -13,6 +13,7 @@ from typing import Callable, Protocol, Sequence
 from rag.citations import Citation
 from rag.errors import BudgetError
 from rag.excerpts.near_duplicates import check_threshold, jaccard, shingles
+from rag.printable import one_line
 
 ORDERS: tuple[str, ...] = ("rank", "lost_in_middle")
 REASONS: tuple[str, ...] = ("duplicate_id", "duplicate_text", "near_duplicate", "expired", "over_budget")
@@ -37,9 +38,12 @@ class CountsTokens(Protocol):
 
 
 def block(n: int, hit: HitLike) -> str:
-    """One excerpt as the model sees it: `[n] <uri>` (`[outdated]` after it when it is), then the whole chunk text."""
+    """One excerpt as the model sees it: `[n] <uri>` (`[outdated]` after it when it is), then the whole chunk text.
+
+    A line break in a file name is escaped (rag.printable.one_line): the header stays one line.
+    """
     tag = f" {OUTDATED_TAG}" if getattr(hit, "outdated", False) else ""
-    return f"[{n}] {hit.uri}{tag}\n{hit.text}\n"
+    return f"[{n}] {one_line(hit.uri)}{tag}\n{hit.text}\n"
 
 
 # The provenance line under `[n] <uri>` in a sourced block; `smoldocs check --shown` reads the source id back.
@@ -59,7 +63,7 @@ class Located(Protocol):
 
 def provenance(chunk: Located) -> str:
     """One line naming where an excerpt comes from: its source id (chunk id), heading path and lines (or pages)."""
-    return f"(source: {chunk.chunk_id}; section: {chunk.heading or '(top)'}; {chunk.where})"
+    return f"(source: {one_line(chunk.chunk_id)}; section: {one_line(chunk.heading) or '(top)'}; {chunk.where})"
 
 
 def source_of(line: str) -> str | None:

@@ -21,6 +21,8 @@ DEFAULT_K = 5
 MIN_K, MAX_K = 1, 20
 MAX_QUERY_CHARS = 1000
 DEFAULT_MAX_TOKENS = 1024  # what a first question's excerpts may take of a 2048-token window
+NAMED_UNKNOWN = 5  # unknown doc ids named in the error; the rest are counted
+MAX_ID_CHARS = 200  # longer ids are cut in the error (real paths are far shorter)
 SEARCH_DOCS_DESCRIPTION = (
     "Search the documentation. Returns numbered excerpts `[n] <uri>`; cite them as [n] in the answer."
 )
@@ -173,9 +175,17 @@ def _unknown_doc_ids(retriever: Retriever, doc_ids: list[str] | None) -> str | N
     missing = [d for d in doc_ids if d not in known]
     if not missing:
         return None
-    close = sorted({m for d in missing for m in difflib.get_close_matches(d, known, n=3)})
+    named = missing[:NAMED_UNKNOWN]  # 200,000 ids once came back whole: 3.3 MB of error
+    close = sorted({m for d in named if len(d) <= MAX_ID_CHARS for m in difflib.get_close_matches(d, known, n=3)})
     hint = f"; did you mean {', '.join(close)}?" if close else "; leave doc_ids out to search every document"
-    return f"unknown doc id {', '.join(repr(d) for d in missing)}{hint}"
+    more = f" and {len(missing) - len(named)} more" if len(missing) > len(named) else ""
+    return f"unknown doc id {', '.join(_shown_id(d) for d in named)}{more}{hint}"
+
+
+def _shown_id(doc_id: str) -> str:
+    if len(doc_id) <= MAX_ID_CHARS:
+        return repr(doc_id)
+    return f"{doc_id[:MAX_ID_CHARS]!r}... ({len(doc_id)} characters)"
 
 
 def search_docs_tool(

@@ -9,6 +9,7 @@ from rag import markers
 from rag.citations import Citation
 from rag.errors import ShownUnreadable
 from rag.excerpts.packing import OUTDATED_TAG, source_of
+from rag.printable import one_line
 from rag.types import Chunk
 
 USAGE = (
@@ -31,14 +32,23 @@ def read_shown(text: str, catalog: Catalog) -> dict[int, Citation]:
     stripped = text.strip()
     if not stripped:
         raise ShownUnreadable(f"SHOWN is empty: {USAGE}")
+    json_error: json.JSONDecodeError | None = None
     if stripped[0] in "[{":
         try:
-            data = json.loads(stripped)
-        except ValueError:
-            data = None  # `[1] docs/a.md` starts like a JSON list too
-        if data is not None:
-            return _from_json(data, catalog)
-    return _from_excerpts(text, catalog)
+            return _from_json(json.loads(text), catalog)  # whole text: error lines are the file's lines
+        except json.JSONDecodeError as exc:
+            json_error = exc  # `[1] docs/a.md` starts like a JSON list too
+        except RecursionError:  # the json module nests by recursion
+            raise ShownUnreadable(f"SHOWN nests too deep to be what smoldocs printed: {USAGE}") from None
+    try:
+        return _from_excerpts(text, catalog)
+    except ShownUnreadable:
+        if json_error is None:
+            raise
+        raise ShownUnreadable(
+            f"SHOWN is not valid JSON: {json_error.msg} at line {json_error.lineno}, column {json_error.colno} "
+            "(cut short?): give the whole file"
+        ) from None
 
 
 def _citation(n: int, chunk_id: str, catalog: Catalog, doc_id: str | None = None, uri: str | None = None) -> Citation:
@@ -86,9 +96,12 @@ def _header(line: str) -> tuple[int, str] | None:
 
 def _from_excerpts(text: str, catalog: Catalog) -> dict[int, Citation]:
     lines = text.splitlines()
+    # Headers print names with line breaks escaped (rag.printable.one_line): read them back the same way.
     by_uri: dict[str, list[Chunk]] = {}
+    ids: dict[str, str] = {}
     for chunk in catalog.chunks:
-        by_uri.setdefault(chunk.uri, []).append(chunk)
+        by_uri.setdefault(one_line(chunk.uri), []).append(chunk)
+        ids[one_line(chunk.chunk_id)] = chunk.chunk_id
     headers: list[tuple[int, int, str]] = []  # (line number, n, what follows the number)
     for i, line in enumerate(lines):
         found = _header(line)
@@ -97,7 +110,7 @@ def _from_excerpts(text: str, catalog: Catalog) -> dict[int, Citation]:
         n, rest = found
         after = lines[i + 1] if i + 1 < len(lines) else ""
         # Chunk text may hold a line like `[2] see below`: only a known uri or id, or a provenance line, makes a header.
-        if rest in by_uri or catalog.chunk(rest) is not None or source_of(after) or "#" in rest and " " not in rest:
+        if rest in by_uri or rest in ids or catalog.chunk(rest) is not None or source_of(after) or "#" in rest and " " not in rest:
             headers.append((i, n, rest))
     if not headers:
         raise ShownUnreadable(f"SHOWN holds no numbered excerpt (a line like `[1] docs/kv-cache.md`): {USAGE}")
@@ -107,14 +120,15 @@ def _from_excerpts(text: str, catalog: Catalog) -> dict[int, Citation]:
         body = "\n".join(lines[i + 1 : end])
         source = source_of(lines[i + 1]) if i + 1 < len(lines) else None
         if source is not None:
-            _add(shown, _citation(n, source, catalog))
+            _add(shown, _citation(n, ids.get(source, source), catalog))
         elif rest in by_uri and n in shown:
             continue  # smoldocs pack listed `[n] <chunk id>` above its blocks
         elif rest not in by_uri:
-            _add(shown, _citation(n, rest, catalog))  # a chunk id, as `smoldocs pack` lists them
+            _add(shown, _citation(n, ids.get(rest, rest), catalog))  # a chunk id, as `smoldocs pack` lists them
         else:
             # A plain `[n] <uri>` block names no chunk: the chunk of that document whose whole text it prints.
             matches = [c for c in by_uri[rest] if c.text.strip() and c.text.strip() in body]
             chosen = max(matches, key=lambda c: len(c.text)) if matches else None
-            _add(shown, _citation(n, chosen.chunk_id if chosen else rest + UNMATCHED, catalog, rest, rest))
+            uri = by_uri[rest][0].uri
+            _add(shown, _citation(n, chosen.chunk_id if chosen else uri + UNMATCHED, catalog, uri, uri))
     return shown

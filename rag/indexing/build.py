@@ -16,8 +16,9 @@ from models.protocols import Embedder, Tokenizer
 from rag.indexing import store
 from rag.ingest.chunking import ChunkSettings, chunk_layout
 from rag.ingest.corpus import Document, check_docs_dir, default_docs_dir, load_corpus
-from rag.errors import IndexCorrupt, IndexNotSaved, Unreadable
+from rag.errors import IndexCorrupt, IndexDirNotFolder, IndexNotSaved, Unreadable
 from rag.ingest.formats import read_layout
+from rag.retrieval.bm25 import IDF_NAME
 from rag.retrieval.hybrid import CANDIDATE_DEPTH, HybridIndex
 from rag.indexing.fill import fill_missing
 from rag.ingest.sources import source_info
@@ -144,6 +145,9 @@ def open_index(
     emit = progress or (lambda event: None)
     root = check_docs_dir(docs_dir if docs_dir is not None else default_docs_dir())
     target = Path(index_dir).expanduser().resolve() if index_dir is not None else store.default_index_dir(root)
+    misplaced = _index_dir_problem(target)
+    if misplaced and must_save:  # `smoldocs index` saves or fails: say why at once, before any work
+        raise IndexDirNotFolder(f"{misplaced}: give --index a folder")
     emit(IndexProgress("scan", 0, 0))
     corpus = load_corpus(root, on_document=lambda n: emit(IndexProgress("scan", n, 0)))
     emit(IndexProgress("scan", len(corpus.documents), len(corpus.documents)))
@@ -170,7 +174,7 @@ def open_index(
     for doc_id, info in sources.items():
         if info.notice:
             emit(IndexProgress("notice", message=f"{doc_id}: {info.notice}"))
-    terms_wanted = search_options.get("term_settings", TermSettings()).to_dict()
+    terms_wanted = search_options.get("term_settings", TermSettings()).to_dict() | {"idf": IDF_NAME}
     same_chunks = stored is not None and not fresh and set(old_files) == set(files)
     reusable = same_chunks and stored.bm25_terms == terms_wanted
     bm25 = stored.bm25 if reusable else None  # else HybridIndex builds it from the chunks
@@ -197,7 +201,7 @@ def open_index(
         pending=tuple(pending),
     )
     if update.modified or (stored is not None and stored.bm25_terms != terms_wanted):
-        _save(target, wanted, files, chunks, embeddings, index, terms_wanted, skips, must_save, emit)
+        _save(target, wanted, files, chunks, embeddings, index, terms_wanted, skips, must_save, emit, misplaced)
     index.update = replace(update, seconds=time.perf_counter() - started)
     emit(IndexProgress("done", len(chunks), len(chunks), index.update.summary()))
     return index
@@ -265,13 +269,15 @@ def _embed_missing(index: HybridIndex, chunks, embeddings: np.ndarray, embedder:
     return index.with_embeddings(embeddings), embedded, time.perf_counter() - embed_started
 
 
-def _save(target: Path, wanted, files, chunks, embeddings, index: HybridIndex, terms_wanted, skips, must_save: bool, emit) -> None:
-    """Save the index atomically; when it cannot be saved, say so (or raise IndexNotSaved with `must_save`)."""
+def _save(target: Path, wanted, files, chunks, embeddings, index: HybridIndex, terms_wanted, skips, must_save: bool, emit,
+          misplaced: str | None = None) -> None:
+    """Save the index atomically; when it cannot be saved, say so (or raise IndexNotSaved with `must_save`).
+    `misplaced`: why the location cannot hold an index (a file where a folder should be), when known."""
     emit(IndexProgress("save", 0, 1))
     try:
         store.save(target, wanted, files, chunks, embeddings, index.bm25, terms_wanted, skips)
     except OSError as exc:
-        reason = exc.strerror or str(exc)
+        reason = misplaced or exc.strerror or str(exc)  # "File exists" named the wrong problem
         if must_save:
             raise IndexNotSaved(
                 f"could not save the index in {target} ({reason}); the previous index is unchanged: "
@@ -282,6 +288,15 @@ def _save(target: Path, wanted, files, chunks, embeddings, index: HybridIndex, t
                            "using it unsaved: pass --index DIR to a writable folder"))
     emit(IndexProgress("save", 1, 1))
 
+def _index_dir_problem(target: Path) -> str | None:
+    """Why the index cannot be saved at `target` because a file is where a folder should be, or None."""
+    for path in (target, *target.parents):
+        if path.exists():
+            if path.is_dir():
+                return None
+            inside = "" if path == target else f", which holds the index location {target},"
+            return f"{path}{inside} is a file, not a folder"
+    return None
 
 
 def _page_progress(emit: ProgressFn, doc_id: str):

@@ -9,10 +9,9 @@ paragraphs, then sentences, then lines, then words, then characters.
 from __future__ import annotations
 
 import bisect
-import itertools
 import re
 from dataclasses import asdict, dataclass
-from typing import Iterable, Iterator
+from typing import Iterable, Sequence
 
 from models.protocols import Counter
 from rag.ingest.blocks import Unit
@@ -31,6 +30,7 @@ _LINE_START = re.compile(r"\n(?=[^\n])")
 _WORD_START = re.compile(r"(?<=\s)(?=\S)")
 _LEADING_BLANK_LINES = re.compile(r"^(?:[ \t]*\n)+")
 _NON_SPACE = re.compile(r"\S")
+_UNITS, _CHARS = -1, -2  # _last_fitting's width memory for whole units and for characters (finer cuts: 0, 1, 2)
 
 
 @dataclass(frozen=True)
@@ -97,16 +97,19 @@ def _groups(units: list[Unit]) -> Iterable[tuple[tuple[str, ...], list[Unit]]]:
     """Runs of (headings with no text of their own, then the text under the last one) with its heading path."""
     stack: list[tuple[int, str]] = []
     group: list[Unit] = []
+    has_text = False  # kept as we go: rescanning the group made 100k bare headings quadratic
     path: tuple[str, ...] = ()
     for unit in units:
         if unit.kind == "heading":
-            if any(u.kind != "heading" for u in group):
+            if has_text:
                 yield path, group
-                group = []
+                group, has_text = [], False
             while stack and stack[-1][0] >= unit.level:
                 stack.pop()
             stack.append((unit.level, unit.title))
             path = tuple(title for _, title in stack if title)
+        else:
+            has_text = True
         group.append(unit)
     if group:
         yield path, group
@@ -120,14 +123,20 @@ class _Cutter:
         self.counter = counter
         self.max_tokens = max_tokens
         self.line_offsets = [0] + [m.end() for m in re.finditer("\n", text)]
-        self.fences: list[Unit] = []
+        self.fences: list[Unit] = []  # of the units being cut, in order (they never overlap)
+        self._fence_starts: list[int] = []  # their body_start, for bisection
         self._ends: list[int] = []  # of the units being cut, ascending
+        self._text_units: list[Unit] = []  # the same without headings, and their ends
+        self._text_ends: list[int] = []
         self._widths: dict[int, int] = {}  # how many cuts of each kind the last chunk cut that way spanned
         self._cuts: dict[int, list[list[int]]] = {}
 
     def cut(self, units: list[Unit]) -> list[tuple[int, int]]:
         self.fences = [u for u in units if u.kind == "fence"]
+        self._fence_starts = [f.body_start for f in self.fences]
         self._ends = [u.end for u in units]
+        self._text_units = [u for u in units if u.kind != "heading"]
+        self._text_ends = [u.end for u in self._text_units]
         end = units[-1].end
         pos = units[0].start
         spans = []
@@ -153,11 +162,13 @@ class _Cutter:
             return "", 0, 0
         first = bisect.bisect_right(self.line_offsets, a + skip)
         last = bisect.bisect_right(self.line_offsets, a + skip + len(body) - 1)
-        for f in self.fences:
-            if f.body_start <= a + skip < f.body_end:
-                body = f"{f.opener}\n{body}"
-            if f.body_start < b <= f.body_end:
-                body = f"{body}\n{f.closer}"
+        # Only the fence around each end matters: found by bisection (a loop over 10k fences per count was quadratic).
+        i = bisect.bisect_right(self._fence_starts, a + skip) - 1
+        if i >= 0 and a + skip < self.fences[i].body_end:
+            body = f"{self.fences[i].opener}\n{body}"
+        j = bisect.bisect_left(self._fence_starts, b) - 1
+        if j >= 0 and b <= self.fences[j].body_end:
+            body = f"{body}\n{self.fences[j].closer}"
         return body, first, last
 
     def fits(self, a: int, b: int) -> bool:
@@ -168,19 +179,20 @@ class _Cutter:
         return bool(body) and self.counter.count(body) <= self.max_tokens
 
     def _farthest(self, pos: int, units: list[Unit], protect_headings: bool) -> int | None:
-        candidates = self._candidates(pos, units, protect_headings)
-        target = next(candidates, None)
-        if target is None:
+        """The farthest unit end after `pos` that fits (headings not an end when protected), else a finer cut."""
+        kept, ends = (self._text_units, self._text_ends) if protect_headings else (units, self._ends)
+        first = bisect.bisect_right(ends, pos)
+        if first == len(kept):
             return None
-        best = None
-        for u in itertools.chain([target], candidates):
-            if not self.fits(pos, u.end):
-                if best is not None and self.text[pos:best].rstrip().endswith(":"):
-                    # "... as follows:" belongs with what follows: take as many of its items as fit.
-                    best = self._fill(pos, u, best)
-                break
-            best = u.end
+        target = kept[first]
+        # Galloping search over the unit ends, never a walk over the rest of the document: counting unit by unit,
+        # or listing every unit within reach, made 100k one-line headings cost work per heading per chunk.
+        best = self._last_fitting(pos, ends, _UNITS)
         if best is not None:
+            after = bisect.bisect_right(ends, best)
+            if after < len(kept) and self.text[pos:best].rstrip().endswith(":"):
+                # "... as follows:" belongs with what follows: take as many of its items as fit.
+                best = self._fill(pos, kept[after], best)
             return best
         if target.kind in ("fence", "literal") and pos < target.start and self.fits(target.start, target.end):
             # A code block that fits on its own is never cut: end this chunk before it instead.
@@ -193,13 +205,7 @@ class _Cutter:
                 return best
         return self._char_cut(pos, target)
 
-    def _candidates(self, pos: int, units: list[Unit], protect_headings: bool) -> Iterator[Unit]:
-        """The units ending after `pos`, in order (the first found by bisection), headings left out if protected."""
-        for i in range(bisect.bisect_right(self._ends, pos), len(units)):
-            if not (protect_headings and units[i].kind == "heading"):
-                yield units[i]
-
-    def _last_fitting(self, pos: int, cuts: list[int], kind: int) -> int | None:
+    def _last_fitting(self, pos: int, cuts: Sequence[int], kind: int) -> int | None:
         """The farthest of the sorted `cuts` after `pos` that fits: try as many cuts as the last chunk of this
         kind took, then gallop and bisect.
 
@@ -261,12 +267,6 @@ class _Cutter:
         return [sentences, at(_LINE_START), at(_WORD_START)]
 
     def _char_cut(self, pos: int, u: Unit) -> int | None:
-        lo, hi = max(pos, u.start) + 1, u.end
-        best = None
-        while lo <= hi:
-            mid = (lo + hi) // 2
-            if self.fits(pos, mid):
-                best, lo = mid, mid + 1
-            else:
-                hi = mid - 1
-        return best
+        """The farthest character that fits: galloping from the last chunk's width, as for the other cuts (a
+        bisection over the whole unit counted ~40 characters per character of a 5 MB word)."""
+        return self._last_fitting(pos, range(max(pos, u.start) + 1, u.end + 1), _CHARS)

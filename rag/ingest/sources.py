@@ -42,6 +42,8 @@ def front_matter(text: str) -> tuple[dict[str, Any] | None, str | None]:
         where = getattr(exc, "problem_mark", None)
         line = f" (line {where.line + 2})" if where is not None else ""
         return None, f"front matter is not valid YAML{line}: indexed as text; fix the YAML between the --- lines"
+    except RecursionError:  # PyYAML composes nested collections recursively
+        return None, "front matter nests too deep: indexed as text; flatten the YAML between the --- lines"
     if data is None:
         return {}, None
     if not isinstance(data, dict):

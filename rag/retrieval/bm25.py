@@ -1,12 +1,19 @@
-"""BM25 (rank-bm25's Okapi variant) over precomputed postings: same scores, without a Python loop per chunk.
+"""BM25 (rank-bm25's Okapi variant, Lucene's IDF) over precomputed postings, without a Python loop per chunk.
 
-rank_bm25.BM25Okapi computes idf and lengths; its get_scores walks every document's dict for every query
-term, which is too slow at 100k chunks. We turn its statistics into term -> (rows, weights) postings once,
+rank_bm25.BM25Okapi computes lengths and term frequencies; its get_scores walks every document's dict for every
+query term, which is too slow at 100k chunks. We turn its statistics into term -> (rows, weights) postings once,
 so a query costs one numpy add per query term over the chunks that contain it.
+
+Parity with rank-bm25: term-frequency saturation (k1) and length normalisation (b) are the same; the IDF is
+Lucene's, log(1 + (N - n + 0.5) / (n + 0.5)), which is above 0 for every n. rank-bm25's log((N - n + 0.5) / (n + 0.5))
+is negative once a term is in more than half the chunks, and its epsilon floor is a share of the *average* IDF,
+itself negative in a one- or two-chunk folder: there every matching chunk scored below the non-matching ones and
+BM25 found nothing. Rankings agree wherever rank-bm25's IDFs are all positive (both are decreasing in n); scores do not.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import numpy as np
@@ -14,18 +21,23 @@ from rank_bm25 import BM25Okapi
 
 K1 = 1.5
 B = 0.75
-EPSILON = 0.25
+IDF_NAME = "lucene"  # stored with the index: postings built under another IDF are rebuilt, never mixed
+
+
+def idf(n_docs: int, doc_freq: int) -> float:
+    """Lucene's BM25 IDF: always above 0, so a term in every chunk still counts a little."""
+    return math.log(1.0 + (n_docs - doc_freq + 0.5) / (doc_freq + 0.5))
 
 
 class BM25Index:
-    """Scores every row for a list of query terms exactly as BM25Okapi.get_scores does."""
+    """Scores every row for a list of query terms as BM25Okapi.get_scores does, with Lucene's IDF."""
 
-    def __init__(self, docs: Sequence[Sequence[str]], k1: float = K1, b: float = B, epsilon: float = EPSILON) -> None:
+    def __init__(self, docs: Sequence[Sequence[str]], k1: float = K1, b: float = B) -> None:
         self.size = len(docs)
         self._postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         if not docs or not any(docs):
             return  # BM25Okapi divides by the total length; nothing can match anyway
-        ref = BM25Okapi([list(d) for d in docs], k1=k1, b=b, epsilon=epsilon)
+        ref = BM25Okapi([list(d) for d in docs], k1=k1, b=b)
         doc_len = np.asarray(ref.doc_len, dtype=np.float64)
         norm = k1 * (1 - b + b * doc_len / ref.avgdl)
         rows: dict[str, list[int]] = {}
@@ -37,7 +49,7 @@ class BM25Index:
         for term, term_rows in rows.items():
             idx = np.asarray(term_rows, dtype=np.int32)
             tf = np.asarray(tfs[term], dtype=np.float64)
-            weight = ref.idf[term] * (tf * (k1 + 1) / (tf + norm[idx]))
+            weight = idf(self.size, len(term_rows)) * (tf * (k1 + 1) / (tf + norm[idx]))
             self._postings[term] = (idx, weight)
 
     def __len__(self) -> int:

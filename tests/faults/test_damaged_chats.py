@@ -57,6 +57,7 @@ DAMAGES = {
     "garbage-line": (replace_line(("second question", 2), b"not json at all"), 1, 1),
     "zero-block": (zero_block, 1, 1),
     "invalid-utf8": (replace_line(("second question", 1), b'{"type": "TextDelta", "text": "\xff\xfe"}'), 1, 1),
+    "json-nested-too-deep": (replace_line(("second question", 2), b"[" * 100_000), 1, 1),  # json recurses
     "json-not-an-object": (replace_line(("third question", 1), b"[1, 2, 3]"), 2, 2),
     "event-missing-fields": (replace_line(("third question", 0), b'{"type": "TurnStarted"}'), 2, 2),
     "answer-malformed": (replace_line(("first question", 5), b'{"type": "AnswerFinished", "answer": 7}'), 0, 0),

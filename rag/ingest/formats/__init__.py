@@ -89,11 +89,15 @@ def stream_digest(path: Path) -> str:
 def read_layout(doc_id: str, path: Path, text: str, sha256: str, on_page: PageFn | None = None) -> Layout:
     """The Layout of any document: parsed from `text`, or for a file format read from `path`.
 
+    A text file its parser fails on (of any exception) is Unreadable too, counted as "unparsable <syntax>".
     A file format whose bytes no longer hash to `sha256` (it changed while being indexed) is Unreadable: the
     next index run sees its new content and reads it then.
     """
     if not is_file_format(doc_id):
-        return parse_text(doc_id, text)
+        try:
+            return parse_text(doc_id, text)
+        except Exception as exc:  # noqa: BLE001 - one page a parser cannot take is skipped, never the whole index
+            raise Unreadable(f"unparsable {syntax_for(doc_id, text).upper()}") from exc
     from rag.ingest.formats.pdf import pdf_layout
 
     try:

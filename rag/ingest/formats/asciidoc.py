@@ -94,10 +94,10 @@ def parse_adoc(text: str) -> list[Unit]:
             heading(title_row, i, UNDERLINE_LEVELS[stripped[0]], lines[title_row])
             i += 1
             continue
-        if stripped.startswith("////") and ADOC_DELIMITER.match(stripped):  # a comment block: dropped
+        comment = fence_end(lines, i, "adoc") if stripped.startswith("////") else None
+        if comment is not None:  # a comment block: dropped
             close_para()
-            j, _ = fence_end(lines, i, "adoc")
-            i = j + 1
+            i = comment[0] + 1
             continue
         if stripped in ("--", "+") or _DIRECTIVE.match(stripped) or (_COMMENT.match(stripped) and not para):
             close_para()  # open-block delimiters, list continuations, preprocessor lines: structure only

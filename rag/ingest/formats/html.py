@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import warnings
 from dataclasses import dataclass
+from typing import Iterator
 
 from bs4 import BeautifulSoup, Comment, Declaration, Doctype, NavigableString, ProcessingInstruction, Tag
 
@@ -27,6 +28,7 @@ BLOCKS = frozenset({
     "ol", "p", "section", "summary", "table", "tbody", "td", "tfoot", "th", "thead", "tr", "ul",
 })
 _SPACE = re.compile(r"[ \t\r\n\f\v\u00a0]+")
+_END = object()  # the end of a node's children
 _PERMALINK = "\u00b6"  # Sphinx's ¶ after every heading and signature
 
 
@@ -55,8 +57,17 @@ class _Walker:
         self.prefix = ""
         self.line = 0
 
-    def walk(self, node: Tag) -> None:
-        for child in node.children:
+    def walk(self, root: Tag) -> None:
+        """Every node under `root` in document order, with an explicit stack: real pages nest thousands deep."""
+        stack: list[tuple[Iterator, Tag, bool]] = [(iter(root.children), root, False)]  # (children, node, flush after)
+        while stack:
+            children, node, flush_after = stack[-1]
+            child = next(children, _END)
+            if child is _END:
+                stack.pop()
+                if flush_after:
+                    self.flush()
+                continue
             if isinstance(child, (Comment, Declaration, Doctype, ProcessingInstruction)):
                 continue
             if isinstance(child, NavigableString):
@@ -83,18 +94,16 @@ class _Walker:
             elif name in ("li", "dt"):
                 self.flush()
                 self.prefix = "- " if name == "li" else ""
-                self.walk(child)
-                self.flush()
+                stack.append((iter(child.children), child, True))
             elif name in ("td", "th"):  # a row is one line: "lru | least recently used goes first"
                 if "".join(self.words).strip():
                     self.words.append(" | ")
-                self.walk(child)
+                stack.append((iter(child.children), child, False))
             elif name in BLOCKS:
                 self.flush()
-                self.walk(child)
-                self.flush()
+                stack.append((iter(child.children), child, True))
             else:
-                self.walk(child)
+                stack.append((iter(child.children), child, False))
 
 
 def _dropped(tag: Tag) -> bool:
