@@ -35,3 +35,62 @@ def plain(text: str) -> str:
     out = _DEFINITION.sub(r"\1:", out)
     out = _CONTINUATION.sub("", out)
     return _EMPHASIS.sub(r"\2", out)
+
+
+# What a reader should not see in a quote, beyond what `plain` removes (rag.answering.quote_features renders every
+# quoted chunk with `readable`, and the verifier's `plain` of both sides still matches it word for word).
+_ADORNMENT = re.compile(r"^([=\-~^\"'`#*+_:.<>!$%&,;?@\\|/])\1{3,}[ \t]*$")  # RST/AsciiDoc title underline
+_ADOC_TITLE = re.compile(r"^(={1,6})[ \t]+(\S.*?)(?:[ \t]+=+)?[ \t]*$")  # `== Title`
+_ADOC_ATTRIBUTES = re.compile(r"^\[(?:\[[^\[\]]+\]|[a-z][\w,=\" -]*)\][ \t]*$")  # [[anchor]], [source,sh]
+_RST_TARGET = re.compile(r"^\.\. (?:_[^:]*|\|[^|]+\|[^:]*|\[[^\]]+\])(?::|$).*$")  # link target, substitution, footnote
+_RST_DIRECTIVE_LINE = re.compile(r"^\.\. ([\w-]+)::[ \t]*(.*)$")
+_RST_COMMENT = re.compile(r"^\.\.(?:[ \t].*)?$")
+_RST_OPTION = re.compile(r"^[ \t]+:[\w -]+:(?:[ \t].*)?$")  # a directive's `   :alt: text` option line
+_ADMONITIONS = frozenset("note tip hint important warning caution attention danger error admonition seealso".split())
+_ROLE = re.compile(r":([\w.+-]+):`([^`\n]+)`")  # :rfc:`2396`, :code:`x`
+_RST_LINK = re.compile(r"`([^`<\n]+?)\s*<[^<>`\n]*>`__?")  # `text <url>`_
+_RST_REF = re.compile(r"`([^`\n]+)`__?(?![\w`])")  # `a phrase`_
+_RST_WORD_REF = re.compile(r"(?<=[\w.])__?(?=[\s.,;:!?)]|$)")  # rst2html.py_
+_RST_FOOTNOTE = re.compile(r"\s?\[(?:#[\w-]*|\*|\d+)\]_")  # [#]_, [1]_
+_RST_LITERAL = re.compile(r"``([^`\n]+)``")
+_RST_SUBSTITUTION = re.compile(r"\|([\w][\w .-]*)\|(?=[\s.,;:)]|$)")
+_ROLE_NAMES = {"rfc": "RFC ", "pep": "PEP "}
+
+
+def readable(text: str, syntax: str = "") -> str:
+    """`text` (a chunk, lines kept) as a reader should see it quoted: titles as `# Title` lines, which are never
+    quoted; RST directives, targets, comments, roles and references, AsciiDoc labels, attributes and `+`
+    continuations, and HTML leftovers gone. `syntax` "rst" also reads backtick and tilde underlines and `name_`
+    references as RST."""
+    rst = syntax in ("rst", "txt")
+    lines: list[str] = []
+    for line in text.split("\n"):
+        adorned = _ADORNMENT.match(line)
+        if adorned and (rst or adorned.group(1) not in "`~"):
+            title = lines[-1].strip() if lines else ""
+            if title and not title.startswith("#") and len(line.strip()) >= len(title) - 2 and not title.endswith((":", ".")):
+                lines[-1] = f"# {title}"
+            continue  # an overline, underline or transition: no text
+        if (m := _ADOC_TITLE.match(line)) and not rst:
+            lines.append(f"# {m.group(2)}")
+            continue
+        if _ADOC_ATTRIBUTES.match(line) or _RST_TARGET.match(line) or _RST_OPTION.match(line) and rst:
+            continue
+        if m := _RST_DIRECTIVE_LINE.match(line):
+            name, rest = m.group(1).lower(), m.group(2).strip()
+            if name in _ADMONITIONS and rest:
+                lines.append(f"{name.capitalize()}: {rest}")
+            continue  # other directives (image, contents, code-block...) have no prose on their line
+        if _RST_COMMENT.match(line):
+            continue
+        lines.append(line)
+    out = plain("\n".join(lines))
+    out = _ROLE.sub(lambda m: _ROLE_NAMES.get(m.group(1).lower(), "") + m.group(2), out)
+    out = _RST_LINK.sub(r"\1", out)
+    out = _RST_FOOTNOTE.sub("", out)
+    out = _RST_LITERAL.sub(r"`\1`", out)
+    out = _RST_REF.sub(r"\1", out)
+    if rst:
+        out = _RST_WORD_REF.sub("", out)
+        out = _RST_SUBSTITUTION.sub(r"\1", out)
+    return out.replace("\u00b6", "")
