@@ -82,6 +82,8 @@ def candidates(shown: Mapping[int, CitationLike] | Iterable[CitationLike], looku
             quotable = claim.factual or claim.text.rstrip().endswith(":")
             if not quotable or claim.kind == "heading" or not claim.text or markers.find(claim.text):
                 continue
+            if len(claim.text.split()) < MIN_QUOTE_WORDS and not claim.text.endswith(":"):
+                continue  # a label or a name alone ("`small-black`") answers nothing
             if is_title_line(claim, text, chunk.heading_path) or is_navigation(_line(text, claim.start, claim.end)):
                 continue
             out.append(Candidate(citation.n, rank, claim.text, heading, *quote_context(text, claims, i)))
@@ -100,6 +102,7 @@ _REFERS_BACK = re.compile(
     r"(?:this|these|those|that|such|it|its|they|them|their|he|she|his|her|both|either|neither)\b",
     re.IGNORECASE,
 )
+MIN_QUOTE_WORDS = 3
 MAX_CONTEXT_WORDS = 60  # what a ":" sentence brings at most (~80 tokens: a short list or a few code lines)
 _TITLE_LINE = re.compile(r"^[\w.:+-]+(?:,\s*[\w.:+-]+)*(?:\(\d\w*\))?\s+(?:-|\u2013|\u2014)\s+\S")  # "git-mergetool - Run..."
 _NAVIGATION = frozenset("prev previous next up home top contents index back forward".split())

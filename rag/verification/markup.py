@@ -64,7 +64,17 @@ def readable(text: str, syntax: str = "") -> str:
     references as RST."""
     rst = syntax in ("rst", "txt")
     lines: list[str] = []
-    for line in text.split("\n"):
+    fenced = False
+    for line in _literal_blocks_fenced(text.split("\n")) if rst else text.split("\n"):
+        if _FENCE.match(line):
+            fenced = not fenced
+        if fenced or _FENCE.match(line):
+            lines.append(line)  # code is shown as it is
+            continue
+        if _LABEL_END.search(line) and not line.startswith(".. "):  # `term::`, `For example::`: a colon
+            line = _LABEL_END.sub(":", line)
+            if not line.strip(" \t:"):
+                continue
         adorned = _ADORNMENT.match(line)
         if adorned and (rst or adorned.group(1) not in "`~"):
             title = lines[-1].strip() if lines else ""
@@ -94,3 +104,32 @@ def readable(text: str, syntax: str = "") -> str:
         out = _RST_WORD_REF.sub("", out)
         out = _RST_SUBSTITUTION.sub(r"\1", out)
     return out.replace("\u00b6", "")
+
+
+_FENCE = re.compile(r"^ {0,3}(?:`{3}|~{3})")
+_LABEL_END = re.compile(r"\s*(?::{2,4}|;;)[ \t]*$")
+
+
+def _literal_blocks_fenced(lines: list[str]) -> list[str]:
+    """RST literal blocks (the indented lines after a paragraph ending in `::`) between ``` fences, so they are
+    read as code, never as sentences."""
+    out: list[str] = []
+    i, n = 0, len(lines)
+    while i < n:
+        line = lines[i]
+        out.append(line)
+        i += 1
+        if not line.rstrip().endswith("::") or line.lstrip().startswith(".. "):
+            continue
+        j = i
+        while j < n and not lines[j].strip():
+            j += 1
+        if j >= n or lines[j][:1] not in (" ", "\t"):
+            continue
+        last = k = j
+        while k < n and (not lines[k].strip() or lines[k][:1] in (" ", "\t")):
+            last = k if lines[k].strip() else last
+            k += 1
+        out.extend(["", "```", *lines[j : last + 1], "```"])
+        i = last + 1
+    return out
