@@ -61,6 +61,17 @@ def test_readable_keeps_titles_as_headings_and_code_underlines_inside_literal_bl
     assert "    =====" in readable(literal, "rst")
 
 
+def test_rst_literal_blocks_are_code_never_sentences():
+    text = ("* Most shells expand globs::\n\n      rst2html.py *.txt\n\n"
+            "  It might be nice to accept several arguments.\n")
+    assert readable(text, "rst") == ("* Most shells expand globs:\n\n```\n      rst2html.py *.txt\n```\n\n"
+                                     "  It might be nice to accept several arguments.\n")
+    shown, lookup = _shown(_chunk("docs/globs.rst", text))
+    found = {c.sentence: c for c in candidates(shown, lookup)}
+    assert set(found) == {"Most shells expand globs:", "It might be nice to accept several arguments."}
+    assert found["Most shells expand globs:"].after == "`rst2html.py *.txt`"
+
+
 def test_a_sentence_that_points_back_brings_the_sentence_before():
     text = ("Two dumps of the same database are compared byte for byte. If they come first and are byte-identical, "
             "the second is skipped.\n\nThis paragraph stands alone.")

@@ -111,8 +111,8 @@ _LABEL_END = re.compile(r"\s*(?::{2,4}|;;)[ \t]*$")
 
 
 def _literal_blocks_fenced(lines: list[str]) -> list[str]:
-    """RST literal blocks (the indented lines after a paragraph ending in `::`) between ``` fences, so they are
-    read as code, never as sentences."""
+    """RST literal blocks (the lines after a paragraph ending in `::`, indented deeper than it) between ```
+    fences, so they are read as code, never as sentences."""
     out: list[str] = []
     i, n = 0, len(lines)
     while i < n:
@@ -121,15 +121,26 @@ def _literal_blocks_fenced(lines: list[str]) -> list[str]:
         i += 1
         if not line.rstrip().endswith("::") or line.lstrip().startswith(".. "):
             continue
+        base = _indent(line) if line[:1].isspace() or _BULLET.match(line) else 0
         j = i
         while j < n and not lines[j].strip():
             j += 1
-        if j >= n or lines[j][:1] not in (" ", "\t"):
+        if j >= n or _indent(lines[j]) <= base:
             continue
         last = k = j
-        while k < n and (not lines[k].strip() or lines[k][:1] in (" ", "\t")):
+        while k < n and (not lines[k].strip() or _indent(lines[k]) > base):  # the block is indented deeper
             last = k if lines[k].strip() else last
             k += 1
         out.extend(["", "```", *lines[j : last + 1], "```"])
         i = last + 1
     return out
+
+
+def _indent(line: str) -> int:
+    """Where the line's text starts; a list item's text starts after its bullet."""
+    line = line.expandtabs(8)
+    bullet = _BULLET.match(line)
+    return bullet.end() if bullet else len(line) - len(line.lstrip())
+
+
+_BULLET = re.compile(r"^\s*(?:[-*+\u2022]|\d{1,3}[.)]|#\.)\s+(?=\S)")
