@@ -1,4 +1,4 @@
-"""Documentation markup a claim check must see through: HTML tags, AsciiDoc and Markdown link syntax.
+"""Documentation markup a claim check must see through: HTML tags, AsciiDoc, Markdown and reStructuredText inline syntax.
 
 Both sides of a check get the same treatment, so `linkgit:git-tag[1]` in a claim matches `git-tag(1)` in a man page
 and `<kbd>Ctrl</kbd>+<kbd>C</kbd>` matches `Ctrl+C`. Code spans (backticks) are kept: they mark exact names.
@@ -34,6 +34,10 @@ def plain(text: str) -> str:
     out = _MD_REF.sub(r"\1", _MD_LINK.sub(r"\1 (\2)", out))
     out = _DEFINITION.sub(r"\1:", out)
     out = _CONTINUATION.sub("", out)
+    if "`" in out or "]_" in out:  # reStructuredText inline markup: roles, references, literals, footnotes
+        out = _ROLE.sub(lambda m: _ROLE_NAMES.get(m.group(1).lower(), "") + m.group(2), out)
+        out = _RST_FOOTNOTE.sub("", _RST_LINK.sub(r"\1", out))
+        out = _RST_REF.sub(r"\1", _RST_LITERAL.sub(r"`\1`", out))
     return _EMPHASIS.sub(r"\2", out)
 
 
@@ -95,11 +99,6 @@ def readable(text: str, syntax: str = "") -> str:
             continue
         lines.append(line)
     out = plain("\n".join(lines))
-    out = _ROLE.sub(lambda m: _ROLE_NAMES.get(m.group(1).lower(), "") + m.group(2), out)
-    out = _RST_LINK.sub(r"\1", out)
-    out = _RST_FOOTNOTE.sub("", out)
-    out = _RST_LITERAL.sub(r"`\1`", out)
-    out = _RST_REF.sub(r"\1", out)
     if rst:
         out = _RST_WORD_REF.sub("", out)
         out = _RST_SUBSTITUTION.sub(r"\1", out)
