@@ -34,6 +34,8 @@ def plain(text: str) -> str:
     out = _MD_REF.sub(r"\1", _MD_LINK.sub(r"\1 (\2)", out))
     out = _DEFINITION.sub(r"\1:", out)
     out = _CONTINUATION.sub("", out)
+    if "_" in out:
+        out = _RST_WORD_REF.sub(r"\1", out)
     if "`" in out or "]_" in out:  # reStructuredText inline markup: roles, references, literals, footnotes
         out = _ROLE.sub(lambda m: _ROLE_NAMES.get(m.group(1).lower(), "") + m.group(2), out)
         out = _RST_FOOTNOTE.sub("", _RST_LINK.sub(r"\1", out))
@@ -54,7 +56,8 @@ _ADMONITIONS = frozenset("note tip hint important warning caution attention dang
 _ROLE = re.compile(r":([\w.+-]+):`([^`\n]+)`")  # :rfc:`2396`, :code:`x`
 _RST_LINK = re.compile(r"`([^`<\n]+?)\s*<[^<>`\n]*>`__?")  # `text <url>`_
 _RST_REF = re.compile(r"`([^`\n]+)`__?(?![\w`])")  # `a phrase`_
-_RST_WORD_REF = re.compile(r"(?<=[\w.])__?(?=[\s.,;:!?)]|$)")  # rst2html.py_
+# rst2html.py_, reStructuredText_: a word with no other underscore (snake_case_ and __init__ stay as they are)
+_RST_WORD_REF = re.compile(r"(?<![\w`])([A-Za-z][A-Za-z0-9.-]*[A-Za-z0-9])__?(?=[\s,;:!?)]|\.(?:\s|$)|$)", re.M)
 _RST_FOOTNOTE = re.compile(r"\s?\[(?:#[\w-]*|\*|\d+)\]_")  # [#]_, [1]_
 _RST_LITERAL = re.compile(r"``([^`\n]+)``")
 _RST_SUBSTITUTION = re.compile(r"\|([\w][\w .-]*)\|(?=[\s.,;:)]|$)")
@@ -100,7 +103,6 @@ def readable(text: str, syntax: str = "") -> str:
         lines.append(line)
     out = plain("\n".join(lines))
     if rst:
-        out = _RST_WORD_REF.sub("", out)
         out = _RST_SUBSTITUTION.sub(r"\1", out)
     return out.replace("\u00b6", "")
 
