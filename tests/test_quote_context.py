@@ -55,6 +55,11 @@ def test_html_leftovers_are_not_shown():
     assert _sentences(_chunk("docs/stop.md", text)) == ["Press Ctrl+C to stop the server & close the connection."]
 
 
+def test_readable_keeps_names_and_typographic_quotes_as_written():
+    text = "If you don\u2019t mind, the generated __init__() method of a class_ runs **first**."
+    assert readable(text) == "If you don\u2019t mind, the generated __init__() method of a class_ runs first."
+
+
 def test_readable_keeps_titles_as_headings_and_code_underlines_inside_literal_blocks():
     assert readable("Sections\n========\n\nBody text here.", "rst").split("\n")[0] == "# Sections"
     literal = "For example::\n\n    Title\n    =====\n"

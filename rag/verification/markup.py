@@ -23,24 +23,35 @@ _SMART = str.maketrans({"\u201c": '"', "\u201d": '"', "\u2018": "'", "\u2019": "
 
 @lru_cache(maxsize=4096)
 def plain(text: str) -> str:
-    """`text` with markup removed and the words, names and code spans kept, for matching."""
-    out = text.translate(_SMART)
+    """`text` with markup removed and the words, names and code spans kept, for matching: typographic quotes
+    read as straight ones."""
+    return _unmarked(text.translate(_SMART), rst_words=True).translate(_SMART)
+
+
+def _unmarked(text: str, rst_words: bool) -> str:
+    """`text` with markup removed, its characters as they are; `rst_words`: `name_` references read as the word
+    (always for matching, where both sides get it; for display only in RST, where `class_` is never a name)."""
+    out = text
     if "<" in out:
         out = _TAG.sub("", out)
     if "&" in out:
-        out = html.unescape(out).translate(_SMART)
+        out = html.unescape(out)
     out = _LINKGIT.sub(r"\1(\2)", out)
     out = _NO_OPTION.sub(r"--\1 --no-\1", out)
     out = _MD_REF.sub(r"\1", _MD_LINK.sub(r"\1 (\2)", out))
     out = _DEFINITION.sub(r"\1:", out)
     out = _CONTINUATION.sub("", out)
-    if "_" in out:
-        out = _RST_WORD_REF.sub(r"\1", out)
     if "`" in out or "]_" in out:  # reStructuredText inline markup: roles, references, literals, footnotes
         out = _ROLE.sub(lambda m: _ROLE_NAMES.get(m.group(1).lower(), "") + m.group(2), out)
         out = _RST_FOOTNOTE.sub("", _RST_LINK.sub(r"\1", out))
         out = _RST_REF.sub(r"\1", _RST_LITERAL.sub(r"`\1`", out))
-    return _EMPHASIS.sub(r"\2", out)
+    out = _EMPHASIS.sub(_unemphasized, out)
+    return _RST_WORD_REF.sub(r"\1", out) if rst_words and "_" in out else out  # after emphasis (`__a b__`)
+
+
+def _unemphasized(m: re.Match) -> str:
+    # `__init__` is a name, not strong emphasis: a double underscore around one word stays
+    return m.group(0) if m.group(1) == "__" and " " not in m.group(2) else m.group(2)
 
 
 # What a reader should not see in a quote, beyond what `plain` removes (rag.answering.quote_features renders every
@@ -101,7 +112,7 @@ def readable(text: str, syntax: str = "") -> str:
         if _RST_COMMENT.match(line):
             continue
         lines.append(line)
-    out = plain("\n".join(lines))
+    out = _unmarked("\n".join(lines), rst_words=rst)
     if rst:
         out = _RST_SUBSTITUTION.sub(r"\1", out)
     return out.replace("\u00b6", "")
