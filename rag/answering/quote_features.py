@@ -24,7 +24,7 @@ from rag.citations import CitationLike, Lookup, problem
 from rag.types import Chunk
 from rag.verification.claim_terms import terms
 from rag.ingest.formats import syntax_for
-from rag.verification.claims import Claim, split_claims
+from rag.verification.claims import ITEM, Claim, split_claims
 from rag.verification.markup import readable
 from rag.verification.support import embed_cached
 
@@ -189,7 +189,7 @@ def _introduced(text: str, end: int) -> str:
                 break
             out[-1] += " " + body
             words += n
-        elif _ITEM_LINE.match(body) and kind in ("", "list"):
+        elif ITEM.match(body) and kind in ("", "list"):
             if words + n > MAX_CONTEXT_WORDS:
                 if not out:
                     out.append(_clause_head(body, MAX_CONTEXT_WORDS))
@@ -209,7 +209,6 @@ def _clause_head(text: str, max_words: int) -> str:
     cut = max(head.rfind(", "), head.rfind("; "), head.rfind(": "))
     return head[:cut + 1] if cut > 0 else ""
 
-_ITEM_LINE = re.compile(r"^(?:[-*+\u2022]|\d{1,3}[.)])\s+")
 
 
 def _table_header(text: str, start: int) -> str:

@@ -10,6 +10,9 @@ import html
 import re
 from functools import lru_cache
 
+from rag.markers import FENCE_OPEN
+from rag.verification.claims import ITEM
+
 _TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9]*(?:\s[^<>]*)?/?>|<!--.*?-->", re.DOTALL)
 _LINKGIT = re.compile(r"\blinkgit:([\w.-]+)\[(\d\w*)\]")  # AsciiDoc `linkgit:git-tag[1]`: the page git-tag(1)
 _NO_OPTION = re.compile(r"--\[no-\]([\w-]+)")  # AsciiDoc `--[no-]force`: both spellings
@@ -84,17 +87,20 @@ def readable(text: str, syntax: str = "") -> str:
     lines: list[str] = []
     fenced = False
     for line in _literal_blocks_fenced(text.split("\n")) if rst else text.split("\n"):
-        if _FENCE.match(line):
+        adorned = _ADORNMENT.match(line)
+        underline = adorned and (rst or adorned.group(1) not in "`~")  # in RST a ```` line is an underline
+        if FENCE_OPEN.match(line) and not underline:
             fenced = not fenced
-        if fenced or _FENCE.match(line):
+            lines.append(line)
+            continue
+        if fenced:
             lines.append(line)  # code is shown as it is
             continue
         if _LABEL_END.search(line) and not line.startswith(".. "):  # `term::`, `For example::`: a colon
             line = _LABEL_END.sub(":", line)
             if not line.strip(" \t:"):
                 continue
-        adorned = _ADORNMENT.match(line)
-        if adorned and (rst or adorned.group(1) not in "`~"):
+        if underline:
             title = lines[-1].strip() if lines else ""
             if title and not title.startswith("#") and len(line.strip()) >= len(title) - 2 and not title.endswith((":", ".")):
                 lines[-1] = f"# {title}"
@@ -118,7 +124,6 @@ def readable(text: str, syntax: str = "") -> str:
     return out.replace("\u00b6", "")
 
 
-_FENCE = re.compile(r"^ {0,3}(?:`{3}|~{3})")
 _LABEL_END = re.compile(r"\s*(?::{2,4}|;;)[ \t]*$")
 
 
@@ -133,7 +138,7 @@ def _literal_blocks_fenced(lines: list[str]) -> list[str]:
         i += 1
         if not line.rstrip().endswith("::") or line.lstrip().startswith(".. "):
             continue
-        base = _indent(line) if line[:1].isspace() or _BULLET.match(line) else 0
+        base = _indent(line) if line[:1].isspace() or ITEM.match(line) else 0
         j = i
         while j < n and not lines[j].strip():
             j += 1
@@ -151,8 +156,7 @@ def _literal_blocks_fenced(lines: list[str]) -> list[str]:
 def _indent(line: str) -> int:
     """Where the line's text starts; a list item's text starts after its bullet."""
     line = line.expandtabs(8)
-    bullet = _BULLET.match(line)
+    bullet = ITEM.match(line)
     return bullet.end() if bullet else len(line) - len(line.lstrip())
 
 
-_BULLET = re.compile(r"^\s*(?:[-*+\u2022]|\d{1,3}[.)]|#\.)\s+(?=\S)")
