@@ -81,15 +81,16 @@ _ROLE_NAMES = {"rfc": "RFC ", "pep": "PEP "}
 def readable(text: str, syntax: str = "") -> str:
     """`text` (a chunk, lines kept) as a reader should see it quoted: titles as `# Title` lines, which are never
     quoted; RST directives, targets, comments, roles and references, AsciiDoc labels, attributes and `+`
-    continuations, and HTML leftovers gone. `syntax` "rst" also reads backtick and tilde underlines and `name_`
-    references as RST."""
+    continuations, and HTML leftovers gone. `syntax` "rst" also reads literal blocks as code and `name_`
+    references as words."""
     rst = syntax in ("rst", "txt")
     lines: list[str] = []
     fenced = False
     for line in _literal_blocks_fenced(text.split("\n")) if rst else text.split("\n"):
-        adorned = _ADORNMENT.match(line)
-        underline = adorned and (rst or adorned.group(1) not in "`~")  # in RST a ```` line is an underline
-        if FENCE_OPEN.match(line) and not underline:
+        # A line of backticks or tildes is a fence, even under an RST title: read as a title underline, the text it
+        # had hidden was quoted instead of better sentences (docutils-doc: evidence sentence 12 -> 10 of 41,
+        # unanswerable declined 5 -> 3 of 9).
+        if FENCE_OPEN.match(line):
             fenced = not fenced
             lines.append(line)
             continue
@@ -100,7 +101,7 @@ def readable(text: str, syntax: str = "") -> str:
             line = _LABEL_END.sub(":", line)
             if not line.strip(" \t:"):
                 continue
-        if underline:
+        if _ADORNMENT.match(line):
             title = lines[-1].strip() if lines else ""
             if title and not title.startswith("#") and len(line.strip()) >= len(title) - 2 and not title.endswith((":", ".")):
                 lines[-1] = f"# {title}"
