@@ -23,6 +23,7 @@ import numpy as np
 from agent.grammars import MarkerGuard
 from models.protocols import Embedder
 from rag.answering.extractive import Quote, assess_ranked, rank_sentences, select
+from rag.answering.quote_features import quotable_text
 from rag.retrieval.vocabulary import DocumentFrequencies
 from rag import markers
 from rag.markers import MARKER_PATTERN, mask_code
@@ -95,7 +96,8 @@ def quote_evidence(
     """What quote decoding may copy (spans of the candidate sentences of the packed excerpts), and the evidence
     blocks the model is shown: those candidate sentences only, under their excerpt's `[n] uri`. The model can
     copy from nothing else, and every other sentence would only cost prompt evaluation before the first token."""
-    texts = {n: (chunk.text if (chunk := lookup(c.chunk_id)) is not None else "") for n, c in packed.items()}
+    # candidates are sentences of the readable text (no markup): spans are checked against the same rendering
+    texts = {n: (quotable_text(chunk) if (chunk := lookup(c.chunk_id)) is not None else "") for n, c in packed.items()}
     spans = quote_spans(quotes, texts, count)
     usable = [q for q in quotes if any(s.n == q.n and s.text in normalized(q.sentence) for s in spans)]
     return spans, quote_blocks(usable, {n: c.uri for n, c in packed.items()})

@@ -14,7 +14,7 @@ MARKER = re.compile(r"\[([1-9][0-9]*(?:[ \t]*,[ \t]*[1-9][0-9]*)*)\](?!\()")
 # The same marker as a pattern piece with no group of its own, for patterns that embed it.
 MARKER_PATTERN = r"\[[1-9][0-9]*(?:[ \t]*,[ \t]*[1-9][0-9]*)*\](?!\()"
 _NUMBER = re.compile(r"[1-9][0-9]*")
-_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)")
 _SPACE_BEFORE_PUNCT = re.compile(r"\s+([.,;:!?])")
 
@@ -40,7 +40,7 @@ def code_lines(text: str) -> list[tuple[str, bool]]:
     for line in text.splitlines(keepends=True):
         body = line.rstrip("\r\n")
         if fence is None:
-            opened = _FENCE_OPEN.match(body)
+            opened = FENCE_OPEN.match(body)
             if opened:
                 fence = opened.group(1)
             out.append((line, bool(opened)))

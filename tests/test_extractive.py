@@ -37,7 +37,9 @@ def test_quotes_the_sentences_closest_to_the_question_each_with_its_marker(embed
     assert lines[0] == QUOTE_LABEL
     quotes = [line for line in lines[1:] if line]
     assert all(line.startswith("> ") for line in quotes)
-    assert quotes[0] == "> Its size grows linearly with the context length n_ctx. [1]"
+    # "Its" points back: the sentence before comes with it, each with its marker
+    assert quotes[0] == ("> The KV cache stores the keys and values of every processed token. [1] "
+                         "Its size grows linearly with the context length n_ctx. [1]")
     assert used[0] == 1 and len(quotes) <= 4
 
 

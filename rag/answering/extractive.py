@@ -10,6 +10,7 @@ import numpy as np
 from models.protocols import Embedder
 from rag.answering.answerability import Answerability, assess, sentence_cosines
 from rag.verification.claim_terms import terms
+from rag.verification.claims import split_claims
 from rag.answering.quote_features import FEATURES, Candidate, candidates, feature_matrix
 from rag.retrieval.vocabulary import DocumentFrequencies
 from rag.citations import CitationLike, Lookup
@@ -32,6 +33,13 @@ class Quote:
     n: int
     sentence: str
     score: float
+    passage: tuple[str, ...] = ()  # what is shown: the sentence with its context (Candidate.passage); () = sentence
+
+    @property
+    def shown(self) -> str:
+        """The quote's block text without the `> ` prefixes: each line of the passage, every factual sentence or
+        item followed by its `[n]` (the verifier judges each one against excerpt n), the block ending with one."""
+        return _cite_each("\n".join(self.passage or (self.sentence,)), self.n)
 
 
 @dataclass(frozen=True)
@@ -77,7 +85,7 @@ def quoted(quotes: list[Quote]) -> tuple[str, tuple[int, ...]]:
     """The quote-only answer's text (label, then `> sentence [n]` blocks) and the numbers it cites, in order."""
     if not quotes:
         return "", ()
-    body = "\n\n".join(f"> {q.sentence} [{q.n}]" for q in quotes)
+    body = "\n\n".join("\n".join(f"> {line}" for line in q.shown.split("\n")) for q in quotes)
     return f"{QUOTE_LABEL}\n\n{body}", tuple(dict.fromkeys(q.n for q in quotes))
 
 
@@ -121,13 +129,16 @@ def select(
     chosen: list[Quote] = []
 
     def fits(i: int) -> bool:
-        return close[i] >= min_score and not any(_overlap(found[i].sentence, q.sentence) > MAX_OVERLAP for q in chosen)
+        # a sentence already shown, quoted or as another quote's context, adds nothing
+        return close[i] >= min_score and not any(
+            _overlap(found[i].sentence, part) > MAX_OVERLAP for q in chosen for part in (q.passage or (q.sentence,))
+        )
 
     for i in order:
         if len(chosen) >= max_sentences:
             break
         if fits(i):
-            chosen.append(Quote(found[i].n, found[i].sentence, float(scores[i])))
+            chosen.append(Quote(found[i].n, found[i].sentence, float(scores[i]), found[i].passage))
     if len(chosen) < max_sentences:
         return chosen
     for _ in range(other_excerpt):
@@ -135,7 +146,7 @@ def select(
         extra = next((i for i in order if found[i].n not in quoted and fits(i)), None)
         if extra is None:
             break
-        chosen.append(Quote(found[extra].n, found[extra].sentence, float(scores[extra])))
+        chosen.append(Quote(found[extra].n, found[extra].sentence, float(scores[extra]), found[extra].passage))
     return chosen
 
 
@@ -170,6 +181,19 @@ def scores_of(
     w = w / w.sum()
     w[[i for i, name in enumerate(FEATURES) if name not in only]] = 0.0
     return features @ w if len(features) else np.zeros(0, dtype=np.float32)
+
+
+def _cite_each(text: str, n: int) -> str:
+    """`text` with ` [n]` after every factual sentence and item, and at its end."""
+    marker = f" [{n}]"
+    ends = sorted({c.end for c in split_claims(text, keep_markers=True) if c.factual})
+    out, last = [], 0
+    for end in ends:
+        out.append(text[last:end] + marker)
+        last = end
+    out.append(text[last:])
+    cited = "".join(out).rstrip()
+    return cited if cited.endswith(marker) else cited + marker
 
 
 def _overlap(a: str, b: str) -> float:

@@ -21,8 +21,11 @@ import numpy as np
 from models.protocols import Embedder
 from rag import markers
 from rag.citations import CitationLike, Lookup, problem
+from rag.types import Chunk
 from rag.verification.claim_terms import terms
-from rag.verification.claims import split_claims
+from rag.ingest.formats import syntax_for
+from rag.verification.claims import ITEM, Claim, split_claims
+from rag.verification.markup import readable
 from rag.verification.support import embed_cached
 
 FEATURES = ("coverage", "cosine", "rank", "number")
@@ -42,6 +45,16 @@ class Candidate:
     rank: int
     sentence: str
     heading: str = ""  # the chunk's heading path, "A > B"
+    before: str = ""  # the sentence before, when this one refers back to it ("This ...", "If they ...")
+    after: str = ""  # what a sentence ending in ":" introduces, or nothing
+    header: str = ""  # a table row's header row
+
+    @property
+    def passage(self) -> tuple[str, ...]:
+        """The lines shown when the sentence is quoted: a table's header row, the sentence after the one before
+        it, the lines it introduces."""
+        said = f"{self.before} {self.sentence}" if self.before else self.sentence
+        return tuple(p for p in (self.header, said, self.after) if p)
 
     @property
     def in_context(self) -> str:
@@ -50,7 +63,8 @@ class Candidate:
 
 
 def candidates(shown: Mapping[int, CitationLike] | Iterable[CitationLike], lookup: Lookup) -> list[Candidate]:
-    """Every quotable sentence of the shown, resolvable excerpts, in excerpt order."""
+    """Every quotable sentence of the shown, resolvable excerpts, in excerpt order, each with the context a reader
+    needs (quote_context). The excerpt is read as rag.verification.markup.readable renders it: no markup."""
     citations = shown.values() if isinstance(shown, Mapping) else shown
     out: list[Candidate] = []
     rank = 0
@@ -60,13 +74,160 @@ def candidates(shown: Mapping[int, CitationLike] | Iterable[CitationLike], looku
         rank += 1
         chunk = lookup(citation.chunk_id)
         heading = " > ".join(chunk.heading_path)
-        for claim in split_claims(chunk.text, keep_markers=True):
+        text = quotable_text(chunk)
+        claims = split_claims(text, keep_markers=True)
+        for i, claim in enumerate(claims):
             # A sentence that ends with ":" introduces a code block or list, and often is the answer itself
             # ("... cosine similarity equals the dot product, so ...:"); a literal `[1]` would read as a citation.
             quotable = claim.factual or claim.text.rstrip().endswith(":")
-            if quotable and claim.kind != "heading" and claim.text and not markers.find(claim.text):
-                out.append(Candidate(citation.n, rank, claim.text, heading))
+            if not quotable or claim.kind == "heading" or not claim.text or markers.find(claim.text):
+                continue
+            if len(claim.text.split()) < MIN_QUOTE_WORDS and not claim.text.endswith(":"):
+                continue  # a label or a name alone ("`small-black`") answers nothing
+            if is_title_line(claim, text, chunk.heading_path) or is_navigation(_line(text, claim.start, claim.end)):
+                continue
+            out.append(Candidate(citation.n, rank, claim.text, heading, *quote_context(text, claims, i)))
     return out
+
+
+def quotable_text(chunk: Chunk) -> str:
+    """The chunk's text as quotes show it: rag.verification.markup.readable under the chunk's document syntax."""
+    return readable(chunk.text, syntax_for(chunk.doc_id, chunk.text))
+
+
+# A sentence whose first words point back ("This is why...", "If they come first...") needs the one before it.
+_REFERS_BACK = re.compile(
+    r"^(?:(?:and|but|or|so|if|when|then|thus|hence|also|however|otherwise|therefore|because|since|unless|"
+    r"while|although|in|for|with|without|of|by|at|on|like|unlike|as)\b[\s,]*){0,2}"
+    r"(?:this|these|those|that|such|it|its|they|them|their|he|she|his|her|both|either|neither)\b",
+    re.IGNORECASE,
+)
+MIN_QUOTE_WORDS = 3
+# Code after a ":" sentence is shown inline, one span, only this short: at 60 words 6 of 187 shown claims on
+# postgresql-doc-15 were weak or unsupported, most of them a sentence with a long code span after it.
+MAX_CODE_WORDS = 20
+MAX_CONTEXT_WORDS = 60  # what a ":" sentence brings at most (~80 tokens: a short list or a few code lines)
+_TITLE_LINE = re.compile(r"^[\w.:+-]+(?:,\s*[\w.:+-]+)*(?:\(\d\w*\))?\s+(?:-|\u2013|\u2014)\s+\S")  # "git-mergetool - Run..."
+_NAVIGATION = frozenset("prev previous next up home top contents index back forward".split())
+_CELL_SPLIT = re.compile(r"\s*\|\s*")
+
+
+def is_title_line(claim: Claim, text: str, heading_path: Sequence[str]) -> bool:
+    """A page's title or a heading that lost its markup: the name-dash-summary line of a man page or reference
+    page, a line the heading path already holds, or a short line standing alone with no sentence punctuation."""
+    t = claim.text.strip()
+    if t.rstrip(".:").strip().lower() in {h.strip().lower() for h in heading_path}:
+        return True
+    if t.endswith((".", "!", "?", ":", ";")) or " | " in t:
+        return False
+    alone = text[claim.start:claim.end].strip() == t and _paragraph(text, claim.start, claim.end).strip() == t
+    return bool(_TITLE_LINE.match(t)) or (alone and len(t.split()) <= 8)
+
+
+def is_navigation(sentence: str) -> bool:
+    """A row of navigation links ("Prev | Up | Next", "7.7. VALUES Lists | Home | Chapter 8")."""
+    cells = [c.lower() for c in _CELL_SPLIT.split(sentence.strip().strip("|")) if c]
+    return len(cells) >= 2 and any(c in _NAVIGATION for c in cells)
+
+
+def quote_context(text: str, claims: Sequence[Claim], i: int) -> tuple[str, str, str]:
+    """(before, after, header) of claims[i] in `text`: the sentence before when it refers back to it (same
+    paragraph), the list or code a ":" sentence introduces (cut at an item or line under MAX_CONTEXT_WORDS), and
+    the header row of a table row."""
+    claim = claims[i]
+    before = after = header = ""
+    prev = claims[i - 1] if i > 0 else None
+    if (_REFERS_BACK.match(claim.text) and prev is not None and prev.kind == "sentence" and claim.kind == "sentence"
+            and "\n\n" not in text[prev.end:claim.start] and not prev.text.endswith(":")):
+        before = prev.text
+    if claim.text.endswith(":"):
+        after = _introduced(text, claim.end)
+    if " | " in claim.text or claim.text.startswith("|"):
+        header = _table_header(text, claim.start)
+    return before, after, header
+
+
+def _line(text: str, start: int, end: int) -> str:
+    return text[text.rfind("\n", 0, start) + 1 : text.find("\n", end) if "\n" in text[end:] else len(text)]
+
+
+def _paragraph(text: str, start: int, end: int) -> str:
+    a = text.rfind("\n\n", 0, start)
+    b = text.find("\n\n", end)
+    return text[a + 2 if a >= 0 else 0 : b if b >= 0 else len(text)]
+
+
+def _introduced(text: str, end: int) -> str:
+    """The list or code that follows a ":" sentence ending at `end`: whole items, or code lines as one inline span,
+    while they fit under MAX_CONTEXT_WORDS (a first item too long is cut at a clause); nothing when prose follows."""
+    lines = text[end:].split("\n")
+    if lines[0].strip():
+        return ""
+    out: list[str] = []
+    code: list[str] = []
+    kind, fenced, words = "", False, 0
+    for line in lines[1:]:
+        body = line.strip()
+        if body.startswith(("```", "~~~")):
+            if fenced:
+                break  # one code block
+            fenced, kind = True, kind or "code"
+            if kind != "code":
+                break
+            continue
+        if not body:
+            continue
+        n = len(body.split())
+        if fenced or (line[:1].isspace() and kind in ("", "code")):
+            if words + n > MAX_CONTEXT_WORDS:
+                break
+            code.append(body)
+            kind, words = "code", words + n
+        elif kind == "list" and line[:1].isspace():  # an item's continuation line
+            if words + n > MAX_CONTEXT_WORDS:
+                out.pop()
+                break
+            out[-1] += " " + body
+            words += n
+        elif ITEM.match(body) and kind in ("", "list"):
+            if words + n > MAX_CONTEXT_WORDS:
+                if not out:
+                    out.append(_clause_head(body, MAX_CONTEXT_WORDS))
+                break
+            out.append(body)
+            kind, words = "list", words + n
+        else:
+            break  # prose again
+    if code and words <= MAX_CODE_WORDS:  # longer code reads badly inline and no longer verifies against its excerpt
+        out.append("`" + " ".join(code).replace("`", "'") + "`")
+    return "\n".join(o for o in out if o)
+
+
+def _clause_head(text: str, max_words: int) -> str:
+    """The longest head of `text` ending at a clause boundary (, ; :) within `max_words` words; "" when none."""
+    head = " ".join(text.split()[:max_words])
+    cut = max(head.rfind(", "), head.rfind("; "), head.rfind(": "))
+    return head[:cut + 1] if cut > 0 else ""
+
+
+
+def _table_header(text: str, start: int) -> str:
+    """The first row of the table (consecutive `a | b` rows, blank lines between them allowed) holding offset
+    `start`; nothing when that is the quoted row or the table runs from the chunk's start (its header may be in
+    the chunk before)."""
+    lines = text[:start].split("\n")[:-1]
+    header = ""
+    for line in reversed(lines):
+        body = line.strip()
+        if not body or _RULE_ROW.match(body):
+            continue
+        if " | " not in body and not body.startswith("|"):
+            return header
+        header = body
+    return ""
+
+
+_RULE_ROW = re.compile(r"^\|?\s*:?-{2,}")
 
 
 def feature_matrix(question: str, found: Sequence[Candidate], embedder: Embedder | None) -> np.ndarray:

@@ -9,7 +9,7 @@ from rag import markers
 from rag.markers import MARKER, MARKER_PATTERN, code_lines, mask_code
 
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+")
-_ITEM = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
+ITEM = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
 _QUOTE = re.compile(r"^\s*>\s?")
 _QUOTE_PREFIX = re.compile(r"(?m)^\s*>\s?")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
@@ -155,7 +155,7 @@ def _segments(answer: str) -> list[tuple[int, int, str]]:
             close()
             segments.append((line_start, line_end, "heading"))
             continue
-        item = _ITEM.match(body)
+        item = ITEM.match(body)
         if item or body.lstrip().startswith("|"):
             close()
             offset = item.end() if item else 0
