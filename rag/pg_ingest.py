@@ -1,0 +1,314 @@
+"""Keeping the PostgreSQL store fresh from a docs folder: one transaction per changed document, by content hash.
+
+A document's chunks, embeddings, postings and the corpus statistics change together in one transaction, so a reader
+(whose every search is one statement) sees the old document or the new one, never a mix. Chunking and embedding
+happen before the transaction; inside it, under the store's write lock, the stored hash is read again, so two
+ingesters of the same folder take turns and the second finds the work done.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+
+import numpy as np
+
+from models.embedder import SEMANTIC_OFF
+from models.protocols import Embedder, Tokenizer
+from rag.chunking import ChunkSettings, chunk_layout, indexed_text
+from rag.corpus import Document, check_docs_dir, load_corpus
+from rag.dense import EMBED_BATCH, embed_texts
+from rag.errors import StoreRefused, Unreadable
+from rag.formats import read_layout
+from rag.index import IndexProgress, IndexUpdate, ProgressFn, index_settings
+from rag.pg_schema import (
+    DEFAULT_DIM,
+    SCHEMA,
+    connect,
+    drop_schema,
+    embedding_dim,
+    ensure_schema,
+    read_settings,
+    redact,
+    unavailable,
+    write_settings,
+    write_transaction,
+)
+from rag.sources import SourceInfo, source_info
+from rag.terms import TermSettings, terms
+from rag.types import Chunk
+
+S = SCHEMA
+PREFIX = 6  # rag.answerability.PREFIX: the vocabulary's prefix counts group terms by this many letters
+CHUNK_KEYS = ("tokenizer", "chunker", "bm25_terms")  # settings every chunk and posting depends on
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A document ready to write: its chunks, their BM25 terms and embeddings (None: not embedded), standing."""
+
+    doc: Document
+    chunks: list[Chunk]
+    terms: list[list[str]]
+    vectors: np.ndarray | None
+    info: SourceInfo
+    skipped: str | None = None  # why no format could read it; then there are no chunks
+
+
+def vector_text(row: np.ndarray) -> str:
+    """pgvector's text form of one embedding."""
+    return "[" + ",".join(f"{x:.8g}" for x in row.tolist()) + "]"
+
+
+def prepare(doc: Document, tokenizer: Tokenizer, embedder: Embedder | None, chunking: ChunkSettings,
+            term_settings: TermSettings, progress: ProgressFn) -> Prepared:
+    info = source_info(doc.doc_id, doc.text)
+    try:
+        layout = read_layout(doc.doc_id, doc.path, doc.text, doc.sha256,
+                             lambda done, total: progress(IndexProgress("read", done, total, message=doc.doc_id)))
+    except Unreadable as exc:
+        return Prepared(doc, [], [], None, info, skipped=exc.reason)
+    chunks = chunk_layout(doc.doc_id, layout, tokenizer, chunking.max_tokens)
+    chunk_terms = [terms(indexed_text(c, term_settings.headings), term_settings) for c in chunks]
+    vectors = None
+    if embedder is not None and chunks:
+        vectors = embed_texts(embedder, [indexed_text(c) for c in chunks], EMBED_BATCH)
+    return Prepared(doc, chunks, chunk_terms, vectors, info)
+
+
+def from_index(index, documents: Sequence[Document]) -> Iterator[Prepared]:
+    """The documents of an embedded rag.hybrid.HybridIndex, ready to write with its chunks, terms and embeddings.
+
+    Moving a folder's index into the store this way costs no embedding; `documents` give the content hashes.
+    """
+    rows: dict[str, list[int]] = {}
+    for row, chunk in enumerate(index.chunks):
+        rows.setdefault(chunk.doc_id, []).append(row)
+    settings = index.term_settings
+    for doc in documents:
+        mine = rows.get(doc.doc_id)
+        if not mine:
+            continue
+        chunks = [index.chunks[r] for r in mine]
+        vectors = index.dense.matrix[mine] if index.has_dense and bool(index.embedded[mine].all()) else None
+        chunk_terms = [terms(indexed_text(c, settings.headings), settings) for c in chunks]
+        yield Prepared(doc, chunks, chunk_terms, vectors, index.source(doc.doc_id))
+
+
+def _delete(conn, doc_id: str) -> None:
+    """Remove a document with its chunks and postings, taking them out of the corpus statistics (in a transaction)."""
+    counts = conn.execute(
+        f"SELECT count(*), coalesce(sum(length), 0), count(embedding) FROM {S}.chunks WHERE doc_id = %s", (doc_id,)
+    ).fetchone()
+    gone = conn.execute(
+        f"""WITH gone AS (SELECT p.term, count(*) AS n FROM {S}.postings p JOIN {S}.chunks c ON c.id = p.chunk
+                          WHERE c.doc_id = %s GROUP BY p.term)
+            UPDATE {S}.terms t SET df = t.df - gone.n FROM gone WHERE t.term = gone.term AND t.df - gone.n <= 0
+            RETURNING t.term""",
+        (doc_id,),
+    ).fetchall()
+    conn.execute(
+        f"""WITH gone AS (SELECT p.term, count(*) AS n FROM {S}.postings p JOIN {S}.chunks c ON c.id = p.chunk
+                          WHERE c.doc_id = %s GROUP BY p.term)
+            UPDATE {S}.terms t SET df = t.df - gone.n FROM gone WHERE t.term = gone.term AND t.df - gone.n > 0""",
+        (doc_id,),
+    )
+    if gone:
+        conn.execute(f"DELETE FROM {S}.terms WHERE term = ANY(%s)", ([t for (t,) in gone],))
+    conn.execute(f"DELETE FROM {S}.documents WHERE doc_id = %s", (doc_id,))  # cascades to chunks and postings
+    conn.execute(
+        f"UPDATE {S}.stats SET chunks = chunks - %s, total_length = total_length - %s, embedded = embedded - %s, "
+        "generation = generation + 1",
+        counts,
+    )
+
+
+def _insert(conn, item: Prepared) -> None:
+    """Add a prepared document, its chunks, postings and statistics (in a transaction; the old one deleted first)."""
+    info = item.info
+    conn.execute(
+        f"INSERT INTO {S}.documents (doc_id, sha256, outdated, why, superseded_by, expires, notice, skipped, chunk_count)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        (item.doc.doc_id, item.doc.sha256, info.outdated, info.why, info.superseded_by, info.expires, info.notice,
+         item.skipped, len(item.chunks)),
+    )
+    if not item.chunks:
+        conn.execute(f"UPDATE {S}.stats SET generation = generation + 1")
+        return
+    lengths = [len(t) for t in item.terms]
+    columns = "chunk_id, doc_id, ordinal, uri, heading, body, line_start, line_end, page_start, page_end, outdated, length, embedding"
+    with conn.cursor() as cur, cur.copy(f"COPY {S}.chunks ({columns}) FROM STDIN") as copy:
+        for n, chunk in enumerate(item.chunks):
+            vector = vector_text(item.vectors[n]) if item.vectors is not None else None
+            copy.write_row((chunk.chunk_id, chunk.doc_id, n, chunk.uri, list(chunk.heading_path), chunk.text,
+                            chunk.line_start, chunk.line_end, chunk.page_start, chunk.page_end, info.outdated,
+                            lengths[n], vector))
+    ids = dict(conn.execute(f"SELECT ordinal, id FROM {S}.chunks WHERE doc_id = %s", (item.doc.doc_id,)).fetchall())
+    df: Counter[str] = Counter()
+    with conn.cursor() as cur, cur.copy(f"COPY {S}.postings (term, chunk, tf, length) FROM STDIN") as copy:
+        for n, chunk_terms in enumerate(item.terms):
+            counts = Counter(chunk_terms)
+            df.update(counts.keys())
+            for term, tf in counts.items():
+                copy.write_row((term, ids[n], tf, lengths[n]))
+    names = sorted(df)
+    conn.execute(
+        f"""INSERT INTO {S}.terms (term, df, prefix)
+            SELECT t, n, left(t, {PREFIX}) FROM unnest(%s::text[], %s::int[]) AS u(t, n)
+            ON CONFLICT (term) DO UPDATE SET df = {S}.terms.df + excluded.df""",
+        (names, [df[t] for t in names]),
+    )
+    conn.execute(
+        f"UPDATE {S}.stats SET chunks = chunks + %s, total_length = total_length + %s, embedded = embedded + %s, "
+        "generation = generation + 1",
+        (len(item.chunks), sum(lengths), len(item.chunks) if item.vectors is not None else 0),
+    )
+
+
+def apply_document(conn, item: Prepared) -> bool:
+    """Replace the stored document by `item` in one transaction; False when the store already had this content."""
+    with write_transaction(conn):
+        row = conn.execute(f"SELECT sha256 FROM {S}.documents WHERE doc_id = %s", (item.doc.doc_id,)).fetchone()
+        if row is not None and row[0] == item.doc.sha256:
+            return False  # another ingester wrote it meanwhile
+        if row is not None:
+            _delete(conn, item.doc.doc_id)
+        _insert(conn, item)
+    return True
+
+
+def remove_document(conn, doc_id: str) -> bool:
+    """Delete one document in one transaction; False when it was not there (any more)."""
+    with write_transaction(conn):
+        if conn.execute(f"SELECT 1 FROM {S}.documents WHERE doc_id = %s", (doc_id,)).fetchone() is None:
+            return False
+        _delete(conn, doc_id)
+    return True
+
+
+def fill_embeddings(conn, embedder: Embedder, batch: int = EMBED_BATCH, progress: ProgressFn | None = None) -> int:
+    """Embed every stored chunk that has no embedding yet (a store first filled without MiniLM); how many."""
+    done = 0
+    total = conn.execute(f"SELECT count(*) FROM {S}.chunks WHERE embedding IS NULL").fetchone()[0]
+    started = time.perf_counter()
+    while True:
+        rows = conn.execute(
+            f"SELECT id, heading, body FROM {S}.chunks WHERE embedding IS NULL ORDER BY id LIMIT %s", (batch,)
+        ).fetchall()
+        if not rows:
+            return done
+        texts = [indexed_text(Chunk("", "", "", body, tuple(heading))) for _id, heading, body in rows]
+        vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
+        with write_transaction(conn):
+            updated = 0
+            for (chunk, _h, _b), row in zip(rows, vectors):
+                cur = conn.execute(f"UPDATE {S}.chunks SET embedding = %s::vector WHERE id = %s AND embedding IS NULL",
+                                   (vector_text(row), chunk))
+                updated += cur.rowcount
+            conn.execute(f"UPDATE {S}.stats SET embedded = embedded + %s, generation = generation + 1", (updated,))
+        done += len(rows)
+        if progress is not None:
+            progress(IndexProgress("embed", done, total, rate=done / max(time.perf_counter() - started, 1e-9)))
+
+
+def store_settings(tokenizer: Tokenizer, embedder: Embedder | None, chunking: ChunkSettings,
+                   term_settings: TermSettings) -> dict:
+    """What the stored chunks, postings and embeddings depend on (rag.index.index_settings plus the BM25 terms)."""
+    return index_settings(tokenizer, embedder, chunking) | {"bm25_terms": term_settings.to_dict()}
+
+
+def check_settings(conn, url: str, wanted: dict, embedder: Embedder | None) -> None:
+    """Record the settings of a new store; refuse one whose chunks or embeddings were made otherwise."""
+    stored = read_settings(conn)
+    if not stored:
+        write_settings(conn, wanted)
+        return
+    differ = [k for k in CHUNK_KEYS if stored.get(k) != wanted[k]]
+    if differ:
+        raise StoreRefused(f"the store {redact(url)} was indexed with other {', '.join(differ)}: index with the same "
+                           "--model, or re-index it with `smoldocs index --rebuild --store URL`")
+    if embedder is None:
+        return
+    model, dim = stored.get("embedding_model"), embedding_dim(conn)
+    if model is None:
+        write_settings(conn, {k: wanted[k] for k in ("embedding_model", "embedding_dim", "embedded_text")})
+    elif model != wanted["embedding_model"] or stored.get("embedded_text") != wanted["embedded_text"]:
+        raise StoreRefused(f"the store {redact(url)} holds embeddings of {model}, not {wanted['embedding_model']}: "
+                           "use the same embedder, or re-index with `smoldocs index --rebuild --store URL`")
+    if dim != int(embedder.dim):
+        raise StoreRefused(f"the store {redact(url)} holds {dim}-dimensional embeddings; {embedder.model_id} gives "
+                           f"{embedder.dim}: re-index with `smoldocs index --rebuild --store URL`")
+
+
+def ingest(
+    url: str,
+    docs_dir,
+    tokenizer: Tokenizer,
+    embedder: Embedder | None,
+    chunking: ChunkSettings = ChunkSettings(),
+    term_settings: TermSettings = TermSettings(),
+    rebuild: bool = False,
+    progress: ProgressFn | None = None,
+) -> IndexUpdate:
+    """Bring the store at `url` up to date with `docs_dir`: changed and new documents written, removed ones deleted."""
+    import psycopg
+
+    started = time.perf_counter()
+    emit = progress or (lambda event: None)
+    root = check_docs_dir(docs_dir)
+    conn = connect(url)
+    try:
+        if rebuild:
+            drop_schema(conn)
+        ensure_schema(conn, url, int(embedder.dim) if embedder is not None else DEFAULT_DIM)
+        wanted = store_settings(tokenizer, embedder, chunking, term_settings)
+        check_settings(conn, url, wanted, embedder)
+        if embedder is None:
+            emit(IndexProgress("notice", message=SEMANTIC_OFF))
+        emit(IndexProgress("scan", 0, 0))
+        corpus = load_corpus(root, on_document=lambda n: emit(IndexProgress("scan", n, 0)))
+        stored = dict(conn.execute(f"SELECT doc_id, sha256 FROM {S}.documents").fetchall())
+        added, changed, skipped = [], [], dict(corpus.skipped)
+        embedded = 0
+        for n, doc in enumerate(corpus.documents, start=1):
+            emit(IndexProgress("chunk", n - 1, len(corpus.documents), message=doc.doc_id))
+            if stored.get(doc.doc_id) == doc.sha256:
+                continue
+            item = prepare(doc, tokenizer, embedder, chunking, term_settings, emit)
+            if item.info.notice:
+                emit(IndexProgress("notice", message=f"{doc.doc_id}: {item.info.notice}"))
+            if item.skipped:
+                skipped[item.skipped] = skipped.get(item.skipped, 0) + 1
+            if apply_document(conn, item):
+                (changed if doc.doc_id in stored else added).append(doc.doc_id)
+                embedded += len(item.chunks) if item.vectors is not None else 0
+        present = {d.doc_id for d in corpus.documents}
+        removed = [d for d in sorted(stored) if d not in present and remove_document(conn, d)]
+        embedded += fill_embeddings(conn, embedder, progress=emit) if embedder is not None else 0
+        totals = conn.execute(f"SELECT chunks, embedded FROM {S}.stats").fetchone()
+        chunk_count, with_vectors = int(totals[0]), int(totals[1])
+    except psycopg.Error as exc:
+        raise unavailable(exc, url, during="while indexing") from None
+    finally:
+        conn.close()
+    fresh = len(added) + len(changed)
+    update = IndexUpdate(
+        index_dir=redact(url),
+        rebuilt=rebuild or not stored,
+        reason="rebuild requested" if rebuild else ("new store" if not stored else ""),
+        added=tuple(added),
+        changed=tuple(changed),
+        removed=tuple(removed),
+        unchanged=len(corpus.documents) - fresh,
+        chunks=chunk_count,
+        chunks_embedded=embedded,
+        skipped=skipped,
+        seconds=time.perf_counter() - started,
+        parts=("bm25", "dense") if embedder is not None else ("bm25",),
+        dense_missing=chunk_count - with_vectors if embedder is not None else 0,
+    )
+    emit(IndexProgress("done", chunk_count, chunk_count, update.summary()))
+    return update
+

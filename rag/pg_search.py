@@ -1,0 +1,313 @@
+"""Hybrid search over the PostgreSQL store: BM25 and pgvector halves fused in one SQL statement.
+
+It ranks as rag.hybrid.HybridIndex does: BM25 with rank_bm25's Okapi formula (idf floor included) over postings
+made by rag.terms, cosine similarity over the same MiniLM embeddings, each cut at CANDIDATE_DEPTH, then fused by
+rag.fusion's weighted or reciprocal-rank rule, ties broken the same way. One statement reads one snapshot, and a
+document changes in one transaction (rag.pg_ingest), so a search sees a document whole, old or new.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from models.embedder import SEMANTIC_OFF
+from models.protocols import Embedder
+from rag.bm25 import B, EPSILON, K1
+from rag.errors import SemanticSearchOff, StoreRefused, StoreUnavailable
+from rag.fusion import BM25_WEIGHT, FUSIONS, RRF_K
+from rag.hybrid import CANDIDATE_DEPTH, DEFAULT_FUSION, MIN_DENSE_SCORE, MODES
+from rag.pg_ingest import vector_text
+from rag.pg_schema import SCHEMA, check_version, connect, read_settings, redact, unavailable
+from rag.sources import SourceInfo, source_info
+from rag.terms import TermSettings, terms
+from rag.types import Chunk, Hit
+
+S = SCHEMA
+# HNSW visits at least this many candidates; pgvector's default (40) is below CANDIDATE_DEPTH. With iterative
+# scans a filtered query keeps scanning until it has its rows.
+EF_SEARCH = 100
+NO_RANK = 1 << 30
+CHUNK_COLUMNS = "c.chunk_id, c.doc_id, c.uri, c.body, c.heading, c.line_start, c.line_end, c.page_start, c.page_end"
+ROW_ORDER = 'c.doc_id COLLATE "C", c.ordinal'  # the embedded index's row order: files sorted, chunks in order
+
+
+def _filters(doc_ids: bool, current_only: bool) -> str:
+    where = ""
+    if doc_ids:
+        where += " AND c.doc_id = ANY(%(doc_ids)s::text[])"
+    if current_only:
+        where += " AND NOT c.outdated"
+    return where
+
+
+def _lexical(where: str) -> str:
+    return f"""
+    stats AS (SELECT chunks::float8 AS n, greatest(total_length, 1)::float8 / greatest(chunks, 1) AS avgdl
+              FROM {S}.stats),
+    q AS (SELECT term, count(*)::float8 AS qtf FROM unnest(%(terms)s::text[]) AS term GROUP BY term),
+    raw AS (SELECT q.term, q.qtf, ln(s.n - t.df + 0.5) - ln(t.df + 0.5) AS idf
+            FROM q JOIN {S}.terms t ON t.term = q.term, stats s),
+    idf AS (SELECT term, qtf, CASE WHEN idf < 0 THEN %(epsilon)s * (
+                SELECT avg(ln(s.n - t.df + 0.5) - ln(t.df + 0.5)) FROM {S}.terms t, stats s) ELSE idf END AS idf
+            FROM raw),
+    lex_scores AS (
+        SELECT p.chunk, sum(i.qtf * i.idf * (p.tf * (%(k1)s + 1)) / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.length / s.avgdl)))
+               AS score
+        FROM idf i JOIN {S}.postings p ON p.term = i.term, stats s GROUP BY p.chunk),
+    lex AS (
+        SELECT c.id, l.score, row_number() OVER (ORDER BY l.score DESC, {ROW_ORDER}) AS rank
+        FROM lex_scores l JOIN {S}.chunks c ON c.id = l.chunk
+        WHERE l.score > 0{where}
+        ORDER BY l.score DESC, {ROW_ORDER} LIMIT %(depth)s)"""
+
+
+def _semantic(where: str) -> str:
+    return f"""
+    near AS (
+        SELECT c.id, c.doc_id, c.ordinal, c.embedding <=> %(vector)s::vector AS distance
+        FROM {S}.chunks c WHERE c.embedding IS NOT NULL{where}
+        ORDER BY c.embedding <=> %(vector)s::vector LIMIT %(depth)s),
+    sem AS (
+        SELECT n.id, 1 - n.distance AS score, row_number() OVER (ORDER BY n.distance, n.doc_id COLLATE "C", n.ordinal) AS rank
+        FROM near n WHERE 1 - n.distance > %(min_dense)s)"""
+
+
+def _normalized(name: str) -> str:
+    """Min-max normalisation of a ranking's scores over its own candidates (rag.fusion.weighted)."""
+    return f"""
+    {name}n AS (
+        SELECT id, rank, score, CASE WHEN max(score) OVER () > min(score) OVER ()
+            THEN (score - min(score) OVER ()) / (max(score) OVER () - min(score) OVER ()) ELSE 1.0 END AS norm
+        FROM {name})"""
+
+
+_EMPTY = {
+    "lex": "lex AS (SELECT NULL::bigint AS id, NULL::float8 AS score, NULL::bigint AS rank WHERE false)",
+    "sem": "sem AS (SELECT NULL::bigint AS id, NULL::float8 AS score, NULL::bigint AS rank WHERE false)",
+}
+
+# The fused score of one candidate, as rag.fusion.fuse computes it. A chunk without an embedding yet ranks by BM25
+# alone, its BM25 share standing in for the whole score (weighted: full weight; rrf: counted for both rankings).
+_SCORES = {
+    "bm25": "l.score",
+    "dense": "s.score",
+    "weighted": "CASE WHEN l.id IS NOT NULL AND c.embedding IS NULL THEN l.norm "
+                "ELSE coalesce(%(weight)s * l.norm, 0) + coalesce((1 - %(weight)s) * s.norm, 0) END",
+    "rrf": "CASE WHEN l.id IS NOT NULL AND c.embedding IS NULL THEN 2.0 / (%(rrf_k)s + l.rank) "
+           "ELSE coalesce(1.0 / (%(rrf_k)s + l.rank), 0) + coalesce(1.0 / (%(rrf_k)s + s.rank), 0) END",
+}
+
+
+def search_sql(method: str, doc_ids: bool, current_only: bool) -> str:
+    """The one statement for a search by `method` (bm25, dense, weighted, rrf), with the filters asked for."""
+    where = _filters(doc_ids, current_only)
+    parts = [
+        _lexical(where) if method != "dense" else "\n    " + _EMPTY["lex"],
+        _semantic(where) if method != "bm25" else "\n    " + _EMPTY["sem"],
+        _normalized("lex"),
+        _normalized("sem"),
+    ]
+    return f"""WITH {",".join(parts)},
+    fused AS (
+        SELECT c.id, l.rank AS bm25_rank, s.rank AS dense_rank, ({_SCORES[method]})::float8 AS score
+        FROM lexn l FULL JOIN semn s ON s.id = l.id JOIN {S}.chunks c ON c.id = coalesce(l.id, s.id))
+    SELECT f.score, f.bm25_rank, f.dense_rank, c.outdated, d.expires, {CHUNK_COLUMNS}
+    FROM fused f JOIN {S}.chunks c ON c.id = f.id JOIN {S}.documents d ON d.doc_id = c.doc_id
+    WHERE f.score IS NOT NULL
+    ORDER BY round(f.score::numeric, 9) DESC, c.outdated, f.score DESC,
+             least(coalesce(f.bm25_rank, {NO_RANK}), coalesce(f.dense_rank, {NO_RANK})), {ROW_ORDER}
+    LIMIT %(k)s"""
+
+
+def _chunk(row: Sequence) -> Chunk:
+    chunk_id, doc_id, uri, body, heading, line_start, line_end, page_start, page_end = row
+    return Chunk(chunk_id, doc_id, uri, body, tuple(heading), line_start, line_end, page_start, page_end)
+
+
+class StoreVocabulary:
+    """rag.answerability.Vocabulary read from the store's `terms` table, always current."""
+
+    def __init__(self, index: "PgIndex") -> None:
+        self._index = index
+        self.settings = index.term_settings
+
+    @property
+    def documents(self) -> int:
+        return len(self._index)
+
+    def frequency(self, term: str, prefix: bool = True) -> int:
+        from rag.answerability import PREFIX
+
+        exact = self._index._one(f"SELECT df FROM {S}.terms WHERE term = %s", (term,))
+        if exact or not prefix or len(term) < PREFIX:
+            return int(exact or 0)
+        return int(self._index._one(f"SELECT coalesce(sum(df), 0) FROM {S}.terms WHERE prefix = %s",
+                                    (term[:PREFIX],)) or 0)
+
+
+class PgIndex:
+    """A rag.types.Retriever over a PostgreSQL store that rag.pg_ingest keeps fresh; a search reads no files.
+
+    With no embedder (MiniLM not installed) every mode but "dense" ranks by BM25 alone, as HybridIndex does.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        embedder: Embedder | None,
+        fusion: str = DEFAULT_FUSION,
+        bm25_weight: float = BM25_WEIGHT,
+        min_dense_score: float = MIN_DENSE_SCORE,
+        current_only: bool = False,
+        docs_dir: Path | None = None,
+        update=None,
+    ) -> None:
+        if fusion not in FUSIONS:
+            raise ValueError(f"unknown fusion {fusion!r}: choose one of {', '.join(FUSIONS)}")
+        self.url = url
+        self.embedder = embedder
+        self.fusion = fusion
+        self.bm25_weight = bm25_weight
+        self.min_dense_score = min_dense_score
+        self.current_only = current_only
+        self.docs_dir = docs_dir
+        self.index_dir = redact(url)  # where the index lives, as shown to people
+        self.update = update  # rag.index.IndexUpdate of the ingest this process ran, if any
+        self._lock = threading.Lock()  # one connection, one statement at a time (the TUI and MCP use threads)
+        self._conn = None
+        conn = self._connection()
+        try:
+            check_version(conn, url)
+            settings = read_settings(conn)
+        except Exception as exc:
+            self.close()
+            if isinstance(exc, (StoreRefused, StoreUnavailable)):
+                raise
+            raise unavailable(exc, url, during="while opening the index") from None
+        self.term_settings = TermSettings(**settings.get("bm25_terms", {}))
+        self.settings = settings
+        model = settings.get("embedding_model")
+        if embedder is not None and model is not None and model != embedder.model_id:
+            self.close()
+            raise StoreRefused(f"the store {self.index_dir} holds embeddings of {model}, but this smoldocs embeds "
+                               f"queries with {embedder.model_id}: use the same embedder as the ingester")
+        self._vocabulary = StoreVocabulary(self)
+
+    # -- the connection --------------------------------------------------------------------------------------
+    def _connection(self):
+        if self._conn is None or self._conn.closed or self._conn.broken:
+            self._conn = connect(self.url)
+            # Iterative scans: a doc_ids filter still returns its k rows from the HNSW index, exactly ordered.
+            self._conn.execute("SET hnsw.iterative_scan = strict_order")
+            self._conn.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
+        return self._conn
+
+    def _rows(self, sql: str, params=None, during: str = "during a search") -> list[tuple]:
+        import psycopg
+
+        with self._lock:
+            try:
+                return self._connection().execute(sql, params).fetchall()
+            except psycopg.Error as exc:
+                # The next call reconnects: a restarted server costs one failed search, not the session.
+                if self._conn is not None and (self._conn.broken or self._conn.closed):
+                    self._conn = None
+                raise unavailable(exc, self.url, during=during) from None
+
+    def _one(self, sql: str, params=None):
+        rows = self._rows(sql, params)
+        return rows[0][0] if rows else None
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    # -- what callers ask of an index ------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return int(self._one(f"SELECT chunks FROM {S}.stats") or 0)
+
+    @property
+    def has_dense(self) -> bool:
+        """True when queries can be embedded (MiniLM is installed); chunks not embedded yet rank by BM25."""
+        return self.embedder is not None
+
+    @property
+    def notice(self) -> str:
+        return "" if self.has_dense else SEMANTIC_OFF
+
+    @property
+    def dense_coverage(self) -> float:
+        """The share of chunks with an embedding (1.0 for an empty store; 0.0 without an embedder)."""
+        chunks, embedded = self._rows(f"SELECT chunks, embedded FROM {S}.stats")[0]
+        if not chunks:
+            return 1.0
+        return float(embedded) / float(chunks) if self.has_dense else 0.0
+
+    @property
+    def vocabulary(self) -> StoreVocabulary:
+        return self._vocabulary
+
+    @property
+    def doc_ids(self) -> list[str]:
+        """Every document id with at least one chunk, sorted."""
+        rows = self._rows(f'SELECT doc_id FROM {S}.documents WHERE chunk_count > 0 ORDER BY doc_id COLLATE "C"')
+        return [r[0] for r in rows]
+
+    @property
+    def chunks(self) -> list[Chunk]:
+        """Every chunk, in the embedded index's order (an evaluation's gold lookup; reads the whole store)."""
+        rows = self._rows(f"SELECT {CHUNK_COLUMNS} FROM {S}.chunks c ORDER BY {ROW_ORDER}")
+        return [_chunk(r) for r in rows]
+
+    def snapshot(self) -> "PgIndex":
+        """Itself: every search is one statement over one snapshot of the store."""
+        return self
+
+    def source(self, doc_id: str) -> SourceInfo:
+        """The standing of a document: outdated or current, and its expiry."""
+        rows = self._rows(f"SELECT outdated, why, superseded_by, expires, notice FROM {S}.documents WHERE doc_id = %s",
+                          (doc_id,))
+        if not rows:
+            return source_info(doc_id)
+        outdated, why, superseded_by, expires, notice = rows[0]
+        return SourceInfo(outdated, why, superseded_by, expires, notice)
+
+    def chunk(self, chunk_id: str) -> Chunk | None:
+        rows = self._rows(f"SELECT {CHUNK_COLUMNS} FROM {S}.chunks c WHERE c.chunk_id = %s", (chunk_id,))
+        return _chunk(rows[0]) if rows else None
+
+    def search(
+        self, query: str, k: int = 5, doc_ids: Sequence[str] | None = None, mode: str = "hybrid"
+    ) -> list[Hit]:
+        """The best `k` chunks for `query`, optionally only from `doc_ids`; [] when nothing matches."""
+        if mode not in MODES:
+            raise ValueError(f"unknown search mode {mode!r}: choose one of {', '.join(MODES)}")
+        if not self.has_dense:
+            if mode == "dense":
+                raise SemanticSearchOff(SEMANTIC_OFF)
+            mode = "bm25"
+        if k < 1:
+            raise ValueError(f"k must be at least 1, got {k}")
+        if not query.strip():
+            return []
+        method = self.fusion if mode == "hybrid" else mode
+        names = [doc_ids] if isinstance(doc_ids, str) else list(doc_ids or ())
+        vector = None
+        if method != "bm25":
+            vector = vector_text(np.asarray(self.embedder.embed([query]), dtype=np.float32)[0])
+        params = {
+            "terms": terms(query, self.term_settings), "vector": vector, "doc_ids": names,
+            "depth": max(CANDIDATE_DEPTH, k), "k": k, "k1": K1, "b": B, "epsilon": EPSILON,
+            "min_dense": self.min_dense_score, "weight": self.bm25_weight, "rrf_k": RRF_K,
+        }  # fmt: skip
+        rows = self._rows(search_sql(method, bool(names), self.current_only), params)
+        hits = []
+        for score, bm25_rank, dense_rank, outdated, expires, *chunk in rows:
+            hits.append(Hit.from_chunk(_chunk(chunk), float(score), bm25_rank, dense_rank, outdated, expires))
+        return hits
