@@ -59,10 +59,11 @@ def _secrets(url: str) -> list[str]:
 
 
 def scrub(message: str, url: str) -> str:
-    """A server or driver message with every secret of `url` taken out, on one line."""
+    """The first line of a server or driver message, with every secret of `url` taken out."""
     for secret in _secrets(url):
         message = message.replace(secret, "***")
-    return " ".join(message.split())
+    first = next((line for line in message.splitlines() if line.strip()), "")
+    return " ".join(first.split())
 
 
 def unavailable(exc: Exception, url: str, during: str = "") -> StoreUnavailable:

@@ -265,6 +265,11 @@ class PgIndex:
         rows = self._rows(f"SELECT {CHUNK_COLUMNS} FROM {S}.chunks c ORDER BY {ROW_ORDER}")
         return [_chunk(r) for r in rows]
 
+    def document_chunks(self, doc_id: str) -> list[Chunk]:
+        """The chunks of one document, in order ([] for an unknown one)."""
+        rows = self._rows(f"SELECT {CHUNK_COLUMNS} FROM {S}.chunks c WHERE c.doc_id = %s ORDER BY c.ordinal", (doc_id,))
+        return [_chunk(r) for r in rows]
+
     def snapshot(self) -> "PgIndex":
         """Itself: every search is one statement over one snapshot of the store."""
         return self

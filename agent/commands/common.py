@@ -14,6 +14,14 @@ def add_docs_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--docs", metavar="DIR", default=None, help="folder of docs to search (default: bundled docs_corpus/)")
 
 
+def add_store_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--store", metavar="URL", default=None,
+        help="a shared index in PostgreSQL + pgvector, e.g. postgresql://reader@db/docs (prefer a password in "
+        "~/.pgpass or $PGPASSWORD: a URL shows in `ps`); `index` fills it from --docs",
+    )
+
+
 def add_model_option(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--model", metavar="PATH", default=None,
@@ -83,8 +91,9 @@ def server_config(args: argparse.Namespace):
 
 
 def add_index_options(p: argparse.ArgumentParser) -> None:
-    """--docs, --model, --index and --quiet: everything open_index_from_args reads."""
+    """--docs, --store, --model, --index and --quiet: everything open_index_from_args reads."""
     add_docs_option(p)
+    add_store_option(p)
     add_model_option(p)
     p.add_argument("--index", metavar="DIR", default=None, help="where the index lives (default: a cache folder per docs folder)")
     p.add_argument(
@@ -167,13 +176,24 @@ def open_index_from_args(
     """The ready index for --docs/--index, updated if files changed, with progress on stderr (unless quiet).
 
     `embed_budget`/`embed_first`: see rag.indexing.build.open_index (one-shot commands answer before every chunk is embedded).
+    With --store the index is the PostgreSQL store: `index` (must_save) brings it up to date with --docs first;
+    every other command only reads it.
     """
     from rag.indexing.build import open_index
 
+    store = store_from_args(args)
+    if store is not None and not must_save:
+        return open_store(store, embedder if embedder is not None else load_embedder_from_args(args),
+                          current_only=bool(getattr(args, "current_only", False)))
     tokenizer = tokenizer or load_tokenizer_from_args(args)
     if embedder is None:
         embedder = load_embedder_from_args(args)
     bar = ProgressBar(stream or sys.stderr, quiet=quiet or getattr(args, "quiet", False))
+    if store is not None:
+        try:
+            return ingest_store(store, getattr(args, "docs", None), tokenizer, embedder, rebuild=rebuild, progress=bar)
+        finally:
+            bar.close()
     try:
         return open_index(
             getattr(args, "docs", None), tokenizer, embedder,
@@ -183,3 +203,38 @@ def open_index_from_args(
         )
     finally:
         bar.close()
+
+
+def store_from_args(args: argparse.Namespace) -> str | None:
+    """The --store URL (or store = ... in config.toml), checked to be a PostgreSQL URL; None without one."""
+    from rag.pg_schema import is_store_url, redact
+
+    store = getattr(args, "store", None)
+    if not store:
+        return None
+    if not is_store_url(store):
+        from agent.errors import UsageError
+
+        raise UsageError(f"--store {redact(store)!r} is not a PostgreSQL URL: write it like postgresql://user@host/dbname")
+    if getattr(args, "index", None):
+        from agent.errors import UsageError
+
+        raise UsageError("--store and --index name two different indexes: give one of them")
+    return store
+
+
+def open_store(store: str, embedder, current_only: bool = False, docs_dir=None, update=None):
+    """The PostgreSQL store as a retriever (rag.pg_search.PgIndex); only reads it."""
+    from rag.pg_search import PgIndex
+
+    return PgIndex(store, embedder, current_only=current_only, docs_dir=docs_dir, update=update)
+
+
+def ingest_store(store: str, docs, tokenizer, embedder, rebuild: bool = False, progress=None):
+    """Bring the store up to date with the docs folder (None: the bundled docs), then open it."""
+    from rag.corpus import check_docs_dir, default_docs_dir
+    from rag.pg_ingest import ingest
+
+    root = check_docs_dir(docs if docs is not None else default_docs_dir())
+    update = ingest(store, root, tokenizer, embedder, rebuild=rebuild, progress=progress)
+    return open_store(store, embedder, docs_dir=root, update=update)
