@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -62,8 +62,9 @@ def vector_text(row: np.ndarray) -> str:
     return "[" + ",".join(f"{x:.8g}" for x in row.tolist()) + "]"
 
 
-def prepare(doc: Document, tokenizer: Tokenizer, embedder: Embedder | None, chunking: ChunkSettings,
-            term_settings: TermSettings, progress: ProgressFn) -> Prepared:
+def prepare(doc: Document, tokenizer: Tokenizer, chunking: ChunkSettings, term_settings: TermSettings,
+            progress: ProgressFn) -> Prepared:
+    """A document read, chunked and turned into BM25 terms; not embedded yet (EmbedQueue does that)."""
     info = source_info(doc.doc_id, doc.text)
     try:
         layout = read_layout(doc.doc_id, doc.path, doc.text, doc.sha256,
@@ -72,10 +73,54 @@ def prepare(doc: Document, tokenizer: Tokenizer, embedder: Embedder | None, chun
         return Prepared(doc, [], [], None, info, skipped=exc.reason)
     chunks = chunk_layout(doc.doc_id, layout, tokenizer, chunking.max_tokens)
     chunk_terms = [terms(indexed_text(c, term_settings.headings), term_settings) for c in chunks]
-    vectors = None
-    if embedder is not None and chunks:
-        vectors = embed_texts(embedder, [indexed_text(c) for c in chunks], EMBED_BATCH)
-    return Prepared(doc, chunks, chunk_terms, vectors, info)
+    return Prepared(doc, chunks, chunk_terms, None, info)
+
+
+class EmbedQueue:
+    """Documents waiting for their embeddings, embedded in full batches across documents, released in order.
+
+    llama.cpp's vectors depend on which texts share a batch (by up to 1e-4 here), so batching the folder's chunks
+    in order, EMBED_BATCH at a time, as rag.progressive does, gives the embedded index's vectors exactly.
+    """
+
+    def __init__(self, embedder: Embedder | None, batch: int = EMBED_BATCH, progress: ProgressFn | None = None):
+        self.embedder = embedder
+        self.batch = batch
+        self.progress = progress or (lambda event: None)
+        self._items: list[Prepared] = []
+        self._texts: list[str] = []  # chunks of the waiting documents, in order
+        self._vectors: list[np.ndarray] = []  # embeddings of the first len(_vectors) of them
+        self.embedded = 0
+        self._started = time.perf_counter()
+
+    def add(self, item: Prepared) -> list[Prepared]:
+        """Queue one document; the documents whose every chunk is now embedded, in the order they came."""
+        if self.embedder is None:
+            return [item]
+        self._items.append(item)
+        self._texts.extend(indexed_text(c) for c in item.chunks)
+        return self._drain(final=False)
+
+    def finish(self) -> list[Prepared]:
+        """Embed what is left (a last, shorter batch) and release every waiting document."""
+        return self._drain(final=True) if self.embedder is not None else []
+
+    def _drain(self, final: bool) -> list[Prepared]:
+        while len(self._texts) - len(self._vectors) >= self.batch or (final and len(self._texts) > len(self._vectors)):
+            lo = len(self._vectors)
+            part = self._texts[lo : lo + self.batch]
+            self._vectors.extend(embed_texts(self.embedder, part, len(part)))
+            self.embedded += len(part)
+            rate = self.embedded / max(time.perf_counter() - self._started, 1e-9)
+            self.progress(IndexProgress("embed", self.embedded, 0, rate=rate))
+        ready = []
+        while self._items and len(self._items[0].chunks) <= len(self._vectors):
+            item = self._items.pop(0)
+            n = len(item.chunks)
+            vectors = np.asarray(self._vectors[:n], dtype=np.float32).reshape(n, -1) if n else None
+            del self._vectors[:n], self._texts[:n]
+            ready.append(replace(item, vectors=vectors))
+        return ready
 
 
 def from_index(index, documents: Sequence[Document]) -> Iterator[Prepared]:
@@ -271,22 +316,28 @@ def ingest(
         corpus = load_corpus(root, on_document=lambda n: emit(IndexProgress("scan", n, 0)))
         stored = dict(conn.execute(f"SELECT doc_id, sha256 FROM {S}.documents").fetchall())
         added, changed, skipped = [], [], dict(corpus.skipped)
-        embedded = 0
+        queue = EmbedQueue(embedder, progress=emit)
+
+        def apply(item: Prepared) -> None:
+            if apply_document(conn, item):
+                (changed if item.doc.doc_id in stored else added).append(item.doc.doc_id)
+
         for n, doc in enumerate(corpus.documents, start=1):
             emit(IndexProgress("chunk", n - 1, len(corpus.documents), message=doc.doc_id))
             if stored.get(doc.doc_id) == doc.sha256:
                 continue
-            item = prepare(doc, tokenizer, embedder, chunking, term_settings, emit)
+            item = prepare(doc, tokenizer, chunking, term_settings, emit)
             if item.info.notice:
                 emit(IndexProgress("notice", message=f"{doc.doc_id}: {item.info.notice}"))
             if item.skipped:
                 skipped[item.skipped] = skipped.get(item.skipped, 0) + 1
-            if apply_document(conn, item):
-                (changed if doc.doc_id in stored else added).append(doc.doc_id)
-                embedded += len(item.chunks) if item.vectors is not None else 0
+            for ready in queue.add(item):
+                apply(ready)
+        for ready in queue.finish():
+            apply(ready)
         present = {d.doc_id for d in corpus.documents}
         removed = [d for d in sorted(stored) if d not in present and remove_document(conn, d)]
-        embedded += fill_embeddings(conn, embedder, progress=emit) if embedder is not None else 0
+        embedded = queue.embedded + (fill_embeddings(conn, embedder, progress=emit) if embedder is not None else 0)
         totals = conn.execute(f"SELECT chunks, embedded FROM {S}.stats").fetchone()
         chunk_count, with_vectors = int(totals[0]), int(totals[1])
     except psycopg.Error as exc:
