@@ -266,6 +266,11 @@ def store_settings(tokenizer: Tokenizer, embedder: Embedder | None, chunking: Ch
 
 def check_settings(conn, url: str, wanted: dict, embedder: Embedder | None) -> None:
     """Record the settings of a new store; refuse one whose chunks or embeddings were made otherwise."""
+    with write_transaction(conn):  # two ingesters starting on a new store: the first records, the second checks
+        _check_settings(conn, url, wanted, embedder)
+
+
+def _check_settings(conn, url: str, wanted: dict, embedder: Embedder | None) -> None:
     stored = read_settings(conn)
     if not stored:
         write_settings(conn, wanted)

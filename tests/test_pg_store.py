@@ -313,3 +313,19 @@ def test_cli_config_and_errors_never_print_the_password(pg_server):
     out = subprocess.run([sys.executable, "-m", "agent", "search", "x"], capture_output=True, text=True, env=env, cwd=ROOT)
     assert out.returncode == 2 and pg_server.password not in out.stderr + out.stdout
     assert out.stderr.count("\n") == 1 and 'database "nowhere" does not exist' in out.stderr
+
+
+@pytest.mark.real
+def test_mcp_serves_the_store_without_reading_files(pg_url, docs, real_tokenizer, real_embedder):
+    from tests.mcp_support import excerpts, mcp_client
+
+    ingest(pg_url, docs, real_tokenizer, real_embedder)
+    with mcp_client("--store", pg_url) as client:
+        error, text = client.call("search_docs", {"query": "building the index", "k": 2})
+        assert not error and list(excerpts(text).values())[0] == "guide.md#2"
+        uris = [str(r.uri) for r in client.list_resources().resources]
+        assert "smoldocs://doc/guide.md" in uris
+        body = client.read_resource("smoldocs://doc/guide.md").contents[0].text
+        assert "## Building the index" in body and "# Install guide" in body
+        error, text = client.call("search_docs", {"query": "building", "doc_ids": ["notes.rst"]})
+        assert not error and "guide.md" not in text
