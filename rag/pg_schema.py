@@ -21,6 +21,7 @@ URL_SCHEMES = ("postgresql://", "postgres://")
 CONNECT_TIMEOUT = 10  # seconds; libpq otherwise waits for the OS (minutes) on an unroutable host
 WRITE_LOCK = 0x736D6F6C  # pg_advisory_xact_lock key ("smol") held by every transaction that writes the store
 DEFAULT_DIM = 384  # all-MiniLM-L6-v2; a store made without an embedder keeps room for it
+MIN_PGVECTOR = (0, 8)  # hnsw.iterative_scan arrived in 0.8.0
 
 _SECRET_PARAMS = ("password", "sslpassword")
 
@@ -181,16 +182,26 @@ def check_version(conn, url: str) -> None:
                            f"once to upgrade it to {SCHEMA_VERSION}")
 
 
+def check_vector_version(conn, url: str) -> None:
+    """pgvector is recent enough for iterative scans (0.8), which keep filtered searches at k rows."""
+    row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+    if row is None:
+        return
+    version = tuple(int(p) for p in re.findall(r"\d+", row[0])[:2])
+    if version < MIN_PGVECTOR:
+        raise StoreRefused(f"the store {redact(url)} has pgvector {row[0]}; smoldocs needs "
+                           f"{'.'.join(map(str, MIN_PGVECTOR))} or later: install it, then ALTER EXTENSION vector UPDATE")
+
+
 def ensure_vector(conn, url: str) -> None:
     """pgvector is installed in this database (created here when this role may); else one line saying who can."""
     import psycopg
 
     if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
-        return
+        return check_vector_version(conn, url)
     if not conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'").fetchone():
-        major = conn.execute("SHOW server_version_num").fetchone()[0][:2]
-        raise StoreRefused(f"the PostgreSQL server of {redact(url)} has no pgvector extension: install it there "
-                           f"(Debian: apt install postgresql-{major}-pgvector), then run CREATE EXTENSION vector")
+        raise StoreRefused(f"the PostgreSQL server of {redact(url)} has no pgvector extension: install pgvector "
+                           "(0.8 or later) on that server, then run CREATE EXTENSION vector")
     try:
         with conn.transaction():
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
@@ -198,6 +209,7 @@ def ensure_vector(conn, url: str) -> None:
         db = conn.info.dbname
         raise StoreRefused(f"the database {db} of {redact(url)} has no pgvector extension and this role may not "
                            f"create it: ask its owner to run CREATE EXTENSION vector in {db}") from None
+    check_vector_version(conn, url)
 
 
 def ensure_schema(conn, url: str, dim: int = DEFAULT_DIM) -> None:

