@@ -140,7 +140,10 @@ def _tables(dim: int) -> list[str]:
             chunk bigint NOT NULL REFERENCES {s}.chunks ON DELETE CASCADE,
             tf int NOT NULL,
             length int NOT NULL,
-            PRIMARY KEY (term, chunk))""",
+            PRIMARY KEY (term, chunk) INCLUDE (tf, length))""",
+        # A term's postings are spread over the table (written document by document): with tf and length in the
+        # key's index a search reads them from the index alone, once vacuumed (measured: 15k heap pages for 19k
+        # postings at 20k chunks without it).
         f"CREATE INDEX postings_chunk ON {s}.postings (chunk)",
         f"CREATE TABLE {s}.terms (term text PRIMARY KEY, df int NOT NULL, prefix text NOT NULL)",
         f"CREATE INDEX terms_prefix ON {s}.terms (prefix)",

@@ -45,24 +45,36 @@ def _filters(doc_ids: bool, current_only: bool) -> str:
 
 
 def _lexical(where: str) -> str:
+    # idf once per query term (MATERIALIZED: not once per posting), in float8: numeric ln() is ~25x slower.
+    if where:  # every scored chunk is looked up for the filter
+        ranked = f"""
+    lex_rows AS (
+        SELECT l.chunk, l.score, c.doc_id, c.ordinal FROM lex_scores l JOIN {S}.chunks c ON c.id = l.chunk
+        WHERE l.score > 0{where}),"""
+    else:  # the depth best and every tie of the last (rag.fusion.top_rows), each looked up by its key
+        ranked = f"""
+    lex_rows AS (
+        SELECT l.chunk, l.score, c.doc_id, c.ordinal
+        FROM (SELECT chunk, score FROM lex_scores WHERE score > 0
+              ORDER BY score DESC FETCH FIRST %(depth)s ROWS WITH TIES) l
+        CROSS JOIN LATERAL (SELECT doc_id, ordinal FROM {S}.chunks c WHERE c.id = l.chunk OFFSET 0) c),"""
     return f"""
-    stats AS (SELECT chunks::float8 AS n, greatest(total_length, 1)::float8 / greatest(chunks, 1) AS avgdl
-              FROM {S}.stats),
+    stats AS MATERIALIZED (
+        SELECT chunks::float8 AS n, greatest(total_length, 1)::float8 / greatest(chunks, 1) AS avgdl FROM {S}.stats),
     q AS (SELECT term, count(*)::float8 AS qtf FROM unnest(%(terms)s::text[]) AS term GROUP BY term),
-    raw AS (SELECT q.term, q.qtf, ln(s.n - t.df + 0.5) - ln(t.df + 0.5) AS idf
+    raw AS (SELECT q.term, q.qtf, ln(s.n - t.df + 0.5::float8) - ln(t.df + 0.5::float8) AS idf
             FROM q JOIN {S}.terms t ON t.term = q.term, stats s),
-    idf AS (SELECT term, qtf, CASE WHEN idf < 0 THEN %(epsilon)s * (
-                SELECT avg(ln(s.n - t.df + 0.5) - ln(t.df + 0.5)) FROM {S}.terms t, stats s) ELSE idf END AS idf
-            FROM raw),
+    idf AS MATERIALIZED (
+        SELECT term, qtf, CASE WHEN idf < 0 THEN %(epsilon)s * (
+            SELECT avg(ln(s.n - t.df + 0.5::float8) - ln(t.df + 0.5::float8)) FROM {S}.terms t, stats s) ELSE idf END AS idf
+        FROM raw),
     lex_scores AS (
         SELECT p.chunk, sum(i.qtf * i.idf * (p.tf * (%(k1)s + 1)) / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.length / s.avgdl)))
                AS score
-        FROM idf i JOIN {S}.postings p ON p.term = i.term, stats s GROUP BY p.chunk),
+        FROM idf i JOIN {S}.postings p ON p.term = i.term, stats s GROUP BY p.chunk),{ranked}
     lex AS (
-        SELECT c.id, l.score, row_number() OVER (ORDER BY l.score DESC, {ROW_ORDER}) AS rank
-        FROM lex_scores l JOIN {S}.chunks c ON c.id = l.chunk
-        WHERE l.score > 0{where}
-        ORDER BY l.score DESC, {ROW_ORDER} LIMIT %(depth)s)"""
+        SELECT chunk AS id, score, row_number() OVER (ORDER BY score DESC, doc_id COLLATE "C", ordinal) AS rank
+        FROM lex_rows ORDER BY score DESC, doc_id COLLATE "C", ordinal LIMIT %(depth)s)"""
 
 
 def _semantic(where: str) -> str:
