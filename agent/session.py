@@ -179,12 +179,14 @@ def open_session(
     open_model: Callable[[], ChatModel] | None = None,
     live: bool = False,
     store: str | None = None,
+    open_embedder: Callable | None = None,
 ) -> ChatSession:
     """Load the model (`open_model()`, else the GGUF at `model_path`), the embedder and the index of `docs_dir`.
 
     `live` (the TUI, a server): ready once BM25 is, embeddings fill in behind and changed files are re-indexed
     (rag.indexing.live); call `close()` when done. Otherwise every chunk is embedded before this returns.
     `store`: a PostgreSQL URL; the session searches that shared index (rag.retrieval.pg_search) and reads no files.
+    `open_embedder()`: the embedder (an embeddings server); default MiniLM in-process.
     """
     from models.chat import load_chat_model
     from models.embedder import optional_embedder
@@ -193,7 +195,8 @@ def open_session(
     from rag.indexing.live import open_live_index
 
     model = open_model() if open_model is not None else load_chat_model(model_path)
-    embedder = optional_embedder()  # None: BM25 only, and the header says how to add semantic search
+    # None: BM25 only, and the header says how to add semantic search
+    embedder = open_embedder() if open_embedder is not None else optional_embedder()
     settings = (settings or AgentSettings()).with_(policy=tools)
     if store:
         from rag.pg_search import PgIndex

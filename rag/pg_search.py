@@ -21,7 +21,16 @@ from rag.errors import SemanticSearchOff, StoreRefused, StoreUnavailable
 from rag.fusion import BM25_WEIGHT, FUSIONS, RRF_K
 from rag.hybrid import CANDIDATE_DEPTH, DEFAULT_FUSION, MIN_DENSE_SCORE, MODES
 from rag.pg_ingest import vector_text
-from rag.pg_schema import SCHEMA, check_vector_version, check_version, connect, read_settings, redact, unavailable
+from rag.pg_schema import (
+    SCHEMA,
+    check_vector_version,
+    check_version,
+    connect,
+    embedding_dim,
+    read_settings,
+    redact,
+    unavailable,
+)
 from rag.sources import SourceInfo, source_info
 from rag.terms import TermSettings, terms
 from rag.types import Chunk, Hit
@@ -196,6 +205,7 @@ class PgIndex:
             check_version(conn, url)
             check_vector_version(conn, url)
             settings = read_settings(conn)
+            dim = embedding_dim(conn)
         except Exception as exc:
             self.close()
             if isinstance(exc, (StoreRefused, StoreUnavailable)):
@@ -208,6 +218,10 @@ class PgIndex:
             self.close()
             raise StoreRefused(f"the store {self.index_dir} holds embeddings of {model}, but this smoldocs embeds "
                                f"queries with {embedder.model_id}: use the same embedder as the ingester")
+        if embedder is not None and dim and dim != int(embedder.dim):
+            self.close()
+            raise StoreRefused(f"the store {self.index_dir} holds {dim}-dimensional embeddings; {embedder.model_id} "
+                               f"gives {embedder.dim}: use the same embedder as the ingester")
         self._vocabulary = StoreVocabulary(self)
 
     # -- the connection --------------------------------------------------------------------------------------

@@ -22,6 +22,14 @@ def add_store_option(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_embed_options(p: argparse.ArgumentParser) -> None:
+    server = p.add_argument_group("embeddings server (an OpenAI-compatible /v1/embeddings instead of MiniLM in-process)")
+    server.add_argument("--embed-url", metavar="URL", default=None,
+                        help="e.g. http://127.0.0.1:8081/v1 (llama-server --embedding, vLLM, Ollama, TEI); "
+                        "key in $SMOLDOCS_EMBED_API_KEY")
+    server.add_argument("--embed-model", metavar="NAME", default=None, help="the served embedding model (default: the only one)")
+
+
 def add_model_option(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--model", metavar="PATH", default=None,
@@ -95,6 +103,7 @@ def add_index_options(p: argparse.ArgumentParser) -> None:
     add_docs_option(p)
     add_store_option(p)
     add_model_option(p)
+    add_embed_options(p)
     p.add_argument("--index", metavar="DIR", default=None, help="where the index lives (default: a cache folder per docs folder)")
     p.add_argument(
         "-q", "--quiet", action="store_true",
@@ -156,7 +165,14 @@ def load_tokenizer_from_args(args: argparse.Namespace):
 
 
 def load_embedder_from_args(args: argparse.Namespace):
-    """The MiniLM embedder (converted from the packaged model on first use); None if it is not installed."""
+    """The embeddings server of --embed-url, else the MiniLM embedder (converted from the packaged model on first
+    use); None if MiniLM is not installed."""
+    if getattr(args, "embed_url", None):
+        import os
+
+        from models.server_embedder import ServerEmbedder
+
+        return ServerEmbedder(args.embed_url, getattr(args, "embed_model", None), os.environ.get("SMOLDOCS_EMBED_API_KEY"))
     from models.embedder import optional_embedder
 
     return optional_embedder()
