@@ -345,3 +345,36 @@ def test_a_server_without_pgvector_is_refused_with_what_to_install(real_tokenize
         error = _error(lambda: ingest(url, docs, real_tokenizer, None))
     assert isinstance(error, StoreRefused) and "has no pgvector extension: install pgvector" in str(error)
     assert server.password not in str(error)
+
+
+@pytest.mark.real
+def test_index_watch_keeps_the_store_fresh(pg_url, docs):
+    import signal
+
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    command = [sys.executable, "-m", "agent", "index", "--watch", "--docs", str(docs), "--store", pg_url, "-q"]
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        lines = []
+        for line in process.stdout:
+            lines.append(line)
+            if line.startswith("watching"):
+                break
+        assert lines and lines[-1].startswith("watching"), lines
+        (docs / "guide.md").write_text("# Install guide\n\nThe wombat release installs itself.\n")
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            hits = PgIndex(pg_url, None).search("wombat", k=1, mode="bm25")
+            if hits:
+                break
+            time.sleep(0.5)
+        assert hits and hits[0].doc_id == "guide.md"
+        for line in process.stdout:  # the re-index reports once its run is over
+            lines.append(line)
+            if "changed: guide.md" in line:
+                break
+    finally:
+        process.send_signal(signal.SIGINT)
+        out, _ = process.communicate(timeout=30)
+    assert process.returncode == 0 and "changed: guide.md" in "".join(lines) and "stopped watching" in out
+    assert pg_url.split(":")[2].split("@")[0] not in "".join(lines) + out  # the password
