@@ -199,7 +199,7 @@ def open_session(
     embedder = open_embedder() if open_embedder is not None else optional_embedder()
     settings = (settings or AgentSettings()).with_(policy=tools)
     if store:
-        from rag.pg_search import PgIndex
+        from rag.retrieval.pg_search import PgIndex
 
         index = PgIndex(store, embedder, current_only=current_only)
         return ChatSession(model, index, embedder=embedder, settings=settings, docs_dir=index.index_dir)

@@ -24,16 +24,16 @@ import numpy as np
 from benchmarks.measure import load_average, percentile
 from benchmarks.retrieval import _Known, synthetic_chunks, synthetic_embeddings
 from benchmarks.table import render, row
-from rag import store
-from rag.chunking import ChunkSettings, indexed_text
-from rag.corpus import Document
-from rag.hybrid import HybridIndex
-from rag.metrics import load_questions
-from rag.pg_ingest import Prepared, apply_document, check_settings, store_settings
-from rag.pg_schema import SCHEMA, connect, ensure_schema
-from rag.pg_search import PgIndex
-from rag.sources import SourceInfo
-from rag.terms import terms
+from rag.evaluation.questions import load_questions
+from rag.indexing import store
+from rag.indexing.pg_ingest import Prepared, apply_document, check_settings, store_settings
+from rag.indexing.pg_schema import SCHEMA, connect, ensure_schema
+from rag.ingest.chunking import ChunkSettings, indexed_text
+from rag.ingest.corpus import Document
+from rag.ingest.sources import SourceInfo
+from rag.retrieval.hybrid import HybridIndex
+from rag.retrieval.pg_search import PgIndex
+from rag.retrieval.terms import index_terms
 
 SECTION = "shared_store"
 PER_DOC = 20  # synthetic_chunks puts 20 chunks in each document
@@ -46,7 +46,7 @@ def _documents(chunks, embeddings, settings) -> list[Prepared]:
     for lo in range(0, len(chunks), PER_DOC):
         part = chunks[lo : lo + PER_DOC]
         doc = Document(part[0].doc_id, Path(part[0].doc_id), "", f"synthetic-{lo}")
-        chunk_terms = [terms(indexed_text(c, settings.headings), settings) for c in part]
+        chunk_terms = [index_terms(indexed_text(c, settings.headings), settings) for c in part]
         items.append(Prepared(doc, part, chunk_terms, embeddings[lo : lo + len(part)], SourceInfo()))
     return items
 
@@ -115,7 +115,7 @@ def _clients(url: str, embedder, queries: list[str], n: int, seconds: float) -> 
 def run(quick: bool = False, size: int | None = None) -> list[dict]:
     from models.embedder import load_embedder
     from models.tokenizer import load_tokenizer
-    from rag.index import open_index
+    from rag.indexing.build import open_index
     from tests.pg_support import running_server
 
     n = size or (20_000 if quick else 100_000)
@@ -205,7 +205,7 @@ def run(quick: bool = False, size: int | None = None) -> list[dict]:
 
 def _visible_lag(conn, reader: PgIndex, tokenizer, settings) -> float:
     """Milliseconds from a document's commit returning to another connection's search finding it (one search)."""
-    from rag.pg_ingest import prepare
+    from rag.indexing.pg_ingest import prepare
 
     doc = Document("lag/probe.md", Path("lag/probe.md"), "# Probe\n\nThe quokkafrobnicator appears here.\n", "lag")
     item = prepare(doc, tokenizer, ChunkSettings(), settings, lambda event: None)

@@ -18,16 +18,16 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from rag.corpus import Document, default_docs_dir, load_corpus
 from rag.errors import StoreRefused, StoreUnavailable
-from rag.hybrid import MODES
-from rag.index import open_index
-from rag.metrics import recall_at_k
-from rag.pg_ingest import apply_document, from_index, ingest, prepare, remove_document
-from rag.pg_schema import SCHEMA, connect, ensure_schema
-from rag.pg_search import PgIndex
-from rag.chunking import ChunkSettings
-from rag.terms import TermSettings
+from rag.evaluation.questions import recall_at_k
+from rag.indexing.build import open_index
+from rag.indexing.pg_ingest import apply_document, from_index, ingest, prepare, remove_document
+from rag.indexing.pg_schema import SCHEMA, connect, ensure_schema
+from rag.ingest.chunking import ChunkSettings
+from rag.ingest.corpus import Document, default_docs_dir, load_corpus
+from rag.retrieval.hybrid import MODES
+from rag.retrieval.pg_search import PgIndex
+from rag.retrieval.terms import TermSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 QUERIES = ("building the index", "install smoldocs offline", "kv cache", "latin encoding", "how do I search",

@@ -43,3 +43,28 @@ def report(index, verbose: bool) -> None:
         print(visible(f"  skipped: {', '.join(f'{n} {why}' for why, n in sorted(update.skipped.items()))}"))
     if verbose:
         print(visible(f"  stored in {update.index_dir}"), flush=True)
+
+
+def watch(args: argparse.Namespace, index, tokenizer, embedder) -> None:
+    """Re-index after every batch of changes (rag.indexing.watch, as the chat app does) until Ctrl+C."""
+    from rag.indexing.watch import FolderWatcher
+
+    changed = threading.Event()
+    gone = lambda root: print(f"{root} is gone: watching for it to come back", flush=True)  # noqa: E731
+    watcher = FolderWatcher(index.docs_dir, lambda paths: changed.set(), on_gone=gone).start()
+    print(visible(f"watching {index.docs_dir} (Ctrl+C stops)"), flush=True)
+    try:
+        while True:
+            if not changed.wait(1.0):
+                continue
+            changed.clear()
+            fresh = open_index_from_args(args, tokenizer=tokenizer, embedder=embedder, quiet=True, must_save=True)
+            if fresh.update.modified:
+                report(fresh, verbose=False)
+            close = getattr(fresh, "close", None)
+            if close is not None:
+                close()
+    except KeyboardInterrupt:
+        print("stopped watching", flush=True)
+    finally:
+        watcher.close()

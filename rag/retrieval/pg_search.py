@@ -1,9 +1,9 @@
 """Hybrid search over the PostgreSQL store: BM25 and pgvector halves fused in one SQL statement.
 
-It ranks as rag.hybrid.HybridIndex does: BM25 with rank_bm25's Okapi formula (idf floor included) over postings
-made by rag.terms, cosine similarity over the same MiniLM embeddings, each cut at CANDIDATE_DEPTH, then fused by
-rag.fusion's weighted or reciprocal-rank rule, ties broken the same way. One statement reads one snapshot, and a
-document changes in one transaction (rag.pg_ingest), so a search sees a document whole, old or new.
+It ranks as rag.retrieval.hybrid.HybridIndex does: BM25 with rank_bm25's Okapi formula (idf floor included) over postings
+made by rag.retrieval.terms, cosine similarity over the same MiniLM embeddings, each cut at CANDIDATE_DEPTH, then fused by
+rag.retrieval.fusion's weighted or reciprocal-rank rule, ties broken the same way. One statement reads one snapshot, and a
+document changes in one transaction (rag.indexing.pg_ingest), so a search sees a document whole, old or new.
 """
 
 from __future__ import annotations
@@ -16,12 +16,9 @@ import numpy as np
 
 from models.embedder import SEMANTIC_OFF
 from models.protocols import Embedder
-from rag.bm25 import B, EPSILON, K1
 from rag.errors import SemanticSearchOff, StoreRefused, StoreUnavailable
-from rag.fusion import BM25_WEIGHT, FUSIONS, RRF_K
-from rag.hybrid import CANDIDATE_DEPTH, DEFAULT_FUSION, MIN_DENSE_SCORE, MODES
-from rag.pg_ingest import vector_text
-from rag.pg_schema import (
+from rag.indexing.pg_ingest import vector_text
+from rag.indexing.pg_schema import (
     SCHEMA,
     check_vector_version,
     check_version,
@@ -31,9 +28,13 @@ from rag.pg_schema import (
     redact,
     unavailable,
 )
-from rag.sources import SourceInfo, source_info
-from rag.terms import TermSettings, terms
-from rag.types import Chunk, Hit
+from rag.ingest.sources import SourceInfo, source_info
+from rag.retrieval.bm25 import B, EPSILON, K1
+from rag.retrieval.fusion import BM25_WEIGHT, FUSIONS, RRF_K
+from rag.retrieval.hybrid import CANDIDATE_DEPTH, DEFAULT_FUSION, MIN_DENSE_SCORE, MODES
+from rag.retrieval.terms import TermSettings, index_terms
+from rag.retrieval.vocabulary import PREFIX
+from rag.types import Chunk, Hit, RetrieverDefaults
 
 S = SCHEMA
 # HNSW visits at least this many candidates; pgvector's default (40) is below CANDIDATE_DEPTH. With iterative
@@ -60,7 +61,7 @@ def _lexical(where: str) -> str:
     lex_rows AS (
         SELECT l.chunk, l.score, c.doc_id, c.ordinal FROM lex_scores l JOIN {S}.chunks c ON c.id = l.chunk
         WHERE l.score > 0{where}),"""
-    else:  # the depth best and every tie of the last (rag.fusion.top_rows), each looked up by its key
+    else:  # the depth best and every tie of the last (rag.retrieval.fusion.top_rows), each looked up by its key
         ranked = f"""
     lex_rows AS (
         SELECT l.chunk, l.score, c.doc_id, c.ordinal
@@ -98,7 +99,7 @@ def _semantic(where: str) -> str:
 
 
 def _normalized(name: str) -> str:
-    """Min-max normalisation of a ranking's scores over its own candidates (rag.fusion.weighted)."""
+    """Min-max normalisation of a ranking's scores over its own candidates (rag.retrieval.fusion.weighted)."""
     return f"""
     {name}n AS (
         SELECT id, rank, score, CASE WHEN max(score) OVER () > min(score) OVER ()
@@ -111,7 +112,7 @@ _EMPTY = {
     "sem": "sem AS (SELECT NULL::bigint AS id, NULL::float8 AS score, NULL::bigint AS rank WHERE false)",
 }
 
-# The fused score of one candidate, as rag.fusion.fuse computes it. A chunk without an embedding yet ranks by BM25
+# The fused score of one candidate, as rag.retrieval.fusion.fuse computes it. A chunk without an embedding yet ranks by BM25
 # alone, its BM25 share standing in for the whole score (weighted: full weight; rrf: counted for both rankings).
 _SCORES = {
     "bm25": "l.score",
@@ -150,7 +151,7 @@ def _chunk(row: Sequence) -> Chunk:
 
 
 class StoreVocabulary:
-    """rag.answerability.Vocabulary read from the store's `terms` table, always current."""
+    """rag.retrieval.vocabulary.DocumentFrequencies read from the store's `terms` table, always current."""
 
     def __init__(self, index: "PgIndex") -> None:
         self._index = index
@@ -161,8 +162,6 @@ class StoreVocabulary:
         return len(self._index)
 
     def frequency(self, term: str, prefix: bool = True) -> int:
-        from rag.answerability import PREFIX
-
         exact = self._index._one(f"SELECT df FROM {S}.terms WHERE term = %s", (term,))
         if exact or not prefix or len(term) < PREFIX:
             return int(exact or 0)
@@ -170,8 +169,8 @@ class StoreVocabulary:
                                     (term[:PREFIX],)) or 0)
 
 
-class PgIndex:
-    """A rag.types.Retriever over a PostgreSQL store that rag.pg_ingest keeps fresh; a search reads no files.
+class PgIndex(RetrieverDefaults):
+    """A rag.types.Retriever over a PostgreSQL store that rag.indexing.pg_ingest keeps fresh; a search reads no files.
 
     With no embedder (MiniLM not installed) every mode but "dense" ranks by BM25 alone, as HybridIndex does.
     """
@@ -197,7 +196,7 @@ class PgIndex:
         self.current_only = current_only
         self.docs_dir = docs_dir
         self.index_dir = redact(url)  # where the index lives, as shown to people
-        self.update = update  # rag.index.IndexUpdate of the ingest this process ran, if any
+        self.update = update  # rag.indexing.build.IndexUpdate of the ingest this process ran, if any
         self._lock = threading.Lock()  # one connection, one statement at a time (the TUI and MCP use threads)
         self._conn = None
         conn = self._connection()
@@ -334,7 +333,7 @@ class PgIndex:
         if method != "bm25":
             vector = vector_text(np.asarray(self.embedder.embed([query]), dtype=np.float32)[0])
         params = {
-            "terms": terms(query, self.term_settings), "vector": vector, "doc_ids": names,
+            "terms": index_terms(query, self.term_settings), "vector": vector, "doc_ids": names,
             "depth": max(CANDIDATE_DEPTH, k), "k": k, "k1": K1, "b": B, "epsilon": EPSILON,
             "min_dense": self.min_dense_score, "weight": self.bm25_weight, "rrf_k": RRF_K,
         }  # fmt: skip

@@ -17,13 +17,9 @@ import numpy as np
 
 from models.embedder import SEMANTIC_OFF
 from models.protocols import Embedder, Tokenizer
-from rag.chunking import ChunkSettings, chunk_layout, indexed_text
-from rag.corpus import Document, check_docs_dir, load_corpus
-from rag.dense import EMBED_BATCH, embed_texts
 from rag.errors import StoreRefused, Unreadable
-from rag.formats import read_layout
-from rag.index import IndexProgress, IndexUpdate, ProgressFn, index_settings
-from rag.pg_schema import (
+from rag.indexing.build import IndexProgress, IndexUpdate, ProgressFn, index_settings
+from rag.indexing.pg_schema import (
     DEFAULT_DIM,
     SCHEMA,
     connect,
@@ -36,12 +32,16 @@ from rag.pg_schema import (
     write_settings,
     write_transaction,
 )
-from rag.sources import SourceInfo, source_info
-from rag.terms import TermSettings, terms
+from rag.ingest.chunking import ChunkSettings, chunk_layout, indexed_text
+from rag.ingest.corpus import Document, check_docs_dir, load_corpus
+from rag.ingest.formats import read_layout
+from rag.ingest.sources import SourceInfo, source_info
+from rag.retrieval.dense import EMBED_BATCH, embed_texts
+from rag.retrieval.terms import TermSettings, index_terms
+from rag.retrieval.vocabulary import PREFIX
 from rag.types import Chunk
 
 S = SCHEMA
-PREFIX = 6  # rag.answerability.PREFIX: the vocabulary's prefix counts group terms by this many letters
 CHUNK_KEYS = ("tokenizer", "chunker", "bm25_terms")  # settings every chunk and posting depends on
 
 
@@ -72,7 +72,7 @@ def prepare(doc: Document, tokenizer: Tokenizer, chunking: ChunkSettings, term_s
     except Unreadable as exc:
         return Prepared(doc, [], [], None, info, skipped=exc.reason)
     chunks = chunk_layout(doc.doc_id, layout, tokenizer, chunking.max_tokens)
-    chunk_terms = [terms(indexed_text(c, term_settings.headings), term_settings) for c in chunks]
+    chunk_terms = [index_terms(indexed_text(c, term_settings.headings), term_settings) for c in chunks]
     return Prepared(doc, chunks, chunk_terms, None, info)
 
 
@@ -80,7 +80,7 @@ class EmbedQueue:
     """Documents waiting for their embeddings, embedded in full batches across documents, released in order.
 
     llama.cpp's vectors depend on which texts share a batch (by up to 1e-4 here), so batching the folder's chunks
-    in order, EMBED_BATCH at a time, as rag.progressive does, gives the embedded index's vectors exactly.
+    in order, EMBED_BATCH at a time, as rag.indexing.fill does, gives the embedded index's vectors exactly.
     """
 
     def __init__(self, embedder: Embedder | None, batch: int = EMBED_BATCH, progress: ProgressFn | None = None):
@@ -124,7 +124,7 @@ class EmbedQueue:
 
 
 def from_index(index, documents: Sequence[Document]) -> Iterator[Prepared]:
-    """The documents of an embedded rag.hybrid.HybridIndex, ready to write with its chunks, terms and embeddings.
+    """The documents of an embedded rag.retrieval.hybrid.HybridIndex, ready to write with its chunks, terms and embeddings.
 
     Moving a folder's index into the store this way costs no embedding; `documents` give the content hashes.
     """
@@ -138,7 +138,7 @@ def from_index(index, documents: Sequence[Document]) -> Iterator[Prepared]:
             continue
         chunks = [index.chunks[r] for r in mine]
         vectors = index.dense.matrix[mine] if index.has_dense and bool(index.embedded[mine].all()) else None
-        chunk_terms = [terms(indexed_text(c, settings.headings), settings) for c in chunks]
+        chunk_terms = [index_terms(indexed_text(c, settings.headings), settings) for c in chunks]
         yield Prepared(doc, chunks, chunk_terms, vectors, index.source(doc.doc_id))
 
 
@@ -260,7 +260,7 @@ def fill_embeddings(conn, embedder: Embedder, batch: int = EMBED_BATCH, progress
 
 def store_settings(tokenizer: Tokenizer, embedder: Embedder | None, chunking: ChunkSettings,
                    term_settings: TermSettings) -> dict:
-    """What the stored chunks, postings and embeddings depend on (rag.index.index_settings plus the BM25 terms)."""
+    """What the stored chunks, postings and embeddings depend on (rag.indexing.build.index_settings plus the BM25 terms)."""
     return index_settings(tokenizer, embedder, chunking) | {"bm25_terms": term_settings.to_dict()}
 
 
