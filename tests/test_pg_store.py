@@ -28,6 +28,7 @@ from rag.ingest.corpus import Document, default_docs_dir, load_corpus
 from rag.retrieval.hybrid import MODES
 from rag.retrieval.pg_search import PgIndex
 from rag.retrieval.terms import TermSettings
+from rag.types import Retriever
 
 ROOT = Path(__file__).resolve().parent.parent
 QUERIES = ("building the index", "install smoldocs offline", "kv cache", "latin encoding", "how do I search",
@@ -78,6 +79,7 @@ def test_store_ranks_like_the_embedded_index_in_every_mode(pg_url, docs, tmp_pat
     update = ingest(pg_url, docs, real_tokenizer, real_embedder)
     embedded = open_index(docs, real_tokenizer, real_embedder, index_dir=tmp_path / "index")
     pg = PgIndex(pg_url, real_embedder)
+    assert isinstance(pg, Retriever) and pg.snapshot() is pg
     assert update.added and not update.changed and update.skipped == embedded.update.skipped
     assert len(pg) == len(embedded) and pg.doc_ids == embedded.doc_ids and pg.dense_coverage == 1.0
     assert pg.chunks == embedded.chunks
