@@ -18,7 +18,7 @@ from rag.errors import StoreRefused, StoreUnavailable
 SCHEMA = "smoldocs"
 SCHEMA_VERSION = 1
 URL_SCHEMES = ("postgresql://", "postgres://")
-CONNECT_TIMEOUT = 10  # seconds; libpq otherwise waits for the OS (minutes) on an unroutable host
+CONNECT_TIMEOUT = 20  # seconds; libpq otherwise waits for the OS (minutes) on an unroutable host
 WRITE_LOCK = 0x736D6F6C  # pg_advisory_xact_lock key ("smol") held by every transaction that writes the store
 DEFAULT_DIM = 384  # all-MiniLM-L6-v2; a store made without an embedder keeps room for it
 MIN_PGVECTOR = (0, 8)  # hnsw.iterative_scan arrived in 0.8.0
