@@ -238,6 +238,13 @@ class StoredDocs:
         chunks = self.index.document_chunks(doc_id)
         return "\n\n".join(c.text for c in chunks) if chunks else None
 
+    @property
+    def ready(self) -> bool:
+        return True  # opened before serving: nothing loads behind the handshake
+
+    def close(self) -> None:
+        self.index.close()
+
 
 @dataclass
 class SessionState:

@@ -311,7 +311,7 @@ def test_a_read_only_role_can_search_but_not_write(pg_server, pg_url, docs, real
 def test_cli_config_and_errors_never_print_the_password(pg_server):
     env = dict(os.environ, SMOLDOCS_STORE=pg_server.url("nowhere"))
     out = subprocess.run([sys.executable, "-m", "agent", "config"], capture_output=True, text=True, env=env, cwd=ROOT)
-    assert out.returncode == 0 and "postgres:***@" in out.stdout and pg_server.password not in out.stdout
+    assert out.returncode == 0 and "postgresql://***@" in out.stdout and pg_server.password not in out.stdout
     out = subprocess.run([sys.executable, "-m", "agent", "search", "x"], capture_output=True, text=True, env=env, cwd=ROOT)
     assert out.returncode == 2 and pg_server.password not in out.stderr + out.stdout
     assert out.stderr.count("\n") == 1 and 'database "nowhere" does not exist' in out.stderr

@@ -1,6 +1,6 @@
 """Hybrid search over the PostgreSQL store: BM25 and pgvector halves fused in one SQL statement.
 
-It ranks as rag.retrieval.hybrid.HybridIndex does: BM25 with rank_bm25's Okapi formula (idf floor included) over postings
+It ranks as rag.retrieval.hybrid.HybridIndex does: BM25 with rank_bm25's Okapi formula and Lucene's IDF over postings
 made by rag.retrieval.terms, cosine similarity over the same MiniLM embeddings, each cut at CANDIDATE_DEPTH, then fused by
 rag.retrieval.fusion's weighted or reciprocal-rank rule, ties broken the same way. One statement reads one snapshot, and a
 document changes in one transaction (rag.indexing.pg_ingest), so a search sees a document whole, old or new.
@@ -29,7 +29,7 @@ from rag.indexing.pg_schema import (
     unavailable,
 )
 from rag.ingest.sources import SourceInfo, source_info
-from rag.retrieval.bm25 import B, EPSILON, K1
+from rag.retrieval.bm25 import B, K1
 from rag.retrieval.fusion import BM25_WEIGHT, FUSIONS, RRF_K
 from rag.retrieval.hybrid import CANDIDATE_DEPTH, DEFAULT_FUSION, MIN_DENSE_SCORE, MODES
 from rag.retrieval.terms import TermSettings, index_terms
@@ -73,12 +73,9 @@ def _lexical(where: str) -> str:
     stats AS MATERIALIZED (
         SELECT chunks::float8 AS n, greatest(total_length, 1)::float8 / greatest(chunks, 1) AS avgdl FROM {S}.stats),
     q AS (SELECT term, count(*)::float8 AS qtf FROM unnest(%(terms)s::text[]) AS term GROUP BY term),
-    raw AS (SELECT q.term, q.qtf, ln(s.n - t.df + 0.5::float8) - ln(t.df + 0.5::float8) AS idf
-            FROM q JOIN {S}.terms t ON t.term = q.term, stats s),
-    idf AS MATERIALIZED (
-        SELECT term, qtf, CASE WHEN idf < 0 THEN %(epsilon)s * (
-            SELECT avg(ln(s.n - t.df + 0.5::float8) - ln(t.df + 0.5::float8)) FROM {S}.terms t, stats s) ELSE idf END AS idf
-        FROM raw),
+    idf AS MATERIALIZED (  -- rag.retrieval.bm25.idf, Lucene's: computed here from df, so nothing stored depends on it
+        SELECT q.term, q.qtf, ln(1 + (s.n - t.df + 0.5::float8) / (t.df + 0.5::float8)) AS idf
+        FROM q JOIN {S}.terms t ON t.term = q.term, stats s),
     lex_scores AS (
         SELECT p.chunk, sum(i.qtf * i.idf * (p.tf * (%(k1)s + 1)) / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.length / s.avgdl)))
                AS score
@@ -346,7 +343,7 @@ class PgIndex(RetrieverDefaults):
             vector = vector_text(np.asarray(self.embedder.embed([query]), dtype=np.float32)[0])
         params = {
             "terms": index_terms(query, self.term_settings), "vector": vector, "doc_ids": names,
-            "depth": max(CANDIDATE_DEPTH, k), "k": k, "k1": K1, "b": B, "epsilon": EPSILON,
+            "depth": max(CANDIDATE_DEPTH, k), "k": k, "k1": K1, "b": B,
             "min_dense": self.min_dense_score, "weight": self.bm25_weight, "rrf_k": RRF_K,
         }  # fmt: skip
         rows = self._rows(search_sql(method, bool(names), self.current_only), params)
