@@ -42,6 +42,9 @@ class Key:
 
 KEYS = (
     Key("docs", Path, "--docs", "SMOLDOCS_DOCS", example='"~/notes"'),
+    Key("store", str, "--store", "SMOLDOCS_STORE", example='"postgresql://smoldocs@db.example.org/docs"'),
+    Key("embed_url", str, "--embed-url", "SMOLDOCS_EMBED_URL", example='"http://127.0.0.1:8081/v1"'),
+    Key("embed_model", str, "--embed-model", "SMOLDOCS_EMBED_MODEL", example='"all-MiniLM-L6-v2"'),
     Key("model", Path, "--model", "SMOLDOCS_MODEL", example='"~/models/SmolLM2-1.7B-Instruct-Q4_K_M.gguf"'),
     Key("base_url", str, "--base-url", "SMOLDOCS_BASE_URL", example='"http://127.0.0.1:8080/v1"'),
     Key("model_name", str, "--model-name", "SMOLDOCS_MODEL_NAME", example='"smollm2-1.7b"'),

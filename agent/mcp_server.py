@@ -218,6 +218,34 @@ def paged_text(layout: Layout) -> str:
     return "\n".join(out) + "\n"
 
 
+class StoredDocs:
+    """A shared PostgreSQL store (rag.retrieval.pg_search.PgIndex) in FolderIndex's place: one ingester keeps it fresh.
+
+    A document's text is its chunks joined in order: the server reads no files.
+    """
+
+    def __init__(self, index, tokenizer: Tokenizer, embedder: Embedder) -> None:
+        self.index = index
+        self.root = index.index_dir  # what the server says it serves: the store, password redacted
+        self.tokenizer = tokenizer
+        self.embedder = embedder
+        self.lock = threading.RLock()
+
+    def current(self):
+        return self.index, None
+
+    def document(self, doc_id: str) -> str | None:
+        chunks = self.index.document_chunks(doc_id)
+        return "\n\n".join(c.text for c in chunks) if chunks else None
+
+    @property
+    def ready(self) -> bool:
+        return True  # opened before serving: nothing loads behind the handshake
+
+    def close(self) -> None:
+        self.index.close()
+
+
 @dataclass
 class SessionState:
     """One MCP session: its ledger, and the text each number showed (to notice a chunk edited since)."""
@@ -293,7 +321,7 @@ def _answer_problem(arguments: Any) -> str | None:
 class DocsServer(MCPServer):
     """MCPServer whose resource list follows the docs folder as it is now."""
 
-    def __init__(self, live: FolderIndex, **kwargs) -> None:
+    def __init__(self, live: FolderIndex | StoredDocs, **kwargs) -> None:
         self.live = live
         super().__init__(**kwargs)
 
@@ -323,7 +351,7 @@ def resource_uri(doc_id: str) -> str:
 
 
 def build_server(
-    live: FolderIndex, max_tokens: int = DEFAULT_MAX_TOKENS, embedder_for_checks: Embedder | None = None
+    live: FolderIndex | StoredDocs, max_tokens: int = DEFAULT_MAX_TOKENS, embedder_for_checks: Embedder | None = None
 ) -> MCPServer:
     """The MCP server over `live`: search_docs, get_document, check_citations, and one resource per document."""
     sessions = Sessions()

@@ -178,11 +178,15 @@ def open_session(
     current_only: bool = False,
     open_model: Callable[[], ChatModel] | None = None,
     live: bool = False,
+    store: str | None = None,
+    open_embedder: Callable | None = None,
 ) -> ChatSession:
     """Load the model (`open_model()`, else the GGUF at `model_path`), the embedder and the index of `docs_dir`.
 
     `live` (the TUI, a server): ready once BM25 is, embeddings fill in behind and changed files are re-indexed
     (rag.indexing.live); call `close()` when done. Otherwise every chunk is embedded before this returns.
+    `store`: a PostgreSQL URL; the session searches that shared index (rag.retrieval.pg_search) and reads no files.
+    `open_embedder()`: the embedder (an embeddings server); default MiniLM in-process.
     """
     from models.chat import load_chat_model
     from models.embedder import optional_embedder
@@ -191,9 +195,15 @@ def open_session(
     from rag.indexing.live import open_live_index
 
     model = open_model() if open_model is not None else load_chat_model(model_path)
-    embedder = optional_embedder()  # None: BM25 only, and the header says how to add semantic search
+    # None: BM25 only, and the header says how to add semantic search
+    embedder = open_embedder() if open_embedder is not None else optional_embedder()
+    settings = (settings or AgentSettings()).with_(policy=tools)
+    if store:
+        from rag.retrieval.pg_search import PgIndex
+
+        index = PgIndex(store, embedder, current_only=current_only)
+        return ChatSession(model, index, embedder=embedder, settings=settings, docs_dir=index.index_dir)
     docs = Path(docs_dir) if docs_dir else default_docs_dir()
     opener = open_live_index if live else open_index
     index = opener(docs, model.tokenizer, embedder, index_dir=index_dir, progress=progress, current_only=current_only)
-    settings = (settings or AgentSettings()).with_(policy=tools)
     return ChatSession(model, index, embedder=embedder, settings=settings, docs_dir=docs)

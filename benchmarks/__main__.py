@@ -36,6 +36,7 @@ MODULES = {
     "verify": "claim verification and the quoted fallback per answer vs embedding every sentence",
     "hostile_shapes": "chunking 1, 10, 100 MB of hostile shapes (base64 image, one word, headings, fences, nested HTML) vs linear",
     "server": "decode tok/s and first token through a local llama_cpp.server vs in-process; the count-check probe",
+    "shared_store": "PostgreSQL + pgvector store vs the embedded index at 100k chunks: ingest, HNSW, queries, clients",
 }
 
 

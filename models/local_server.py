@@ -28,8 +28,10 @@ class LocalServer:
     """`python -m llama_cpp.server` in a child process (through models.serve_local); a context manager that
     always stops it."""
 
-    def __init__(self, model_path: Path, n_ctx: int = 2048, n_threads: int = 1, api_key: str | None = None) -> None:
+    def __init__(self, model_path: Path, n_ctx: int = 2048, n_threads: int = 1, api_key: str | None = None,
+                 embedding: bool = False) -> None:
         self.model_path = Path(model_path)
+        self.embedding = embedding  # serve /v1/embeddings (an embedding model such as MiniLM)
         self.n_ctx = n_ctx
         self.n_threads = n_threads
         self.api_key = api_key
@@ -50,6 +52,8 @@ class LocalServer:
         ]  # fmt: skip
         if self.api_key:
             command += ["--api_key", self.api_key]
+        if self.embedding:
+            command += ["--embedding", "True"]
         self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         deadline = time.monotonic() + timeout

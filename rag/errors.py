@@ -41,3 +41,11 @@ class Unreadable(RagError):
 
 class SemanticSearchOff(RagError, ValueError):
     """Dense search was asked for, but the index has no embeddings (the MiniLM package is not installed)."""
+
+
+class StoreUnavailable(RagError):
+    """The PostgreSQL store cannot be reached, refused the login, or went away mid-query (its password never shown)."""
+
+
+class StoreRefused(RagError):
+    """The PostgreSQL store cannot be used as it is: no pgvector, another schema version, other index settings."""

@@ -58,3 +58,30 @@ def docs(tmp_path):
     root = tmp_path / "docs"
     shutil.copytree(Path(__file__).parent / "data" / "retrieval_docs", root)
     return root
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A real PostgreSQL with pgvector on 127.0.0.1 (tests/pg_support.py), started once per session.
+
+    Without its binaries the PostgreSQL tests are skipped, except in CI (CI=true), where that is a failure.
+    """
+    from tests.pg_support import PgUnavailable, running_server
+
+    try:
+        context = running_server()
+        server = context.__enter__()
+    except PgUnavailable as exc:
+        if os.environ.get("CI"):
+            pytest.fail(str(exc))
+        pytest.skip(str(exc))
+    try:
+        yield server
+    finally:
+        context.__exit__(None, None, None)
+
+
+@pytest.fixture
+def pg_url(pg_server):
+    """The URL of a new empty database with pgvector on the session's server (as its superuser)."""
+    return pg_server.url(pg_server.create_database())

@@ -14,6 +14,22 @@ def add_docs_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--docs", metavar="DIR", default=None, help="folder of docs to search (default: bundled docs_corpus/)")
 
 
+def add_store_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--store", metavar="URL", default=None,
+        help="a shared index in PostgreSQL + pgvector, e.g. postgresql://reader@db/docs (prefer a password in "
+        "~/.pgpass or $PGPASSWORD: a URL shows in `ps`); `index` fills it from --docs",
+    )
+
+
+def add_embed_options(p: argparse.ArgumentParser) -> None:
+    server = p.add_argument_group("embeddings server (an OpenAI-compatible /v1/embeddings instead of MiniLM in-process)")
+    server.add_argument("--embed-url", metavar="URL", default=None,
+                        help="e.g. http://127.0.0.1:8081/v1 (llama-server --embedding, vLLM, Ollama, TEI); "
+                        "key in $SMOLDOCS_EMBED_API_KEY")
+    server.add_argument("--embed-model", metavar="NAME", default=None, help="the served embedding model (default: the only one)")
+
+
 def add_model_option(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--model", metavar="PATH", default=None,
@@ -83,9 +99,11 @@ def server_config(args: argparse.Namespace):
 
 
 def add_index_options(p: argparse.ArgumentParser) -> None:
-    """--docs, --model, --index and --quiet: everything open_index_from_args reads."""
+    """--docs, --store, --model, --index and --quiet: everything open_index_from_args reads."""
     add_docs_option(p)
+    add_store_option(p)
     add_model_option(p)
+    add_embed_options(p)
     p.add_argument("--index", metavar="DIR", default=None, help="where the index lives (default: a cache folder per docs folder)")
     p.add_argument(
         "-q", "--quiet", action="store_true",
@@ -147,7 +165,14 @@ def load_tokenizer_from_args(args: argparse.Namespace):
 
 
 def load_embedder_from_args(args: argparse.Namespace):
-    """The MiniLM embedder (converted from the packaged model on first use); None if it is not installed."""
+    """The embeddings server of --embed-url, else the MiniLM embedder (converted from the packaged model on first
+    use); None if MiniLM is not installed."""
+    if getattr(args, "embed_url", None):
+        import os
+
+        from models.server_embedder import ServerEmbedder
+
+        return ServerEmbedder(args.embed_url, getattr(args, "embed_model", None), os.environ.get("SMOLDOCS_EMBED_API_KEY"))
     from models.embedder import optional_embedder
 
     return optional_embedder()
@@ -167,13 +192,24 @@ def open_index_from_args(
     """The ready index for --docs/--index, updated if files changed, with progress on stderr (unless quiet).
 
     `embed_budget`/`embed_first`: see rag.indexing.build.open_index (one-shot commands answer before every chunk is embedded).
+    With --store the index is the PostgreSQL store: `index` (must_save) brings it up to date with --docs first;
+    every other command only reads it.
     """
     from rag.indexing.build import open_index
 
+    store = store_from_args(args)
+    if store is not None and not must_save:
+        return open_store(store, embedder if embedder is not None else load_embedder_from_args(args),
+                          current_only=bool(getattr(args, "current_only", False)))
     tokenizer = tokenizer or load_tokenizer_from_args(args)
     if embedder is None:
         embedder = load_embedder_from_args(args)
     bar = ProgressBar(stream or sys.stderr, quiet=quiet or getattr(args, "quiet", False))
+    if store is not None:
+        try:
+            return ingest_store(store, getattr(args, "docs", None), tokenizer, embedder, rebuild=rebuild, progress=bar)
+        finally:
+            bar.close()
     try:
         return open_index(
             getattr(args, "docs", None), tokenizer, embedder,
@@ -183,3 +219,38 @@ def open_index_from_args(
         )
     finally:
         bar.close()
+
+
+def store_from_args(args: argparse.Namespace) -> str | None:
+    """The --store URL (or store = ... in config.toml), checked to be a PostgreSQL URL; None without one."""
+    from rag.indexing.pg_schema import is_store_url, redact
+
+    store = getattr(args, "store", None)
+    if not store:
+        return None
+    if not is_store_url(store):
+        from agent.errors import UsageError
+
+        raise UsageError(f"--store {redact(store)!r} is not a PostgreSQL URL: write it like postgresql://user@host/dbname")
+    if getattr(args, "index", None):
+        from agent.errors import UsageError
+
+        raise UsageError("--store and --index name two different indexes: give one of them")
+    return store
+
+
+def open_store(store: str, embedder, current_only: bool = False, docs_dir=None, update=None):
+    """The PostgreSQL store as a retriever (rag.retrieval.pg_search.PgIndex); only reads it."""
+    from rag.retrieval.pg_search import PgIndex
+
+    return PgIndex(store, embedder, current_only=current_only, docs_dir=docs_dir, update=update)
+
+
+def ingest_store(store: str, docs, tokenizer, embedder, rebuild: bool = False, progress=None):
+    """Bring the store up to date with the docs folder (None: the bundled docs), then open it."""
+    from rag.ingest.corpus import check_docs_dir, default_docs_dir
+    from rag.indexing.pg_ingest import ingest
+
+    root = check_docs_dir(docs if docs is not None else default_docs_dir())
+    update = ingest(store, root, tokenizer, embedder, rebuild=rebuild, progress=progress)
+    return open_store(store, embedder, docs_dir=root, update=update)

@@ -9,10 +9,12 @@ HELP = "print the effective settings and where each comes from (flags > environm
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from agent.commands.common import add_docs_option, add_model_option
+    from agent.commands.common import add_docs_option, add_embed_options, add_model_option, add_store_option
 
     add_docs_option(p)
+    add_store_option(p)
     add_model_option(p)
+    add_embed_options(p)
 
 
 def run(args: argparse.Namespace) -> int:

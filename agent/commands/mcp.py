@@ -18,12 +18,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agent.mcp_server import FolderIndex, build_server
+    from agent.mcp_server import FolderIndex, StoredDocs, build_server
     from agent.mcp_transport import client_gone
 
     from rag.ingest.corpus import check_docs_dir
 
-    if args.docs is not None:
+    store = common.store_from_args(args)
+    if args.docs is not None and store is None:
         check_docs_dir(args.docs)  # a mistyped folder is one line, before anything is served
 
     def load():
@@ -34,8 +35,13 @@ def run(args: argparse.Namespace) -> int:
 
     # stdout carries the protocol: everything else, including loading notices, goes to stderr. The models load
     # and the index opens behind the handshake: a client never waits for them to say hello.
-    folder = FolderIndex(args.docs, load, index_dir=args.index, on_failure=failed)
-    print(f"smoldocs mcp: serving {folder.root} on stdio (indexing in the background)", file=sys.stderr, flush=True)
+    if store is not None:  # a shared store: nothing to index here, only the query embedder to load
+        tokenizer, embedder = load()
+        folder = StoredDocs(common.open_store(store, embedder), tokenizer, embedder)
+        print(f"smoldocs mcp: serving {folder.root} ({len(folder.index)} chunks) on stdio", file=sys.stderr, flush=True)
+    else:
+        folder = FolderIndex(args.docs, load, index_dir=args.index, on_failure=failed)
+        print(f"smoldocs mcp: serving {folder.root} on stdio (indexing in the background)", file=sys.stderr, flush=True)
     try:
         build_server(folder).run("stdio")
     except BaseException as exc:  # an exception group from the SDK's task groups, when the client went away

@@ -1,0 +1,96 @@
+"""Embeddings from a server: the Embedder protocol over an OpenAI-compatible `/v1/embeddings` endpoint.
+
+llama-server `--embedding`, llama-cpp-python's server, vLLM, Ollama and Text Embeddings Inference all speak it; the
+official `openai` SDK does the talking, with its retries (connection errors, 429 and 5xx, backing off) and timeouts.
+Texts go in batches; rows come back L2-normalized float32, whatever the server does. The model id is the served
+model's name, so a store or index made with another embedder is refused rather than mixed.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import httpx2 as httpx
+import numpy as np
+import openai
+
+from models.errors import ServerRefused, ServerUnreachable
+from models.server_api import NO_KEY
+
+BATCH = 32  # texts per request: ~200-token chunks, so a request stays well under the servers' usual 8k-token cap
+RETRIES = 3  # the SDK's own retries of connection errors, 408, 429 and 5xx, with exponential backoff
+TIMEOUT = 60.0  # seconds for one request: a batch of 32 chunks took ~2 s on 2 cores (llama-cpp-python, MiniLM)
+CONNECT_TIMEOUT = 5.0
+
+
+class ServerEmbedder:
+    """Embedder protocol over `base_url`'s /v1/embeddings; `model` None: the only model the server lists."""
+
+    def __init__(self, base_url: str, model: str | None = None, api_key: str | None = None, batch: int = BATCH,
+                 retries: int = RETRIES, timeout: float = TIMEOUT) -> None:
+        self.base_url = base_url
+        self.batch = max(1, batch)
+        self.timeout = timeout
+        self.client = openai.OpenAI(base_url=base_url, api_key=api_key or NO_KEY, max_retries=retries,
+                                    timeout=httpx.Timeout(timeout, connect=CONNECT_TIMEOUT))
+        self.model = model or self._only_model()
+        self.model_id = self.model
+        self.dim = int(self._call(["dimension"]).shape[1])
+
+    def _only_model(self) -> str:
+        try:
+            served = [m.id for m in self.client.models.list().data]
+        except openai.OpenAIError as exc:
+            raise self._explain(exc) from None
+        if len(served) != 1:
+            names = ", ".join(served) or "none"
+            raise ServerRefused(f"the embeddings server at {self.base_url} serves {names}: name one with --embed-model")
+        return served[0]
+
+    def _call(self, texts: list[str]) -> np.ndarray:
+        try:
+            reply = self.client.embeddings.create(model=self.model, input=texts, encoding_format="float")
+        except openai.OpenAIError as exc:
+            raise self._explain(exc) from None
+        rows = sorted(reply.data, key=lambda item: item.index)
+        if len(rows) != len(texts):
+            raise ServerRefused(f"the embeddings server at {self.base_url} returned {len(rows)} rows for "
+                                f"{len(texts)} texts: check that it serves an embedding model")
+        matrix = np.asarray([row.embedding for row in rows], dtype=np.float32)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        return matrix / np.where(norms > 0, norms, 1.0)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """One L2-normalized float32 row per text, in order."""
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        parts = [self._call(texts[lo : lo + self.batch]) for lo in range(0, len(texts), self.batch)]
+        matrix = np.vstack(parts)
+        if matrix.shape[1] != self.dim:
+            raise ServerRefused(f"the embeddings server at {self.base_url} now returns {matrix.shape[1]} dimensions, "
+                                f"not {self.dim}: was its model changed?")
+        return matrix
+
+    def close(self) -> None:
+        self.client.close()
+
+    def _explain(self, exc: BaseException) -> Exception:
+        """One line for a failed request, naming the server and what to do (the key is never shown)."""
+        url = self.base_url
+        if isinstance(exc, openai.APIStatusError):
+            detail = " ".join(str(exc.message).split())[:160]
+            if exc.status_code in (401, 403):
+                return ServerRefused(f"the embeddings server at {url} refused the API key (HTTP {exc.status_code}): "
+                                     "set SMOLDOCS_EMBED_API_KEY to a key it accepts")
+            if exc.status_code == 404:
+                return ServerRefused(f"the embeddings server at {url} has no model {getattr(self, 'model', None)!r} "
+                                     "or no /embeddings endpoint (HTTP 404): check --embed-model and that the URL ends in /v1")
+            return ServerRefused(f"the embeddings server at {url} failed (HTTP {exc.status_code}: {detail})")
+        if isinstance(exc, openai.APITimeoutError):
+            return ServerUnreachable(f"the embeddings server at {url} did not answer within {self.timeout:g} s: "
+                                     "check that it is running and not overloaded")
+        cause = exc.__cause__ or exc
+        reason = "connection refused" if "refused" in str(cause).lower() else (" ".join(str(cause).split())[:120]
+                                                                              or type(cause).__name__)
+        return ServerUnreachable(f"cannot reach the embeddings server at {url} ({reason}): start it, or fix --embed-url")

@@ -1,0 +1,353 @@
+"""Hybrid search over the PostgreSQL store: BM25 and pgvector halves fused in one SQL statement.
+
+It ranks as rag.retrieval.hybrid.HybridIndex does: BM25 with rank_bm25's Okapi formula and Lucene's IDF over postings
+made by rag.retrieval.terms, cosine similarity over the same MiniLM embeddings, each cut at CANDIDATE_DEPTH, then fused by
+rag.retrieval.fusion's weighted or reciprocal-rank rule, ties broken the same way. One statement reads one snapshot, and a
+document changes in one transaction (rag.indexing.pg_ingest), so a search sees a document whole, old or new.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from models.embedder import SEMANTIC_OFF
+from models.protocols import Embedder
+from rag.errors import SemanticSearchOff, StoreRefused, StoreUnavailable
+from rag.indexing.pg_ingest import vector_text
+from rag.indexing.pg_schema import (
+    SCHEMA,
+    check_vector_version,
+    check_version,
+    connect,
+    embedding_dim,
+    read_settings,
+    redact,
+    unavailable,
+)
+from rag.ingest.sources import SourceInfo, source_info
+from rag.retrieval.bm25 import B, K1
+from rag.retrieval.fusion import BM25_WEIGHT, FUSIONS, RRF_K
+from rag.retrieval.hybrid import CANDIDATE_DEPTH, DEFAULT_FUSION, MIN_DENSE_SCORE, MODES
+from rag.retrieval.terms import TermSettings, index_terms
+from rag.retrieval.vocabulary import PREFIX
+from rag.types import Chunk, Hit, RetrieverDefaults
+
+S = SCHEMA
+# Candidates an HNSW scan keeps (pgvector's default 40 is below CANDIDATE_DEPTH). Measured with
+# benchmarks.shared_store's 100k synthetic chunks (load 17): recall@10 0.685 at 100, 0.785 at 200, 0.887 at 400
+# (16 ms), 0.942 at 800 (32 ms). With iterative scans a filtered query keeps scanning until it has its rows.
+EF_SEARCH = 400
+NO_RANK = 1 << 30
+CHUNK_COLUMNS = "c.chunk_id, c.doc_id, c.uri, c.body, c.heading, c.line_start, c.line_end, c.page_start, c.page_end"
+ROW_ORDER = 'c.doc_id COLLATE "C", c.ordinal'  # the embedded index's row order: files sorted, chunks in order
+
+
+def _filters(doc_ids: bool, current_only: bool) -> str:
+    where = ""
+    if doc_ids:
+        where += " AND c.doc_id = ANY(%(doc_ids)s::text[])"
+    if current_only:
+        where += " AND NOT c.outdated"
+    return where
+
+
+def _lexical(where: str) -> str:
+    # idf once per query term (MATERIALIZED: not once per posting), in float8: numeric ln() is ~25x slower.
+    if where:  # every scored chunk is looked up for the filter
+        ranked = f"""
+    lex_rows AS (
+        SELECT l.chunk, l.score, c.doc_id, c.ordinal FROM lex_scores l JOIN {S}.chunks c ON c.id = l.chunk
+        WHERE l.score > 0{where}),"""
+    else:  # the depth best and every tie of the last (rag.retrieval.fusion.top_rows), each looked up by its key
+        ranked = f"""
+    lex_rows AS (
+        SELECT l.chunk, l.score, c.doc_id, c.ordinal
+        FROM (SELECT chunk, score FROM lex_scores WHERE score > 0
+              ORDER BY score DESC FETCH FIRST %(depth)s ROWS WITH TIES) l
+        CROSS JOIN LATERAL (SELECT doc_id, ordinal FROM {S}.chunks c WHERE c.id = l.chunk OFFSET 0) c),"""
+    return f"""
+    stats AS MATERIALIZED (
+        SELECT chunks::float8 AS n, greatest(total_length, 1)::float8 / greatest(chunks, 1) AS avgdl FROM {S}.stats),
+    q AS (SELECT term, count(*)::float8 AS qtf FROM unnest(%(terms)s::text[]) AS term GROUP BY term),
+    idf AS MATERIALIZED (  -- rag.retrieval.bm25.idf, Lucene's: computed here from df, so nothing stored depends on it
+        SELECT q.term, q.qtf, ln(1 + (s.n - t.df + 0.5::float8) / (t.df + 0.5::float8)) AS idf
+        FROM q JOIN {S}.terms t ON t.term = q.term, stats s),
+    lex_scores AS (
+        SELECT p.chunk, sum(i.qtf * i.idf * (p.tf * (%(k1)s + 1)) / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.length / s.avgdl)))
+               AS score
+        FROM idf i JOIN {S}.postings p ON p.term = i.term, stats s GROUP BY p.chunk),{ranked}
+    lex AS (
+        SELECT chunk AS id, score, row_number() OVER (ORDER BY score DESC, doc_id COLLATE "C", ordinal) AS rank
+        FROM lex_rows ORDER BY score DESC, doc_id COLLATE "C", ordinal LIMIT %(depth)s)"""
+
+
+def _semantic(where: str) -> str:
+    return f"""
+    near AS (
+        SELECT c.id, c.doc_id, c.ordinal, c.embedding <=> %(vector)s::vector AS distance
+        FROM {S}.chunks c WHERE c.embedding IS NOT NULL{where}
+        ORDER BY c.embedding <=> %(vector)s::vector LIMIT %(depth)s),
+    sem AS (
+        SELECT n.id, 1 - n.distance AS score, row_number() OVER (ORDER BY n.distance, n.doc_id COLLATE "C", n.ordinal) AS rank
+        FROM near n WHERE 1 - n.distance > %(min_dense)s)"""
+
+
+def _normalized(name: str) -> str:
+    """Min-max normalisation of a ranking's scores over its own candidates (rag.retrieval.fusion.weighted)."""
+    return f"""
+    {name}n AS (
+        SELECT id, rank, score, CASE WHEN max(score) OVER () > min(score) OVER ()
+            THEN (score - min(score) OVER ()) / (max(score) OVER () - min(score) OVER ()) ELSE 1.0 END AS norm
+        FROM {name})"""
+
+
+# The fused score of one candidate, as rag.retrieval.fusion.fuse computes it. A chunk without an embedding yet ranks
+# by BM25 alone, its BM25 share standing in for the whole score (weighted: full weight; rrf: counted for both).
+_SCORES = {
+    "bm25": "p.lscore",
+    "dense": "p.sscore",
+    "weighted": "CASE WHEN p.bm25_rank IS NOT NULL AND c.embedding IS NULL THEN p.lnorm "
+                "ELSE coalesce(%(weight)s * p.lnorm, 0) + coalesce((1 - %(weight)s) * p.snorm, 0) END",
+    "rrf": "CASE WHEN p.bm25_rank IS NOT NULL AND c.embedding IS NULL THEN 2.0 / (%(rrf_k)s + p.bm25_rank) "
+           "ELSE coalesce(1.0 / (%(rrf_k)s + p.bm25_rank), 0) + coalesce(1.0 / (%(rrf_k)s + p.dense_rank), 0) END",
+}
+_SIDES = {  # each candidate once, with both rankings' ranks and scores (NULL where a ranking lacks it)
+    "bm25": "SELECT id, rank AS bm25_rank, NULL::bigint AS dense_rank, score AS lscore, norm AS lnorm, "
+            "NULL::float8 AS sscore, NULL::float8 AS snorm FROM lexn",
+    "dense": "SELECT id, NULL::bigint AS bm25_rank, rank AS dense_rank, NULL::float8 AS lscore, NULL::float8 AS lnorm, "
+             "score AS sscore, norm AS snorm FROM semn",
+    "both": "SELECT coalesce(l.id, s.id) AS id, l.rank AS bm25_rank, s.rank AS dense_rank, l.score AS lscore, "
+            "l.norm AS lnorm, s.score AS sscore, s.norm AS snorm FROM lexn l FULL JOIN semn s ON s.id = l.id",
+}
+
+
+def search_sql(method: str, doc_ids: bool, current_only: bool) -> str:
+    """The one statement for a search by `method` (bm25, dense, weighted, rrf), with the filters asked for.
+
+    The candidates are materialized before chunks are joined by id: joined on coalesce(lex, sem) in place, the
+    planner scanned the chunks table once per candidate (1.4 s per BM25-only search at 20k chunks).
+    """
+    where = _filters(doc_ids, current_only)
+    parts = []
+    if method != "dense":
+        parts += [_lexical(where), _normalized("lex")]
+    if method != "bm25":
+        parts += [_semantic(where), _normalized("sem")]
+    sides = _SIDES[method if method in ("bm25", "dense") else "both"]
+    return f"""WITH {",".join(parts)},
+    pairs AS MATERIALIZED ({sides}),
+    fused AS (
+        SELECT p.id, p.bm25_rank, p.dense_rank, ({_SCORES[method]})::float8 AS score
+        FROM pairs p JOIN {S}.chunks c ON c.id = p.id)
+    SELECT f.score, f.bm25_rank, f.dense_rank, c.outdated, d.expires, {CHUNK_COLUMNS}
+    FROM fused f JOIN {S}.chunks c ON c.id = f.id JOIN {S}.documents d ON d.doc_id = c.doc_id
+    WHERE f.score IS NOT NULL
+    ORDER BY round(f.score::numeric, 9) DESC, c.outdated, f.score DESC,
+             least(coalesce(f.bm25_rank, {NO_RANK}), coalesce(f.dense_rank, {NO_RANK})), {ROW_ORDER}
+    LIMIT %(k)s"""
+
+
+def _chunk(row: Sequence) -> Chunk:
+    chunk_id, doc_id, uri, body, heading, line_start, line_end, page_start, page_end = row
+    return Chunk(chunk_id, doc_id, uri, body, tuple(heading), line_start, line_end, page_start, page_end)
+
+
+class StoreVocabulary:
+    """rag.retrieval.vocabulary.DocumentFrequencies read from the store's `terms` table, always current."""
+
+    def __init__(self, index: "PgIndex") -> None:
+        self._index = index
+        self.settings = index.term_settings
+
+    @property
+    def documents(self) -> int:
+        return len(self._index)
+
+    def frequency(self, term: str, prefix: bool = True) -> int:
+        exact = self._index._one(f"SELECT df FROM {S}.terms WHERE term = %s", (term,))
+        if exact or not prefix or len(term) < PREFIX:
+            return int(exact or 0)
+        return int(self._index._one(f"SELECT coalesce(sum(df), 0) FROM {S}.terms WHERE prefix = %s",
+                                    (term[:PREFIX],)) or 0)
+
+
+class PgIndex(RetrieverDefaults):
+    """A rag.types.Retriever over a PostgreSQL store that rag.indexing.pg_ingest keeps fresh; a search reads no files.
+
+    With no embedder (MiniLM not installed) every mode but "dense" ranks by BM25 alone, as HybridIndex does.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        embedder: Embedder | None,
+        fusion: str = DEFAULT_FUSION,
+        bm25_weight: float = BM25_WEIGHT,
+        min_dense_score: float = MIN_DENSE_SCORE,
+        current_only: bool = False,
+        docs_dir: Path | None = None,
+        update=None,
+    ) -> None:
+        if fusion not in FUSIONS:
+            raise ValueError(f"unknown fusion {fusion!r}: choose one of {', '.join(FUSIONS)}")
+        self.url = url
+        self.embedder = embedder
+        self.fusion = fusion
+        self.bm25_weight = bm25_weight
+        self.min_dense_score = min_dense_score
+        self.current_only = current_only
+        self.docs_dir = docs_dir
+        self.index_dir = redact(url)  # where the index lives, as shown to people
+        self.update = update  # rag.indexing.build.IndexUpdate of the ingest this process ran, if any
+        self._lock = threading.Lock()  # one connection, one statement at a time (the TUI and MCP use threads)
+        self._conn = None
+        conn = self._connection()
+        try:
+            check_version(conn, url)
+            check_vector_version(conn, url)
+            settings = read_settings(conn)
+            dim = embedding_dim(conn)
+        except Exception as exc:
+            self.close()
+            if isinstance(exc, (StoreRefused, StoreUnavailable)):
+                raise
+            raise unavailable(exc, url, during="while opening the index") from None
+        self.term_settings = TermSettings(**settings.get("bm25_terms", {}))
+        self.settings = settings
+        model = settings.get("embedding_model")
+        if embedder is not None and model is not None and model != embedder.model_id:
+            self.close()
+            raise StoreRefused(f"the store {self.index_dir} holds embeddings of {model}, but this smoldocs embeds "
+                               f"queries with {embedder.model_id}: use the same embedder as the ingester")
+        if embedder is not None and dim and dim != int(embedder.dim):
+            self.close()
+            raise StoreRefused(f"the store {self.index_dir} holds {dim}-dimensional embeddings; {embedder.model_id} "
+                               f"gives {embedder.dim}: use the same embedder as the ingester")
+        self._vocabulary = StoreVocabulary(self)
+
+    # -- the connection --------------------------------------------------------------------------------------
+    def _connection(self):
+        if self._conn is None or self._conn.closed or self._conn.broken:
+            self._conn = connect(self.url)
+            # Iterative scans: a doc_ids filter still returns its k rows from the HNSW index, exactly ordered.
+            self._conn.execute("SET hnsw.iterative_scan = strict_order")
+            self._conn.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
+            # Plan each search for its own terms: psycopg prepares a statement run 5 times, and PostgreSQL's
+            # generic plan for it, blind to the terms, scanned every posting (BM25 p50 838 ms at 20k chunks).
+            self._conn.execute("SET plan_cache_mode = force_custom_plan")
+        return self._conn
+
+    def _rows(self, sql: str, params=None, during: str = "during a search") -> list[tuple]:
+        import psycopg
+
+        with self._lock:
+            try:
+                return self._connection().execute(sql, params).fetchall()
+            except psycopg.Error as exc:
+                # The next call reconnects: a restarted server costs one failed search, not the session.
+                if self._conn is not None and (self._conn.broken or self._conn.closed):
+                    self._conn = None
+                raise unavailable(exc, self.url, during=during) from None
+
+    def _one(self, sql: str, params=None):
+        rows = self._rows(sql, params)
+        return rows[0][0] if rows else None
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    # -- what callers ask of an index ------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return int(self._one(f"SELECT chunks FROM {S}.stats") or 0)
+
+    @property
+    def has_dense(self) -> bool:
+        """True when queries can be embedded (MiniLM is installed); chunks not embedded yet rank by BM25."""
+        return self.embedder is not None
+
+    @property
+    def notice(self) -> str:
+        return "" if self.has_dense else SEMANTIC_OFF
+
+    @property
+    def dense_coverage(self) -> float:
+        """The share of chunks with an embedding (1.0 for an empty store; 0.0 without an embedder)."""
+        chunks, embedded = self._rows(f"SELECT chunks, embedded FROM {S}.stats")[0]
+        if not chunks:
+            return 1.0
+        return float(embedded) / float(chunks) if self.has_dense else 0.0
+
+    @property
+    def vocabulary(self) -> StoreVocabulary:
+        return self._vocabulary
+
+    @property
+    def doc_ids(self) -> list[str]:
+        """Every document id with at least one chunk, sorted."""
+        rows = self._rows(f'SELECT doc_id FROM {S}.documents WHERE chunk_count > 0 ORDER BY doc_id COLLATE "C"')
+        return [r[0] for r in rows]
+
+    @property
+    def chunks(self) -> list[Chunk]:
+        """Every chunk, in the embedded index's order (an evaluation's gold lookup; reads the whole store)."""
+        rows = self._rows(f"SELECT {CHUNK_COLUMNS} FROM {S}.chunks c ORDER BY {ROW_ORDER}")
+        return [_chunk(r) for r in rows]
+
+    def document_chunks(self, doc_id: str) -> list[Chunk]:
+        """The chunks of one document, in order ([] for an unknown one)."""
+        rows = self._rows(f"SELECT {CHUNK_COLUMNS} FROM {S}.chunks c WHERE c.doc_id = %s ORDER BY c.ordinal", (doc_id,))
+        return [_chunk(r) for r in rows]
+
+    def snapshot(self) -> "PgIndex":
+        """Itself: every search is one statement over one snapshot of the store."""
+        return self
+
+    def source(self, doc_id: str) -> SourceInfo:
+        """The standing of a document: outdated or current, and its expiry."""
+        rows = self._rows(f"SELECT outdated, why, superseded_by, expires, notice FROM {S}.documents WHERE doc_id = %s",
+                          (doc_id,))
+        if not rows:
+            return source_info(doc_id)
+        outdated, why, superseded_by, expires, notice = rows[0]
+        return SourceInfo(outdated, why, superseded_by, expires, notice)
+
+    def chunk(self, chunk_id: str) -> Chunk | None:
+        rows = self._rows(f"SELECT {CHUNK_COLUMNS} FROM {S}.chunks c WHERE c.chunk_id = %s", (chunk_id,))
+        return _chunk(rows[0]) if rows else None
+
+    def search(
+        self, query: str, k: int = 5, doc_ids: Sequence[str] | None = None, mode: str = "hybrid"
+    ) -> list[Hit]:
+        """The best `k` chunks for `query`, optionally only from `doc_ids`; [] when nothing matches."""
+        if mode not in MODES:
+            raise ValueError(f"unknown search mode {mode!r}: choose one of {', '.join(MODES)}")
+        if not self.has_dense:
+            if mode == "dense":
+                raise SemanticSearchOff(SEMANTIC_OFF)
+            mode = "bm25"
+        if k < 1:
+            raise ValueError(f"k must be at least 1, got {k}")
+        if not query.strip():
+            return []
+        method = self.fusion if mode == "hybrid" else mode
+        names = [doc_ids] if isinstance(doc_ids, str) else list(doc_ids or ())
+        vector = None
+        if method != "bm25":
+            vector = vector_text(np.asarray(self.embedder.embed([query]), dtype=np.float32)[0])
+        params = {
+            "terms": index_terms(query, self.term_settings), "vector": vector, "doc_ids": names,
+            "depth": max(CANDIDATE_DEPTH, k), "k": k, "k1": K1, "b": B,
+            "min_dense": self.min_dense_score, "weight": self.bm25_weight, "rrf_k": RRF_K,
+        }  # fmt: skip
+        rows = self._rows(search_sql(method, bool(names), self.current_only), params)
+        hits = []
+        for score, bm25_rank, dense_rank, outdated, expires, *chunk in rows:
+            hits.append(Hit.from_chunk(_chunk(chunk), float(score), bm25_rank, dense_rank, outdated, expires))
+        return hits
