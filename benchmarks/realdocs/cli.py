@@ -1,0 +1,46 @@
+"""The suite's command line: build the package folders, check the questions, score search and answers."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+from benchmarks.realdocs.suite import SPLITS, load_packages, select
+
+USAGE = """\
+  build   install missing Debian packages (as root) and copy each package's files into the cache
+  check   every answerable question's evidence is in the text smoldocs extracts from its gold doc
+  score   index each package and print Recall@5 per retriever, quoted evidence, declines and timing (default)
+"""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.realdocs", description="The real-docs development suite.", epilog=USAGE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("command", nargs="?", default="score", choices=("build", "check", "score"))
+    parser.add_argument("--packages", nargs="+", default=None, help="only these packages (default: all)")
+    parser.add_argument("--split", default="all", choices=SPLITS, help="fit, held or all packages (default: all)")
+    parser.add_argument("--limit", type=int, default=None, help="score: at most this many questions per package")
+    parser.add_argument("--json", action="store_true", help="score: print the rows as JSON")
+    args = parser.parse_args(argv)
+    try:
+        packages = select(load_packages(), args.packages, args.split)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.command == "build":
+        from benchmarks.realdocs.gather import build
+
+        return build(packages)
+    from models.tokenizer import load_tokenizer  # real parts only once a command needs them
+
+    if args.command == "check":
+        from benchmarks.realdocs.checking import check
+
+        return check(packages, load_tokenizer())
+    from benchmarks.realdocs.scoring import run
+
+    return run(packages, load_tokenizer(), limit=args.limit, as_json=args.json)
