@@ -57,7 +57,7 @@ def source_files(package: Package) -> list[tuple[Path, str]]:
     found: dict[str, Path] = {}
     for pattern in package.include:
         for path in package.source.glob(pattern):
-            if path.is_file():
+            if path.is_file() and not any(path.relative_to(package.source).match(x) for x in package.exclude):
                 found.setdefault(target_name(package, path.relative_to(package.source).as_posix()), path)
     return sorted(((path, name) for name, path in found.items()), key=lambda pair: pair[1])
 

@@ -26,6 +26,7 @@ class Package:
     split: str  # "fit": may be fitted on; "held": only reported
     source: Path  # the folder its files are copied from (or, for a repo folder, searched in place)
     include: tuple[str, ...]  # globs relative to `source`
+    exclude: tuple[str, ...] = ()  # globs of included files to leave out
     rename: tuple[tuple[str, str], ...] = ()  # suffix -> suffix, for files shipped under a name smoldocs misreads
     questions: tuple[Path, ...] = ()
     note: str = ""
@@ -59,7 +60,7 @@ def _package(row: dict, base: Path, questions_dir: Path) -> Package:
     return Package(
         name=row["name"], apt=row.get("apt"), format=row["format"], split=split,
         source=source if source.is_absolute() else base / source,
-        include=tuple(row["include"]), rename=tuple(sorted((row.get("rename") or {}).items())),
+        include=tuple(row["include"]), exclude=tuple(row.get("exclude") or ()), rename=tuple(sorted((row.get("rename") or {}).items())),
         questions=tuple(questions), note=row.get("note", ""),
     )
 
