@@ -6,7 +6,9 @@ import argparse
 import sys
 from typing import Sequence
 
-from benchmarks.realdocs.suite import SPLITS, load_packages, select
+from pathlib import Path
+
+from benchmarks.realdocs.suite import QUESTIONS_DIR, SPLITS, load_packages, select
 
 USAGE = """\
   build   install missing Debian packages (as root) and copy each package's files into the cache
@@ -25,9 +27,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--split", default="all", choices=SPLITS, help="fit, held or all packages (default: all)")
     parser.add_argument("--limit", type=int, default=None, help="score: at most this many questions per package")
     parser.add_argument("--json", action="store_true", help="score: print the rows as JSON")
+    parser.add_argument("--write", type=Path, default=None, help="score: also write the tables to this Markdown file")
+    parser.add_argument("--questions-dir", type=Path, action="append", default=[],
+                        help="also take <package>.jsonl question files from this folder (repeatable)")
     args = parser.parse_args(argv)
     try:
-        packages = select(load_packages(), args.packages, args.split)
+        packages = select(load_packages(questions_dirs=[QUESTIONS_DIR, *args.questions_dir]), args.packages, args.split)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -43,4 +48,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         return check(packages, load_tokenizer())
     from benchmarks.realdocs.scoring import run
 
-    return run(packages, load_tokenizer(), limit=args.limit, as_json=args.json)
+    return run(packages, load_tokenizer(), limit=args.limit, as_json=args.json, write=args.write)

@@ -13,15 +13,18 @@ Indexes live in the project's index cache, so a second run only loads them.
 from __future__ import annotations
 
 import json
+import os
 import re
 import statistics
+import subprocess
 import time
+from datetime import datetime, timezone
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
 from benchmarks.measure import load_average
-from benchmarks.realdocs.suite import Package
+from benchmarks.realdocs.suite import REPO, Package
 from models.embedder import load_embedder
 from rag.extractive import QuoteFallback
 from rag.index import IndexProgress, open_index
@@ -201,8 +204,11 @@ def index_table(scores: Sequence[PackageScore]) -> str:
 
 
 def run(packages: Sequence[Package], tokenizer, root: Path | None = None, limit: int | None = None,
-        as_json: bool = False, say: Callable[[str], None] = print) -> int:
-    """Score every package that has its folder; print the tables (or JSON). 1 when a package could not be scored."""
+        as_json: bool = False, write: Path | None = None, say: Callable[[str], None] = print) -> int:
+    """Score every package that has its folder; print the tables (or JSON), and with `write` save them as
+    Markdown with the date, commit and load average. 1 when a package could not be scored."""
+    load_before = load_average()
+    started = time.perf_counter()
     embedder = load_embedder()
     scores, status = [], 0
     for package in packages:
@@ -219,4 +225,45 @@ def run(packages: Sequence[Package], tokenizer, root: Path | None = None, limit:
         say(table(scores))
         say("")
         say(index_table(scores))
+    if write is not None and scores:
+        write.write_text(report(scores, packages, load_before, time.perf_counter() - started), encoding="utf-8")
+        say(f"wrote {write}")
     return status
+
+
+def _commit() -> str:
+    try:
+        out = subprocess.run(["git", "-C", str(REPO), "describe", "--always", "--dirty"], capture_output=True,
+                             text=True, check=False)
+    except FileNotFoundError:
+        return "unknown"
+    return out.stdout.strip() or "unknown"
+
+
+def report(scores: Sequence[PackageScore], packages: Sequence[Package], load_before, seconds: float) -> str:
+    """RESULTS.md: when and where it was measured, then both tables and where each package's questions came from."""
+    load_after = load_average()
+    sources = "\n".join(f"- {p.name}: " + ", ".join(_shown_path(q) for q in p.questions) for p in packages)
+    return (
+        "# Real-docs suite: results\n\n"
+        f"Measured {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC at commit {_commit()} with "
+        "`python -m benchmarks.realdocs score`, on "
+        f"{os.cpu_count()} cores shared with other jobs: load average {_load(load_before)} before, "
+        f"{_load(load_after)} after; {seconds / 60:.1f} minutes in all (indexes loaded from the cache when built).\n\n"
+        "Default answer = the agent's first search (k=5, 1,024 evidence tokens) and the quoted fallback, no model call. "
+        "Evidence sentence: a quoted sentence is an evidence hit (rag.quote_eval.evidence_hit); evidence exact: the "
+        "evidence string whole in the quoted text. R@5 is doc level (gold doc or an alternative). Pooled rows: "
+        "recall weighted by graded questions, the other figures over all the split's questions.\n\n"
+        f"{table(scores)}\n\n## Indexing\n\n{index_table(scores)}\n\n## Question files\n\n{sources}\n"
+    )
+
+
+def _load(values) -> str:
+    return " ".join(f"{v:.2f}" for v in values)
+
+
+def _shown_path(path: Path) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(REPO))
+    except ValueError:
+        return str(path)

@@ -47,16 +47,17 @@ def suite_dir() -> Path:
     return cache_dir() / "realdocs"
 
 
-def _package(row: dict, base: Path, questions_dir: Path) -> Package:
+def _package(row: dict, base: Path, questions_dirs: Sequence[Path]) -> Package:
     split = row["split"]
     if split not in SPLITS[:2]:
         raise ValueError(f"package {row['name']}: split must be fit or held, not {split!r}")
     source = Path(row["source"])
     listed = row.get("questions")
     questions = [base / q for q in ([listed] if isinstance(listed, str) else listed or [])]
-    own = questions_dir / f"{row['name']}.jsonl"
-    if own.is_file() and own not in questions:
-        questions.append(own)
+    for folder in questions_dirs:
+        own = Path(folder) / f"{row['name']}.jsonl"
+        if own.is_file() and own not in questions:
+            questions.append(own)
     return Package(
         name=row["name"], apt=row.get("apt"), format=row["format"], split=split,
         source=source if source.is_absolute() else base / source,
@@ -65,10 +66,13 @@ def _package(row: dict, base: Path, questions_dir: Path) -> Package:
     )
 
 
-def load_packages(path: Path = PACKAGES_FILE, questions_dir: Path = QUESTIONS_DIR, base: Path = REPO) -> list[Package]:
-    """Every package of packages.json; relative sources and question files are relative to `base`."""
+def load_packages(path: Path = PACKAGES_FILE, questions_dirs: Sequence[Path] = (QUESTIONS_DIR,),
+                  base: Path = REPO) -> list[Package]:
+    """Every package of packages.json; relative sources and question files are relative to `base`.
+
+    A package's questions are the files packages.json names plus `<name>.jsonl` of each of `questions_dirs`."""
     rows = json.loads(Path(path).read_text(encoding="utf-8"))["packages"]
-    return [_package(row, base, questions_dir) for row in rows]
+    return [_package(row, base, questions_dirs) for row in rows]
 
 
 def select(packages: Sequence[Package], names: Sequence[str] | None = None, split: str = "all") -> list[Package]:
