@@ -13,6 +13,7 @@ from benchmarks.realdocs.suite import QUESTIONS_DIR, SPLITS, load_packages, sele
 USAGE = """\
   build   install missing Debian packages (as root) and copy each package's files into the cache
   check   every answerable question's evidence is in the text smoldocs extracts from its gold doc
+  cold    time a first search on each package's folder as if never indexed (chunked, nothing embedded yet)
   score   index each package and print Recall@5 per retriever, quoted evidence, declines and timing (default)
 """
 
@@ -22,7 +23,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m benchmarks.realdocs", description="The real-docs development suite.", epilog=USAGE,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("command", nargs="?", default="score", choices=("build", "check", "score"))
+    parser.add_argument("command", nargs="?", default="score", choices=("build", "check", "cold", "score"))
     parser.add_argument("--packages", nargs="+", default=None, help="only these packages (default: all)")
     parser.add_argument("--split", default="all", choices=SPLITS, help="fit, held or all packages (default: all)")
     parser.add_argument("--limit", type=int, default=None, help="score: at most this many questions per package")
@@ -46,6 +47,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         from benchmarks.realdocs.checking import check
 
         return check(packages, load_tokenizer())
+    if args.command == "cold":
+        from benchmarks.realdocs.scoring import cold_start
+        from models.embedder import load_embedder
+
+        tokenizer, embedder = load_tokenizer(), load_embedder()
+        for package in packages:
+            print(f"{package.name}: {cold_start(package.folder(), tokenizer, embedder)}")
+        return 0
     from benchmarks.realdocs.scoring import run
 
     return run(packages, load_tokenizer(), limit=args.limit, as_json=args.json, write=args.write)

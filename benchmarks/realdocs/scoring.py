@@ -17,6 +17,7 @@ import os
 import re
 import statistics
 import subprocess
+import tempfile
 import time
 from datetime import datetime, timezone
 from dataclasses import asdict, dataclass, field
@@ -141,6 +142,20 @@ def score_package(package: Package, folder: Path, tokenizer, embedder, limit: in
     )
     score.answers = [answer(index, tokenizer, memo, q) for q in questions]
     return score
+
+
+def cold_start(folder: Path, tokenizer, embedder, query: str = "how do I start") -> dict:
+    """A first search on a folder never indexed: chunked whole, nothing embedded yet (BM25 answers until
+    rag.progressive fills the dense half), into a throwaway index folder."""
+    with tempfile.TemporaryDirectory(prefix="smoldocs-cold-") as scratch:
+        started = time.perf_counter()
+        index = open_index(folder, tokenizer, embedder, index_dir=Path(scratch) / "index", embed_budget=0)
+        opened = time.perf_counter() - started
+        index.search(query, k=K)
+        first = time.perf_counter() - started
+    return {"files": index.update.files, "chunks": len(index), "skipped": dict(index.update.skipped),
+            "chunked_seconds": round(opened, 1), "first_search_seconds": round(first, 1),
+            "chunks_per_second_chunked": round(len(index) / opened, 1) if opened else None}
 
 
 def _progress(name: str, say: Callable[[str], None]):
