@@ -9,7 +9,9 @@ import pytest
 
 from benchmarks.realdocs.checking import check_package
 from benchmarks.realdocs.gather import copy_package, source_files
-from benchmarks.realdocs.scoring import Answered, PackageScore, figures, pooled, quoted_sentences, score_package, table
+from benchmarks.realdocs.scoring import (
+    Answered, PackageScore, cold_start, figures, pooled, quoted_sentences, score_package, table,
+)
 from benchmarks.realdocs.suite import Package, load_packages, select
 from rag.extractive import QUOTE_LABEL
 
@@ -126,3 +128,6 @@ def test_a_tiny_package_is_indexed_searched_and_answered_with_the_real_parts(tmp
     by_id = {a.id: a for a in score.answers}
     assert by_id["t1"].evidence_sentence and not by_id["t1"].declined  # the one sentence that answers is quoted
     assert all(a.seconds > 0 for a in score.answers)
+    cold = cold_start(docs, real_tokenizer, real_embedder)
+    assert cold["files"] == 3 and cold["chunks"] == score.index["chunks"]
+    assert cold["first_search_seconds"] >= cold["chunked_seconds"] > 0
