@@ -10,9 +10,9 @@ import pytest
 from benchmarks.realdocs.checking import check_package
 from benchmarks.realdocs.gather import copy_package, source_files
 from benchmarks.realdocs.scoring import (
-    Answered, PackageScore, cold_start, figures, pooled, quoted_sentences, score_package, table,
+    Answered, PackageScore, answer_rates, cold_start, pooled, quoted_sentences, score_package, score_table,
 )
-from benchmarks.realdocs.suite import Package, load_packages, select
+from benchmarks.realdocs.suite import Package, choose_packages, load_packages
 from rag.extractive import QUOTE_LABEL
 
 
@@ -32,11 +32,11 @@ def test_the_shipped_packages_file_names_each_split_and_never_a_reserved_package
     packages = load_packages()
     assert {p.split for p in packages} == {"fit", "held"}
     assert not {"git-doc", "nodejs-doc", "sqlite3-doc"} & {p.apt for p in packages}
-    assert [p.name for p in select(packages, split="held")] == [p.name for p in packages if p.split == "held"]
+    assert [p.name for p in choose_packages(packages, split="held")] == [p.name for p in packages if p.split == "held"]
     with pytest.raises(ValueError, match="unknown package nope"):
-        select(packages, ["nope"])
+        choose_packages(packages, ["nope"])
     with pytest.raises(ValueError, match="choose one of fit, held, all"):
-        select(packages, split="train")
+        choose_packages(packages, split="train")
 
 
 def test_the_builder_copies_the_included_files_unpacking_gz_and_renaming_suffixes(tmp_path):
@@ -92,7 +92,7 @@ def _answer(qid, answerable, declined, hit=False, seconds=1.0):
 def test_figures_and_pools_count_declines_and_quoted_evidence_per_kind_of_question():
     answers = [_answer("a", True, False, hit=True, seconds=1.0), _answer("b", True, True, seconds=3.0),
                _answer("c", False, True, seconds=2.0), _answer("d", False, False, seconds=5.0)]
-    f = figures(answers)
+    f = answer_rates(answers)
     assert f == {"evidence_sentence": 0.5, "evidence_exact": 0.5, "unanswerable_declined": 0.5,
                  "answerable_declined": 0.5, "p50_seconds": 2.5}
     one = PackageScore("one", "held", 4, 2, {"bm25": 1.0, "dense": 0.5, "weighted": 0.5, "rrf": 0.0}, 2, answers)
@@ -100,9 +100,9 @@ def test_figures_and_pools_count_declines_and_quoted_evidence_per_kind_of_questi
                        [_answer("e", True, False, hit=True)])
     both = pooled([one, two], "held")
     assert both.recall_at_5 == {"bm25": 0.5, "dense": 0.75, "weighted": 0.75, "rrf": 0.5}
-    assert both.figures()["evidence_sentence"] == pytest.approx(2 / 3)
+    assert both.rates()["evidence_sentence"] == pytest.approx(2 / 3)
     assert pooled([one, two], "fit") is None
-    assert "| pooled held | held | 5 (2 unanswerable) | 0.50 | 0.75 | 0.75 | 0.50 |" in table([one, two])
+    assert "| pooled held | held | 5 (2 unanswerable) | 0.50 | 0.75 | 0.75 | 0.50 |" in score_table([one, two])
 
 
 def test_a_tiny_package_is_indexed_searched_and_answered_with_the_real_parts(tmp_path, real_tokenizer, real_embedder):

@@ -103,7 +103,7 @@ def check_package(package: Package, folder: Path, counter, strict_files: Sequenc
     return PackageCheck(package.name, len(questions), unanswerable, tuple(problems))
 
 
-def check(packages: Sequence[Package], counter, root: Path | None = None, say: Callable[[str], None] = print,
+def check_suite(packages: Sequence[Package], counter, root: Path | None = None, say: Callable[[str], None] = print,
           questions_dir: Path = QUESTIONS_DIR) -> int:
     """Check every package's questions; print each problem; 0 when there is none, else 1."""
     status = 0

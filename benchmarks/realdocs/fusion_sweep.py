@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from benchmarks.realdocs.suite import Package, load_packages, select
+from benchmarks.realdocs.suite import Package, choose_packages, load_packages
 from models.embedder import load_embedder
 from models.tokenizer import load_tokenizer
 from rag.fusion import Ranked, fuse
@@ -88,23 +88,23 @@ def fused_rows(fusion: Fusion, lexical: Ranked, semantic: Ranked) -> list[int]:
 
 
 @dataclass
-class Prepared:
+class RankingPair:
     question: Question
     lexical: Ranked
     semantic: Ranked
 
 
-def prepare(index, questions: Sequence[Question]) -> list[Prepared]:
+def ranking_pairs(index, questions: Sequence[Question]) -> list[RankingPair]:
     """Both rankings of every answerable question that evaluate() grades (a gold chunk, or no evidence)."""
     out = []
     for q in questions:
         if not q.answerable or (q.evidence and not gold_chunk_ids(q, index.chunks)):
             continue
-        out.append(Prepared(q, index.rank_bm25(q.q, CANDIDATE_DEPTH), index.rank_dense(q.q, CANDIDATE_DEPTH)))
+        out.append(RankingPair(q, index.rank_bm25(q.q, CANDIDATE_DEPTH), index.rank_dense(q.q, CANDIDATE_DEPTH)))
     return out
 
 
-def doc_scores(index, prepared: Sequence[Prepared], fusion: Fusion) -> tuple[float, float]:
+def doc_scores(index, prepared: Sequence[RankingPair], fusion: Fusion) -> tuple[float, float]:
     """(doc-level Recall@5, doc-level MRR@10) of one fusion."""
     recalls, mrrs = [], []
     for p in prepared:
@@ -115,7 +115,7 @@ def doc_scores(index, prepared: Sequence[Prepared], fusion: Fusion) -> tuple[flo
     return mean(recalls), mean(mrrs)
 
 
-def sweep(packages: Sequence[Package], say: Callable[[str], None] = print) -> int:
+def sweep_fusions(packages: Sequence[Package], say: Callable[[str], None] = print) -> int:
     tokenizer, embedder = load_tokenizer(), MemoEmbedder(load_embedder())
     results: dict[str, dict[str, tuple[float, float]]] = {}
     split_of = {}
@@ -126,7 +126,7 @@ def sweep(packages: Sequence[Package], say: Callable[[str], None] = print) -> in
             continue
         index = open_index(folder, tokenizer, embedder)
         questions = [q for path in package.questions for q in load_questions(path)]
-        prepared = prepare(index, questions)
+        prepared = ranking_pairs(index, questions)
         results[package.name] = {f.name: doc_scores(index, prepared, f) for f in GRID}
         split_of[package.name] = package.split
         say(f"{package.name} ({package.split}): {len(prepared)} questions graded")
@@ -154,11 +154,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--packages", nargs="+", default=None)
     args = parser.parse_args(argv)
     try:
-        packages = select(load_packages(), args.packages)
+        packages = choose_packages(load_packages(), args.packages)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    return sweep(packages)
+    return sweep_fusions(packages)
 
 
 if __name__ == "__main__":

@@ -89,7 +89,7 @@ def copy_package(package: Package, root: Path | None = None) -> Copied:
     return Copied(package.name, folder, len(files), total)
 
 
-def build(packages: Sequence[Package], root: Path | None = None, say: Callable[[str], None] = print) -> int:
+def build_suite(packages: Sequence[Package], root: Path | None = None, say: Callable[[str], None] = print) -> int:
     """Install what is missing and copy every package; 0 when all were copied, else 1."""
     missing = set(ensure_installed(packages, say))
     status = 0

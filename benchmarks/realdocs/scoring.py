@@ -65,15 +65,15 @@ class PackageScore:
     answers: list[Answered] = field(default_factory=list)
     index: dict = field(default_factory=dict)  # files, chunks, skipped, seconds, chunks/s, first search
 
-    def figures(self) -> dict[str, float | None]:
-        return figures(self.answers)
+    def rates(self) -> dict[str, float | None]:
+        return answer_rates(self.answers)
 
 
 def _share(hits: int, n: int) -> float | None:
     return hits / n if n else None
 
 
-def figures(answers: Sequence[Answered]) -> dict[str, float | None]:
+def answer_rates(answers: Sequence[Answered]) -> dict[str, float | None]:
     """Evidence quoted (sentence / exact), unanswerable declined, answerable declined, answer p50 seconds."""
     graded = [a for a in answers if a.answerable and a.has_evidence]
     answerable = [a for a in answers if a.answerable]
@@ -93,7 +93,7 @@ def quoted_sentences(text: str) -> list[str]:
     return [m.group("sentence") for b in blocks if (m := _QUOTE.match(b.strip()))]
 
 
-def answer(index, tokenizer, embedder, question: Question) -> Answered:
+def answer_question(index, tokenizer, embedder, question: Question) -> Answered:
     """The default answer with no model call: the agent's first search, then the quoted fallback, verified."""
     started = time.perf_counter()
     tool = search_docs_tool(index, Ledger(), tokenizer, max_tokens=EVIDENCE_BUDGET)
@@ -140,7 +140,7 @@ def score_package(package: Package, folder: Path, tokenizer, embedder, limit: in
         recall_at_5={m: doc_rows[m].recall_at_5 for m in RETRIEVERS if m in doc_rows},
         graded=doc_rows[RETRIEVERS[0]].n if RETRIEVERS[0] in doc_rows else 0, index=info,
     )
-    score.answers = [answer(index, tokenizer, memo, q) for q in questions]
+    score.answers = [answer_question(index, tokenizer, memo, q) for q in questions]
     return score
 
 
@@ -154,7 +154,7 @@ def cold_start(folder: Path, tokenizer, embedder, query: str = "how do I start")
         index.search(query, k=K)
         first = time.perf_counter() - started
     return {"files": index.update.files, "chunks": len(index), "skipped": dict(index.update.skipped),
-            "chunked_seconds": round(opened, 1), "first_search_seconds": round(first, 1),
+            "chunked_seconds": round(opened, 3), "first_search_seconds": round(first, 3),
             "chunks_per_second_chunked": round(len(index) / opened, 1) if opened else None}
 
 
@@ -189,14 +189,14 @@ def _cell(value: float | None, digits: int = 2) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 
-def table(scores: Sequence[PackageScore]) -> str:
+def score_table(scores: Sequence[PackageScore]) -> str:
     """The per-package and pooled table, as Markdown."""
     head = ("| package | split | questions | R@5 bm25 | R@5 dense | R@5 default | R@5 rrf | evidence sentence "
             "| evidence exact | unanswerable declined | answerable declined | answer p50 s |")
     lines = [head, "|" + "---|" * 12]
     rows = list(scores) + [p for p in (pooled(scores, "fit"), pooled(scores, "held")) if p is not None]
     for s in rows:
-        f = s.figures()
+        f = s.rates()
         r = [_cell(s.recall_at_5.get(m)) for m in RETRIEVERS]
         lines.append(
             f"| {s.package} | {s.split} | {s.questions} ({s.questions - s.answerable} unanswerable) | "
@@ -218,7 +218,7 @@ def index_table(scores: Sequence[PackageScore]) -> str:
     return "\n".join(lines)
 
 
-def run(packages: Sequence[Package], tokenizer, root: Path | None = None, limit: int | None = None,
+def score_suite(packages: Sequence[Package], tokenizer, root: Path | None = None, limit: int | None = None,
         as_json: bool = False, write: Path | None = None, say: Callable[[str], None] = print) -> int:
     """Score every package that has its folder; print the tables (or JSON), and with `write` save them as
     Markdown with the date, commit and load average. 1 when a package could not be scored."""
@@ -234,14 +234,14 @@ def run(packages: Sequence[Package], tokenizer, root: Path | None = None, limit:
             continue
         scores.append(score_package(package, folder, tokenizer, embedder, limit, say))
     if as_json:
-        say(json.dumps([{**asdict(s), "figures": s.figures()} for s in scores], indent=1))
+        say(json.dumps([{**asdict(s), "rates": s.rates()} for s in scores], indent=1))
     elif scores:
         say(f"load average {load_average()}")
-        say(table(scores))
+        say(score_table(scores))
         say("")
         say(index_table(scores))
     if write is not None and scores:
-        write.write_text(report(scores, packages, load_before, time.perf_counter() - started), encoding="utf-8")
+        write.write_text(results_markdown(scores, packages, load_before, time.perf_counter() - started), encoding="utf-8")
         say(f"wrote {write}")
     return status
 
@@ -255,7 +255,7 @@ def _commit() -> str:
     return out.stdout.strip() or "unknown"
 
 
-def report(scores: Sequence[PackageScore], packages: Sequence[Package], load_before, seconds: float) -> str:
+def results_markdown(scores: Sequence[PackageScore], packages: Sequence[Package], load_before, seconds: float) -> str:
     """RESULTS.md: when and where it was measured, then both tables and where each package's questions came from."""
     load_after = load_average()
     sources = "\n".join(f"- {p.name}: " + ", ".join(_shown_path(q) for q in p.questions) for p in packages)
@@ -269,7 +269,7 @@ def report(scores: Sequence[PackageScore], packages: Sequence[Package], load_bef
         "Evidence sentence: a quoted sentence is an evidence hit (rag.quote_eval.evidence_hit); evidence exact: the "
         "evidence string whole in the quoted text. R@5 is doc level (gold doc or an alternative). Pooled rows: "
         "recall weighted by graded questions, the other figures over all the split's questions.\n\n"
-        f"{table(scores)}\n\n## Indexing\n\n{index_table(scores)}\n\n## Question files\n\n{sources}\n"
+        f"{score_table(scores)}\n\n## Indexing\n\n{index_table(scores)}\n\n## Question files\n\n{sources}\n"
     )
 
 

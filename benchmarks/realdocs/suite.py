@@ -75,7 +75,7 @@ def load_packages(path: Path = PACKAGES_FILE, questions_dirs: Sequence[Path] = (
     return [_package(row, base, questions_dirs) for row in rows]
 
 
-def select(packages: Sequence[Package], names: Sequence[str] | None = None, split: str = "all") -> list[Package]:
+def choose_packages(packages: Sequence[Package], names: Sequence[str] | None = None, split: str = "all") -> list[Package]:
     """The packages named (all when none are) in the split asked for; an unknown name or split is a ValueError."""
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}: choose one of {', '.join(SPLITS)}")
