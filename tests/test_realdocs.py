@@ -86,14 +86,14 @@ def test_quoted_sentences_are_read_back_from_the_quoted_answer():
 
 
 def _answer(qid, answerable, declined, hit=False, seconds=1.0):
-    return Answered(qid, answerable, declined, hit, hit, answerable, seconds)
+    return Answered(qid, answerable, declined, hit, hit, answerable, seconds, evidence_shown=answerable)
 
 
 def test_figures_and_pools_count_declines_and_quoted_evidence_per_kind_of_question():
     answers = [_answer("a", True, False, hit=True, seconds=1.0), _answer("b", True, True, seconds=3.0),
                _answer("c", False, True, seconds=2.0), _answer("d", False, False, seconds=5.0)]
     f = answer_rates(answers)
-    assert f == {"evidence_sentence": 0.5, "evidence_exact": 0.5, "unanswerable_declined": 0.5,
+    assert f == {"evidence_shown": 1.0, "evidence_sentence": 0.5, "evidence_exact": 0.5, "unanswerable_declined": 0.5,
                  "answerable_declined": 0.5, "p50_seconds": 2.5}
     one = PackageScore("one", "held", 4, 2, {"bm25": 1.0, "dense": 0.5, "weighted": 0.5, "rrf": 0.0}, 2, answers)
     two = PackageScore("two", "held", 1, 1, {"bm25": 0.0, "dense": 1.0, "weighted": 1.0, "rrf": 1.0}, 2,
@@ -102,7 +102,7 @@ def test_figures_and_pools_count_declines_and_quoted_evidence_per_kind_of_questi
     assert both.recall_at_5 == {"bm25": 0.5, "dense": 0.75, "weighted": 0.75, "rrf": 0.5}
     assert both.rates()["evidence_sentence"] == pytest.approx(2 / 3)
     assert pooled([one, two], "fit") is None
-    assert "| pooled held | held | 5 (2 unanswerable) | 0.50 | 0.75 | 0.75 | 0.50 |" in score_table([one, two])
+    assert "| pooled held | held | 5 (2 unanswerable) | 0.50 | 0.75 | 0.75 | 0.50 | 1.00 | 0.67 |" in score_table([one, two])
 
 
 def test_a_tiny_package_is_indexed_searched_and_answered_with_the_real_parts(tmp_path, real_tokenizer, real_embedder):
@@ -126,7 +126,7 @@ def test_a_tiny_package_is_indexed_searched_and_answered_with_the_real_parts(tmp
     assert score.index["files"] == 3 and score.index["skipped"] == {}
     assert [a.id for a in score.answers] == ["t1", "t2", "t3"]
     by_id = {a.id: a for a in score.answers}
-    assert by_id["t1"].evidence_sentence and not by_id["t1"].declined  # the one sentence that answers is quoted
+    assert by_id["t1"].evidence_shown and by_id["t1"].evidence_sentence and not by_id["t1"].declined  # the one sentence that answers is quoted
     assert all(a.seconds > 0 for a in score.answers)
     cold = cold_start(docs, real_tokenizer, real_embedder)
     assert cold["files"] == 3 and cold["chunks"] == score.index["chunks"]

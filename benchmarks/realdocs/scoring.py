@@ -52,6 +52,7 @@ class Answered:
     evidence_exact: bool  # the evidence string is whole in the quoted text
     has_evidence: bool
     seconds: float
+    evidence_shown: bool = False  # the evidence string is in the shown excerpts at all (search found it)
 
 
 @dataclass
@@ -79,6 +80,7 @@ def answer_rates(answers: Sequence[Answered]) -> dict[str, float | None]:
     answerable = [a for a in answers if a.answerable]
     unanswerable = [a for a in answers if not a.answerable]
     return {
+        "evidence_shown": _share(sum(a.evidence_shown for a in graded), len(graded)),
         "evidence_sentence": _share(sum(a.evidence_sentence for a in graded), len(graded)),
         "evidence_exact": _share(sum(a.evidence_exact for a in graded), len(graded)),
         "unanswerable_declined": _share(sum(a.declined for a in unanswerable), len(unanswerable)),
@@ -106,11 +108,13 @@ def answer_question(index, tokenizer, embedder, question: Question) -> Answered:
     sentences = quoted_sentences(quoted.text) if quoted is not None else []
     evidence = question.evidence or ""
     joined = _SPACE.sub(" ", " ".join(sentences)).lower()
+    wanted = _SPACE.sub(" ", evidence).strip().lower()
+    excerpts = _SPACE.sub(" ", " ".join(index.chunk(c.chunk_id).text for c in result.citations)).lower()
     return Answered(
         id=question.id, answerable=question.answerable, declined=quoted is None,
         evidence_sentence=any(evidence_hit(s, evidence) for s in sentences),
         evidence_exact=bool(evidence) and _SPACE.sub(" ", evidence).strip().lower() in joined,
-        has_evidence=bool(evidence), seconds=seconds,
+        has_evidence=bool(evidence), seconds=seconds, evidence_shown=bool(wanted) and wanted in excerpts,
     )
 
 
@@ -191,9 +195,9 @@ def _cell(value: float | None, digits: int = 2) -> str:
 
 def score_table(scores: Sequence[PackageScore]) -> str:
     """The per-package and pooled table, as Markdown."""
-    head = ("| package | split | questions | R@5 bm25 | R@5 dense | R@5 default | R@5 rrf | evidence sentence "
-            "| evidence exact | unanswerable declined | answerable declined | answer p50 s |")
-    lines = [head, "|" + "---|" * 12]
+    head = ("| package | split | questions | R@5 bm25 | R@5 dense | R@5 default | R@5 rrf | evidence in excerpts "
+            "| evidence sentence | evidence exact | unanswerable declined | answerable declined | answer p50 s |")
+    lines = [head, "|" + "---|" * 13]
     rows = list(scores) + [p for p in (pooled(scores, "fit"), pooled(scores, "held")) if p is not None]
     for s in rows:
         f = s.rates()
@@ -201,7 +205,7 @@ def score_table(scores: Sequence[PackageScore]) -> str:
         lines.append(
             f"| {s.package} | {s.split} | {s.questions} ({s.questions - s.answerable} unanswerable) | "
             + " | ".join(r)
-            + f" | {_cell(f['evidence_sentence'])} | {_cell(f['evidence_exact'])} | {_cell(f['unanswerable_declined'])}"
+            + f" | {_cell(f['evidence_shown'])} | {_cell(f['evidence_sentence'])} | {_cell(f['evidence_exact'])} | {_cell(f['unanswerable_declined'])}"
             f" | {_cell(f['answerable_declined'])} | {_cell(f['p50_seconds'])} |"
         )
     return "\n".join(lines)
@@ -267,7 +271,8 @@ def results_markdown(scores: Sequence[PackageScore], packages: Sequence[Package]
         f"{_load(load_after)} after; {seconds / 60:.1f} minutes in all (indexes loaded from the cache when built).\n\n"
         "Default answer = the agent's first search (k=5, 1,024 evidence tokens) and the quoted fallback, no model call. "
         "Evidence sentence: a quoted sentence is an evidence hit (rag.quote_eval.evidence_hit); evidence exact: the "
-        "evidence string whole in the quoted text. R@5 is doc level (gold doc or an alternative). Pooled rows: "
+        "evidence string whole in the quoted text; evidence in excerpts: the evidence string anywhere in the five "
+        "shown excerpts (what search found, before quoting). R@5 is doc level (gold doc or an alternative). Pooled rows: "
         "recall weighted by graded questions, the other figures over all the split's questions.\n\n"
         f"{score_table(scores)}\n\n## Indexing\n\n{index_table(scores)}\n\n## Question files\n\n{sources}\n"
     )
