@@ -13,7 +13,7 @@ from benchmarks.realdocs.scoring import (
     Answered, PackageScore, answer_rates, cold_start, pooled, quoted_sentences, score_package, score_table,
 )
 from benchmarks.realdocs.suite import Package, choose_packages, load_packages
-from rag.extractive import QUOTE_LABEL
+from rag.answering.extractive import QUOTE_LABEL
 
 
 def _package(tmp_path, name="tiny", questions=(), **changes) -> Package:

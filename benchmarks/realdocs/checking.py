@@ -1,6 +1,6 @@
 """Checking the question sets: ids unique, gold docs present, evidence found in the text smoldocs extracts.
 
-The extracted text of a document is what search shows: the file read as rag.corpus reads it, parsed by the
+The extracted text of a document is what search shows: the file read as rag.ingest.corpus reads it, parsed by the
 format reader of its suffix, cut into chunks by the real tokenizer. Evidence is looked for in those chunks
 joined (a piece of evidence may straddle a chunk boundary), whitespace collapsed on both sides.
 """
@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from benchmarks.realdocs.suite import QUESTIONS_DIR, Package
-from rag.chunking import chunk_layout
-from rag.corpus import decode_text
 from rag.errors import Unreadable
-from rag.formats import is_file_format, read_layout, stream_digest
-from rag.metrics import Question, load_questions
+from rag.evaluation.questions import Question, load_questions
+from rag.ingest.chunking import chunk_layout
+from rag.ingest.corpus import decode_text
+from rag.ingest.formats import is_file_format, read_layout, stream_digest
 
 MIN_UNANSWERABLE = 0.15  # share of each package's questions the docs cannot answer (issue #29)
 EVIDENCE_WORDS = (5, 15)  # an evidence string's length in words, for the suite's own question files

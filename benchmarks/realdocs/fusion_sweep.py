@@ -1,11 +1,11 @@
 """Which way of fusing BM25 and dense rankings holds on real docs: chosen on the fit packages, reported on the held.
 
 `python -m benchmarks.realdocs.fusion_sweep [--packages ...]`. Each question's BM25 and dense rankings (depth
-rag.hybrid.CANDIDATE_DEPTH, the dense floor as shipped) are computed once; every fusion below is scored on them
+rag.retrieval.hybrid.CANDIDATE_DEPTH, the dense floor as shipped) are computed once; every fusion below is scored on them
 by doc-level Recall@5 and MRR@10. The winner is the best mean over the fit packages (each package weighs the
 same, so docs_corpus's 150 questions do not outvote the others); the held-back packages are only reported.
 
-Fusions: the shipped ones through rag.fusion.fuse (min-max "weighted" at several BM25 shares, "rrf" at several
+Fusions: the shipped ones through rag.retrieval.fusion.fuse (min-max "weighted" at several BM25 shares, "rrf" at several
 k), and two tried here: rrf with a BM25 share, and per-query z-scores (each ranking's scores standardised over
 its own candidates) summed with a BM25 share.
 """
@@ -22,17 +22,19 @@ import numpy as np
 from benchmarks.realdocs.suite import Package, choose_packages, load_packages
 from models.embedder import load_embedder
 from models.tokenizer import load_tokenizer
-from rag.fusion import Ranked, fuse
-from rag.hybrid import CANDIDATE_DEPTH
-from rag.index import open_index
-from rag.metrics import Question, first_per_doc, gold_chunk_ids, load_questions, mean, mrr_at_k, recall_at_k
-from rag.retrieval_eval import DEPTH, MemoEmbedder
+from rag.evaluation.questions import (
+    Question, first_per_doc, gold_chunk_ids, load_questions, mean, mrr_at_k, recall_at_k,
+)
+from rag.evaluation.retrieval_eval import DEPTH, MemoEmbedder
+from rag.indexing.build import open_index
+from rag.retrieval.fusion import Ranked, fuse
+from rag.retrieval.hybrid import CANDIDATE_DEPTH
 
 
 @dataclass(frozen=True)
 class Fusion:
     name: str
-    method: str  # "weighted" | "rrf" (rag.fusion), "wrrf", "zscore", "bm25", "dense"
+    method: str  # "weighted" | "rrf" (rag.retrieval.fusion), "wrrf", "zscore", "bm25", "dense"
     bm25_weight: float = 0.5
     k: int = 60
 
@@ -108,7 +110,7 @@ def doc_scores(index, prepared: Sequence[RankingPair], fusion: Fusion) -> tuple[
     """(doc-level Recall@5, doc-level MRR@10) of one fusion."""
     recalls, mrrs = [], []
     for p in prepared:
-        rows = fused_rows(fusion, p.lexical, p.semantic)[:DEPTH]  # as rag.retrieval_eval ranks docs: from the first 10 chunks
+        rows = fused_rows(fusion, p.lexical, p.semantic)[:DEPTH]  # as rag.evaluation.retrieval_eval ranks docs: from the first 10 chunks
         docs = first_per_doc(index.chunks[r].doc_id for r in rows)
         recalls.append(recall_at_k(docs, p.question.gold_docs, 5))
         mrrs.append(mrr_at_k(docs, p.question.gold_docs, 10))

@@ -1,9 +1,10 @@
 """Scoring the suite: each package indexed with smoldocs' real index, its questions searched and answered.
 
 Per package and pooled over the fit and the held-back packages:
-- doc-level Recall@5 of BM25 alone, dense alone, the default fusion and rrf (rag.retrieval_eval.evaluate);
+- doc-level Recall@5 of BM25 alone, dense alone, the default fusion and rrf (rag.evaluation.retrieval_eval.evaluate);
 - evidence in the shown answer: the default answer with no model call (search as the agent's first step does,
-  then rag.extractive.QuoteFallback) quotes a sentence that is an evidence hit (rag.quote_eval.evidence_hit);
+  then rag.answering.extractive.QuoteFallback) quotes a sentence that carries the evidence
+  (rag.evaluation.evidence.evidence_sentence);
   also the stricter figure, the evidence string whole in the quoted text. A declined question shows no quote;
 - unanswerable questions declined, answerable questions wrongly declined;
 - answer seconds p50: the search, the quotes and their verification, per question.
@@ -27,18 +28,18 @@ from typing import Callable, Sequence
 from benchmarks.measure import load_average
 from benchmarks.realdocs.suite import REPO, Package
 from models.embedder import load_embedder
-from rag.extractive import QuoteFallback
-from rag.index import IndexProgress, open_index
-from rag.metrics import Question, load_questions
-from rag.packing import Ledger
-from rag.quote_eval import EVIDENCE_BUDGET, K, evidence_hit
-from rag.retrieval_eval import MemoEmbedder, evaluate
-from rag.search_tool import search_docs_tool
-from rag.verify import Verifier
+from rag.answering.extractive import QuoteFallback
+from rag.evaluation.evidence import evidence_sentence, holds_evidence
+from rag.evaluation.questions import Question, load_questions
+from rag.evaluation.quote_eval import EVIDENCE_BUDGET, K
+from rag.evaluation.retrieval_eval import MemoEmbedder, evaluate
+from rag.excerpts.packing import Ledger
+from rag.excerpts.search_tool import search_docs_tool
+from rag.indexing.build import IndexProgress, open_index
+from rag.verification.verifier import Verifier
 
-RETRIEVERS = ("bm25", "dense", "weighted", "rrf")  # "weighted" is the default fusion (rag.hybrid.DEFAULT_FUSION)
+RETRIEVERS = ("bm25", "dense", "weighted", "rrf")  # "weighted" is the default fusion (rag.retrieval.hybrid.DEFAULT_FUSION)
 _QUOTE = re.compile(r"^> (?P<sentence>.*) \[\d+\]$", re.S)
-_SPACE = re.compile(r"\s+")
 
 
 @dataclass(frozen=True)
@@ -106,15 +107,13 @@ def answer_question(index, tokenizer, embedder, question: Question) -> Answered:
         Verifier(embedder)(quoted.text, shown, index.chunk)  # the shown answer is verified before it is shown
     seconds = time.perf_counter() - started
     sentences = quoted_sentences(quoted.text) if quoted is not None else []
-    evidence = question.evidence or ""
-    joined = _SPACE.sub(" ", " ".join(sentences)).lower()
-    wanted = _SPACE.sub(" ", evidence).strip().lower()
-    excerpts = _SPACE.sub(" ", " ".join(index.chunk(c.chunk_id).text for c in result.citations)).lower()
+    evidence = question.evidence
+    excerpts = " ".join(index.chunk(c.chunk_id).text for c in result.citations)
     return Answered(
         id=question.id, answerable=question.answerable, declined=quoted is None,
-        evidence_sentence=any(evidence_hit(s, evidence) for s in sentences),
-        evidence_exact=bool(evidence) and _SPACE.sub(" ", evidence).strip().lower() in joined,
-        has_evidence=bool(evidence), seconds=seconds, evidence_shown=bool(wanted) and wanted in excerpts,
+        evidence_sentence=any(evidence_sentence(s, evidence) for s in sentences),
+        evidence_exact=holds_evidence(" ".join(sentences), evidence),
+        has_evidence=bool(evidence), seconds=seconds, evidence_shown=holds_evidence(excerpts, evidence),
     )
 
 
@@ -150,7 +149,7 @@ def score_package(package: Package, folder: Path, tokenizer, embedder, limit: in
 
 def cold_start(folder: Path, tokenizer, embedder, query: str = "how do I start") -> dict:
     """A first search on a folder never indexed: chunked whole, nothing embedded yet (BM25 answers until
-    rag.progressive fills the dense half), into a throwaway index folder."""
+    rag.indexing.fill fills the dense half), into a throwaway index folder."""
     with tempfile.TemporaryDirectory(prefix="smoldocs-cold-") as scratch:
         started = time.perf_counter()
         index = open_index(folder, tokenizer, embedder, index_dir=Path(scratch) / "index", embed_budget=0)
@@ -270,7 +269,7 @@ def results_markdown(scores: Sequence[PackageScore], packages: Sequence[Package]
         f"{os.cpu_count()} cores shared with other jobs: load average {_load(load_before)} before, "
         f"{_load(load_after)} after; {seconds / 60:.1f} minutes in all (indexes loaded from the cache when built).\n\n"
         "Default answer = the agent's first search (k=5, 1,024 evidence tokens) and the quoted fallback, no model call. "
-        "Evidence sentence: a quoted sentence is an evidence hit (rag.quote_eval.evidence_hit); evidence exact: the "
+        "Evidence sentence: a quoted sentence carries the evidence (rag.evaluation.evidence.evidence_sentence); evidence exact: the "
         "evidence string whole in the quoted text; evidence in excerpts: the evidence string anywhere in the five "
         "shown excerpts (what search found, before quoting). R@5 is doc level (gold doc or an alternative). Pooled rows: "
         "recall weighted by graded questions, the other figures over all the split's questions.\n\n"
