@@ -51,7 +51,8 @@ def check_package(package: Package, folder: Path, counter, strict_files: Sequenc
     """Every problem of one package's question files; `strict_files` also get the evidence-length rule."""
     problems: list[str] = []
     if not folder.is_dir():
-        return PackageCheck(package.name, 0, 0, (f"{package.name}: no folder {folder}: run `python -m benchmarks.realdocs build`",))
+        problem = f"{package.name}: no folder {folder}: run `python -m benchmarks.realdocs build`"
+        return PackageCheck(package.name, 0, 0, (problem,))
     questions: list[tuple[Question, Path]] = []
     for path in package.questions:
         if not path.is_file():

@@ -110,7 +110,8 @@ def doc_scores(index, prepared: Sequence[RankingPair], fusion: Fusion) -> tuple[
     """(doc-level Recall@5, doc-level MRR@10) of one fusion."""
     recalls, mrrs = [], []
     for p in prepared:
-        rows = fused_rows(fusion, p.lexical, p.semantic)[:DEPTH]  # as rag.evaluation.retrieval_eval ranks docs: from the first 10 chunks
+        # As rag.evaluation.retrieval_eval ranks documents: from the first DEPTH chunks.
+        rows = fused_rows(fusion, p.lexical, p.semantic)[:DEPTH]
         docs = first_per_doc(index.chunks[r].doc_id for r in rows)
         recalls.append(recall_at_k(docs, p.question.gold_docs, 5))
         mrrs.append(mrr_at_k(docs, p.question.gold_docs, 10))

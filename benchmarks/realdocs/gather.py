@@ -29,7 +29,9 @@ class Copied:
 def installed(apt_name: str) -> bool:
     """Whether dpkg says the package is installed."""
     try:
-        out = subprocess.run(["dpkg-query", "-W", "-f=${Status}", apt_name], capture_output=True, text=True, check=False)
+        out = subprocess.run(
+            ["dpkg-query", "-W", "-f=${Status}", apt_name], capture_output=True, text=True, check=False
+        )
     except FileNotFoundError:  # not a Debian system
         return False
     return out.returncode == 0 and out.stdout.strip().endswith("installed") and "not-installed" not in out.stdout
@@ -48,7 +50,11 @@ def ensure_installed(packages: Sequence[Package], say: Callable[[str], None] = p
         say(f"missing Debian packages; run as root: {install_line(missing)}")
         return missing
     say(f"installing: {install_line(missing)}")
-    subprocess.run(["apt-get", "install", "-y", *missing], check=False)
+    try:
+        subprocess.run(["apt-get", "install", "-y", *missing], check=False)
+    except FileNotFoundError:
+        say("no apt-get here: the suite's packages come from Debian; copy their files by hand or build on Debian")
+        return missing
     return [m for m in missing if not installed(m)]
 
 
