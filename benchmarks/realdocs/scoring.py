@@ -31,10 +31,10 @@ from models.embedder import load_embedder
 from rag.answering.extractive import QuoteFallback
 from rag.evaluation.evidence import evidence_sentence, holds_evidence
 from rag.evaluation.questions import Question, load_questions
-from rag.evaluation.quote_eval import EVIDENCE_BUDGET, K
+from rag.evaluation.quote_eval import K
 from rag.evaluation.retrieval_eval import MemoEmbedder, evaluate
 from rag.excerpts.packing import Ledger
-from rag.excerpts.search_tool import search_docs_tool
+from rag.excerpts.search_tool import search_first
 from rag.indexing.build import IndexProgress, open_index
 from rag.verification.verifier import Verifier
 
@@ -99,8 +99,7 @@ def quoted_sentences(text: str) -> list[str]:
 def answer_question(index, tokenizer, embedder, question: Question) -> Answered:
     """The default answer with no model call: the agent's first search, then the quoted fallback, verified."""
     started = time.perf_counter()
-    tool = search_docs_tool(index, Ledger(), tokenizer, max_tokens=EVIDENCE_BUDGET)
-    result = tool({"query": question.q, "k": K})
+    result = search_first(index, Ledger(), tokenizer, question.q, K)
     shown = {c.n: c for c in result.citations}
     quoted = QuoteFallback(embedder, index.vocabulary)(question.q, shown, index.chunk) if shown else None
     if quoted is not None:
