@@ -1,0 +1,63 @@
+"""`python -m benchmarks.realdocs [build|check|cold|score]`: the real-docs suite's command line (default: score)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from benchmarks.realdocs.suite import QUESTIONS_DIR, SPLITS, choose_packages, load_packages
+
+USAGE = """\
+  build   install missing Debian packages (as root) and copy each package's files into the cache
+  check   every answerable question's evidence is in the text smoldocs extracts from its gold doc
+  cold    time a first search on each package's folder as if never indexed (chunked, nothing embedded yet)
+  score   index each package and print Recall@5 per retriever, quoted evidence, declines and timing (default)
+"""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.realdocs", description="The real-docs development suite.", epilog=USAGE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("command", nargs="?", default="score", choices=("build", "check", "cold", "score"))
+    parser.add_argument("--packages", nargs="+", default=None, help="only these packages (default: all)")
+    parser.add_argument("--split", default="all", choices=SPLITS, help="fit, held or all packages (default: all)")
+    parser.add_argument("--limit", type=int, default=None, help="score: at most this many questions per package")
+    parser.add_argument("--json", action="store_true", help="score: print the rows as JSON")
+    parser.add_argument("--write", type=Path, default=None, help="score: also write the tables to this Markdown file")
+    parser.add_argument("--questions-dir", type=Path, action="append", default=[],
+                        help="also take <package>.jsonl question files from this folder (repeatable)")
+    args = parser.parse_args(argv)
+    try:
+        packages = choose_packages(load_packages(questions_dirs=[QUESTIONS_DIR, *args.questions_dir]), args.packages, args.split)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.command == "build":
+        from benchmarks.realdocs.gather import build_suite
+
+        return build_suite(packages)
+    from models.tokenizer import load_tokenizer  # real parts only once a command needs them
+
+    if args.command == "check":
+        from benchmarks.realdocs.checking import check_suite
+
+        return check_suite(packages, load_tokenizer())
+    if args.command == "cold":
+        from benchmarks.realdocs.scoring import cold_start
+        from models.embedder import load_embedder
+
+        tokenizer, embedder = load_tokenizer(), load_embedder()
+        for package in packages:
+            print(f"{package.name}: {cold_start(package.folder(), tokenizer, embedder)}")
+        return 0
+    from benchmarks.realdocs.scoring import score_suite
+
+    return score_suite(packages, load_tokenizer(), limit=args.limit, as_json=args.json, write=args.write)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,133 @@
+"""The real-docs suite's builder, check and scorer, on small folders made here (no Debian package needed)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from benchmarks.realdocs.checking import check_package
+from benchmarks.realdocs.gather import copy_package, source_files
+from benchmarks.realdocs.scoring import (
+    Answered, PackageScore, answer_rates, cold_start, pooled, quoted_sentences, score_package, score_table,
+)
+from benchmarks.realdocs.suite import Package, choose_packages, load_packages
+from rag.answering.extractive import QUOTE_LABEL
+
+
+def _package(tmp_path, name="tiny", questions=(), **changes) -> Package:
+    options = dict(name=name, apt=None, format="md", split="fit", source=tmp_path / "docs", include=("**/*.md",),
+                   questions=tuple(questions))
+    options.update(changes)
+    return Package(**options)
+
+
+def _questions(path, rows) -> list:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return [path]
+
+
+def test_the_shipped_packages_file_names_each_split_and_never_a_reserved_package():
+    packages = load_packages()
+    assert {p.split for p in packages} == {"fit", "held"}
+    assert not {"git-doc", "nodejs-doc", "sqlite3-doc"} & {p.apt for p in packages}
+    assert [p.name for p in choose_packages(packages, split="held")] == [p.name for p in packages if p.split == "held"]
+    with pytest.raises(ValueError, match="unknown package nope"):
+        choose_packages(packages, ["nope"])
+    with pytest.raises(ValueError, match="choose one of fit, held, all"):
+        choose_packages(packages, split="train")
+
+
+def test_the_builder_copies_the_included_files_unpacking_gz_and_renaming_suffixes(tmp_path):
+    source = tmp_path / "shipped"
+    (source / "sub").mkdir(parents=True)
+    (source / "FAQ.txt").write_text("Title\n=====\n\nText.\n")
+    (source / "sub" / "guide.txt.gz").write_bytes(gzip.compress(b"Guide\n=====\n\nMore text.\n"))
+    (source / "sub" / "skip.txt").write_text("left out")
+    (source / "style.css").write_text("body {}")
+    package = _package(tmp_path, source=source, include=("*.txt", "**/*.txt.gz", "sub/*.txt"),
+                       exclude=("sub/skip.txt",), rename=((".txt", ".rst"),), apt="some-doc")
+    assert [name for _, name in source_files(package)] == ["FAQ.rst", "sub/guide.rst"]
+    copied = copy_package(package, tmp_path / "suite")
+    assert copied.files == 2 and copied.folder == tmp_path / "suite" / "tiny"
+    assert (copied.folder / "sub" / "guide.rst").read_text() == "Guide\n=====\n\nMore text.\n"
+    assert sorted(p.name for p in copied.folder.rglob("*") if p.is_file()) == ["FAQ.rst", "guide.rst"]
+
+
+def test_the_check_finds_evidence_in_the_extracted_text_and_names_every_problem(tmp_path, real_tokenizer):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "tea.md").write_text("# Tea\n\nGreen tea should steep for two minutes in water at 80 degrees.\n")
+    (docs / "page.html").write_text("<html><body><h1>Coffee</h1><p>Grind the beans   just before\nbrewing "
+                                    "them for the best taste.</p></body></html>")
+    rows = [
+        {"id": "q1", "q": "How long does green tea steep?", "doc": "tea.md", "evidence": "steep for two minutes in water", "difficulty": "keyword"},
+        {"id": "q2", "q": "When should I grind coffee?", "doc": "page.html", "evidence": "Grind the beans just before brewing them", "difficulty": "paraphrase"},
+        {"id": "q3", "q": "Boiling water?", "doc": "tea.md", "evidence": "boil the water for ten minutes first", "difficulty": "keyword"},
+        {"id": "q3", "q": "Milk?", "doc": "milk.md", "evidence": "add the milk after the tea", "difficulty": "keyword"},
+        {"id": "q5", "q": "Sugar?", "doc": "tea.md", "evidence": "two minutes", "difficulty": "keyword"},
+    ]
+    package = _package(tmp_path, questions=_questions(tmp_path / "q.jsonl", rows))
+    result = check_package(package, docs, real_tokenizer, strict_files=package.questions)
+    assert result.questions == 5 and result.unanswerable == 0
+    assert list(result.problems) == [
+        "tiny: id q3 is used 2 times",
+        "tiny q3: evidence not in the text extracted from tea.md: 'boil the water for ten minutes first'",
+        "tiny q3: gold doc milk.md is not in " + str(docs),
+        "tiny q5: evidence has 2 words, not 5-15",
+        "tiny: 0 of 5 questions unanswerable, under 15%",
+    ]
+
+
+def test_quoted_sentences_are_read_back_from_the_quoted_answer():
+    text = f"{QUOTE_LABEL}\n\n> Green tea steeps for two minutes. [1]\n\n> Use water at 80 degrees. [2]"
+    assert quoted_sentences(text) == ["Green tea steeps for two minutes.", "Use water at 80 degrees."]
+
+
+def _answer(qid, answerable, declined, hit=False, seconds=1.0):
+    return Answered(qid, answerable, declined, hit, hit, answerable, seconds, evidence_shown=answerable)
+
+
+def test_figures_and_pools_count_declines_and_quoted_evidence_per_kind_of_question():
+    answers = [_answer("a", True, False, hit=True, seconds=1.0), _answer("b", True, True, seconds=3.0),
+               _answer("c", False, True, seconds=2.0), _answer("d", False, False, seconds=5.0)]
+    f = answer_rates(answers)
+    assert f == {"evidence_shown": 1.0, "evidence_sentence": 0.5, "evidence_exact": 0.5, "unanswerable_declined": 0.5,
+                 "answerable_declined": 0.5, "p50_seconds": 2.5}
+    one = PackageScore("one", "held", 4, 2, {"bm25": 1.0, "dense": 0.5, "weighted": 0.5, "rrf": 0.0}, 2, answers)
+    two = PackageScore("two", "held", 1, 1, {"bm25": 0.0, "dense": 1.0, "weighted": 1.0, "rrf": 1.0}, 2,
+                       [_answer("e", True, False, hit=True)])
+    both = pooled([one, two], "held")
+    assert both.recall_at_5 == {"bm25": 0.5, "dense": 0.75, "weighted": 0.75, "rrf": 0.5}
+    assert both.rates()["evidence_sentence"] == pytest.approx(2 / 3)
+    assert pooled([one, two], "fit") is None
+    assert "| pooled held | held | 5 (2 unanswerable) | 0.50 | 0.75 | 0.75 | 0.50 | 1.00 | 0.67 |" in score_table([one, two])
+
+
+def test_a_tiny_package_is_indexed_searched_and_answered_with_the_real_parts(tmp_path, real_tokenizer, real_embedder):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "tea.md").write_text("# Tea\n\nGreen tea should steep for two minutes in water at 80 degrees. "
+                                 "Black tea takes four minutes in boiling water.\n")
+    (docs / "coffee.md").write_text("# Coffee\n\nGrind the beans just before brewing them for the best taste. "
+                                    "A French press needs a coarse grind.\n")
+    (docs / "bread.md").write_text("# Bread\n\nLet the dough rise for an hour in a warm place until it doubles.\n")
+    rows = [
+        {"id": "t1", "q": "How long should green tea steep?", "doc": "tea.md", "evidence": "Green tea should steep for two minutes", "difficulty": "keyword"},
+        {"id": "t2", "q": "How coarse should coffee be for a French press?", "doc": "coffee.md", "evidence": "A French press needs a coarse grind", "difficulty": "keyword"},
+        {"id": "t3", "q": "How do I change the oil in a motorbike engine?", "doc": None, "evidence": None, "difficulty": "unanswerable"},
+    ]
+    package = _package(tmp_path, questions=_questions(tmp_path / "q.jsonl", rows))
+    score = score_package(package, docs, real_tokenizer, real_embedder, say=lambda line: None)
+    assert score.questions == 3 and score.answerable == 2 and score.graded == 2
+    assert set(score.recall_at_5) == {"bm25", "dense", "weighted", "rrf"}
+    assert score.recall_at_5["bm25"] == 1.0  # three documents: the gold one is always in the first five
+    assert score.index["files"] == 3 and score.index["skipped"] == {}
+    assert [a.id for a in score.answers] == ["t1", "t2", "t3"]
+    by_id = {a.id: a for a in score.answers}
+    assert by_id["t1"].evidence_shown and by_id["t1"].evidence_sentence and not by_id["t1"].declined  # the one sentence that answers is quoted
+    assert all(a.seconds > 0 for a in score.answers)
+    cold = cold_start(docs, real_tokenizer, real_embedder)
+    assert cold["files"] == 3 and cold["chunks"] == score.index["chunks"]
+    assert cold["first_search_seconds"] >= cold["chunked_seconds"] > 0
