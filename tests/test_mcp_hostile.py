@@ -208,7 +208,9 @@ def test_a_cold_cache_of_2000_files_answers_initialize_at_once_and_searches_bm25
         error, first = client.call("search_docs", {"query": "shelf boxes of screws", "k": 3})
         first_call = time.monotonic() - started
         assert not error and excerpts(first), first
-        assert first.startswith("note: the index is still being built:") and "BM25" in first, first[:300]
+        # Still chunking, or chunked and still embedding (on a quiet machine): either way it says BM25 serves the rest.
+        assert first.startswith(("note: the index is still being built:", "note: semantic search covers")), first[:300]
+        assert "BM25" in first.split("\n", 1)[0], first[:300]
         # The last file is found once the background indexing reaches it.
         found = None
         while time.monotonic() - started < 300 and found is None:

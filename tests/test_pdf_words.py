@@ -105,3 +105,22 @@ def test_join_hyphenated_rules():
     marked = "manage\x02ment, mailing\x02list, user\x02guide, docu\ufffement, x\x02 and \x02y"
     assert join_hyphenated(marked, words) == "management, mailing-list, user-guide, document, x- and -y"
     assert join_hyphenated("plain text-\nstays", Counter()) == "plain text-\nstays"
+
+
+def test_an_index_whose_pdf_chunks_came_from_another_reader_reads_the_pdf_again(tmp_path, monkeypatch):
+    from models.fakes import WordTokenizer
+    from rag.ingest import formats
+    from rag.indexing.build import open_index
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    raw_pdf(docs / "faq.pdf", [lines_at(700, ["Yes.", "Unstable", "has", "the", "latest", "versions."])])
+    (docs / "notes.md").write_text("# Notes\n\nPlain Markdown stays as it was read.\n")
+    monkeypatch.setitem(formats.READERS, ".pdf", "old-reader")  # as if an older smoldocs had read it
+    first = open_index(docs, WordTokenizer(), None, index_dir=tmp_path / "idx")
+    assert set(first.update.added) == {"faq.pdf", "notes.md"}
+    monkeypatch.setitem(formats.READERS, ".pdf", "pdfium-1")
+    again = open_index(docs, WordTokenizer(), None, index_dir=tmp_path / "idx")
+    assert again.update.changed == ("faq.pdf",) and again.update.unchanged == 1
+    third = open_index(docs, WordTokenizer(), None, index_dir=tmp_path / "idx")
+    assert not third.update.changed and third.update.unchanged == 2

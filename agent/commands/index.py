@@ -52,6 +52,7 @@ def watch(args: argparse.Namespace, index, tokenizer, embedder) -> None:
     changed = threading.Event()
     gone = lambda root: print(f"{root} is gone: watching for it to come back", flush=True)  # noqa: E731
     watcher = FolderWatcher(index.docs_dir, lambda paths: changed.set(), on_gone=gone).start()
+    watcher.ready.wait(10)  # a change made once "watching" is printed must not fall before the watch is armed
     print(visible(f"watching {index.docs_dir} (Ctrl+C stops)"), flush=True)
     try:
         while True:
@@ -61,9 +62,7 @@ def watch(args: argparse.Namespace, index, tokenizer, embedder) -> None:
             fresh = open_index_from_args(args, tokenizer=tokenizer, embedder=embedder, quiet=True, must_save=True)
             if fresh.update.modified:
                 report(fresh, verbose=False)
-            close = getattr(fresh, "close", None)
-            if close is not None:
-                close()
+            fresh.close()
     except KeyboardInterrupt:
         print("stopped watching", flush=True)
     finally:

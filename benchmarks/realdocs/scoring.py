@@ -35,11 +35,12 @@ from rag.evaluation.quote_eval import K
 from rag.evaluation.retrieval_eval import MemoEmbedder, evaluate
 from rag.excerpts.packing import Ledger
 from rag.excerpts.search_tool import search_first
+from rag.markers import MARKER_PATTERN
 from rag.indexing.build import IndexProgress, open_index
 from rag.verification.verifier import Verifier
 
 RETRIEVERS = ("bm25", "dense", "weighted", "rrf")  # "weighted" is the default fusion (rag.retrieval.hybrid.DEFAULT_FUSION)
-_QUOTE = re.compile(r"^> (?P<sentence>.*) \[\d+\]$", re.S)
+_QUOTE = re.compile(r"^> (?P<sentence>.*) " + MARKER_PATTERN + "$", re.S)  # one `> sentence [n]` block
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from rag.indexing import store
 from rag.ingest.chunking import ChunkSettings, chunk_layout
 from rag.ingest.corpus import Document, check_docs_dir, default_docs_dir, load_corpus
 from rag.errors import IndexCorrupt, IndexDirNotFolder, IndexNotSaved, Unreadable
-from rag.ingest.formats import read_layout
+from rag.ingest.formats import read_layout, reader_of
 from rag.retrieval.bm25 import IDF_NAME
 from rag.retrieval.hybrid import CANDIDATE_DEPTH, HybridIndex
 from rag.indexing.fill import fill_missing
@@ -231,11 +231,12 @@ def _chunk_documents(documents, stored, dense_kept: bool, tokenizer: Tokenizer, 
         emit(IndexProgress("chunk", n - 1, len(documents), message=doc.doc_id))
         entry = old_files.get(doc.doc_id)
         memo = old_skips.get(doc.doc_id)
-        if entry is not None and entry["sha256"] == doc.sha256:
+        reader = reader_of(doc.doc_id)
+        if entry is not None and entry["sha256"] == doc.sha256 and entry.get("reader") == reader:
             out.doc_chunks[doc.doc_id] = [stored.chunks[old_rows[cid]] for cid in entry["chunks"]]
             if dense_kept:
                 out.kept_vectors[doc.doc_id] = stored.embeddings[[old_rows[cid] for cid in entry["chunks"]]]
-        elif memo is not None and memo.get("sha256") == doc.sha256:
+        elif memo is not None and memo.get("sha256") == doc.sha256 and memo.get("reader") == reader:
             out.skips[doc.doc_id] = memo
         elif (chunk_budget is not None and time.perf_counter() - chunk_started >= chunk_budget) or (
             stop is not None and stop.is_set()
@@ -245,7 +246,7 @@ def _chunk_documents(documents, stored, dense_kept: bool, tokenizer: Tokenizer, 
             try:
                 layout = read_layout(doc.doc_id, doc.path, doc.text, doc.sha256, _page_progress(emit, doc.doc_id))
             except Unreadable as exc:
-                out.skips[doc.doc_id] = {"sha256": doc.sha256, "reason": exc.reason}
+                out.skips[doc.doc_id] = _stamp({"sha256": doc.sha256, "reason": exc.reason}, reader)
             else:
                 out.doc_chunks[doc.doc_id] = chunk_layout(doc.doc_id, layout, tokenizer, chunking.max_tokens)
                 out.fresh.append(doc.doc_id)
@@ -324,6 +325,11 @@ def _previous(target: Path, wanted: dict, rebuild: bool, emit: ProgressFn) -> tu
     return stored, ""
 
 
+def _stamp(entry: dict, reader: str | None) -> dict:
+    """A stored file entry, naming its reader where that matters (formats.READERS)."""
+    return entry | {"reader": reader} if reader else entry
+
+
 def _assemble(
     documents: list[Document],
     doc_chunks: dict[str, list[Chunk]],
@@ -341,6 +347,6 @@ def _assemble(
         else:
             sources.append(np.zeros((len(these), dim), np.float32))
         chunks.extend(these)
-        files[doc.doc_id] = {"sha256": doc.sha256, "chunks": [c.chunk_id for c in these]}
+        files[doc.doc_id] = _stamp({"sha256": doc.sha256, "chunks": [c.chunk_id for c in these]}, reader_of(doc.doc_id))
     embeddings = np.concatenate(sources).astype(np.float32) if sources else np.zeros((0, dim), np.float32)
     return chunks, embeddings, files

@@ -21,6 +21,9 @@ TEXT_FORMATS = {
     ".html": "html", ".htm": "html", ".xhtml": "html",
 }
 FILE_FORMATS = {".pdf": "pdf"}
+# Which reader made a file's stored chunks, for formats whose reader changed what it extracts: a stored file read
+# by another reader is read again (PDFs: pypdf ran words together where PDFium spaces them).
+READERS = {".pdf": "pdfium-1"}
 SUFFIXES = tuple(TEXT_FORMATS) + tuple(FILE_FORMATS)
 PageFn = Callable[[int, int], None]
 _READ_BLOCK = 1 << 20
@@ -43,6 +46,11 @@ class Layout:
 def suffix_of(doc_id: str) -> str:
     name = doc_id.rsplit("/", 1)[-1]
     return name[name.rfind(".") :].lower() if "." in name else ""
+
+
+def reader_of(doc_id: str) -> str | None:
+    """The reader version a file's stored chunks must come from (None: any)."""
+    return READERS.get(suffix_of(doc_id))
 
 
 def syntax_for(doc_id: str, text: str = "") -> str:
