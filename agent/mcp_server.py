@@ -26,7 +26,6 @@ from mcp_types import Resource as MCPResource
 
 from agent import __version__
 from agent.chats.codec import verification_to_dict
-from agent.mcp_transport import answering_stdio_server
 from models.protocols import Embedder, Tokenizer
 from rag.verification.answer_check import MAX_ANSWER_CHARS, check_citations, supported_share
 from rag.citations import Citation
@@ -325,11 +324,6 @@ class DocsServer(MCPServer):
         self.live = live
         super().__init__(**kwargs)
 
-    async def run_stdio_async(self) -> None:
-        # The SDK's own, on a transport that answers malformed lines (agent.mcp_transport).
-        async with answering_stdio_server() as (read_stream, write_stream):
-            lowlevel = self._lowlevel_server
-            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
     async def list_resources(self) -> list[MCPResource]:
         # A refresh embeds changed files: off the event loop, like the tools.

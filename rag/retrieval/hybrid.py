@@ -28,6 +28,19 @@ CANDIDATE_DEPTH = 50  # how deep each retriever's ranking goes before fusion
 MIN_DENSE_SCORE = 0.25
 
 
+def search_mode(mode: str, has_dense: bool, k: int) -> str:
+    """The mode a search runs in (BM25 when the index has no dense half), after checking `mode` and `k`."""
+    if mode not in MODES:
+        raise ValueError(f"unknown search mode {mode!r}: choose one of {', '.join(MODES)}")
+    if not has_dense:
+        if mode == "dense":
+            raise SemanticSearchOff(SEMANTIC_OFF)
+        mode = "bm25"
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    return mode
+
+
 class HybridIndex(RetrieverDefaults):
     """Search over chunks with BM25, dense embeddings or both; implements rag.types.Retriever.
 
@@ -133,14 +146,7 @@ class HybridIndex(RetrieverDefaults):
         self, query: str, k: int = 5, doc_ids: Sequence[str] | None = None, mode: str = "hybrid"
     ) -> list[Hit]:
         """The best `k` chunks for `query`, optionally only from `doc_ids`; [] when nothing matches."""
-        if mode not in MODES:
-            raise ValueError(f"unknown search mode {mode!r}: choose one of {', '.join(MODES)}")
-        if not self.has_dense:
-            if mode == "dense":
-                raise SemanticSearchOff(SEMANTIC_OFF)
-            mode = "bm25"
-        if k < 1:
-            raise ValueError(f"k must be at least 1, got {k}")
+        mode = search_mode(mode, self.has_dense, k)
         allowed = self._allowed(doc_ids)
         if self.current_only and self._outdated_row.any():
             allowed = ~self._outdated_row if allowed is None else allowed & ~self._outdated_row

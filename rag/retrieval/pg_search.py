@@ -16,7 +16,7 @@ import numpy as np
 
 from models.embedder import SEMANTIC_OFF
 from models.protocols import Embedder
-from rag.errors import SemanticSearchOff, StoreRefused, StoreUnavailable
+from rag.errors import StoreRefused, StoreUnavailable
 from rag.indexing.pg_ingest import vector_text
 from rag.indexing.pg_schema import (
     SCHEMA,
@@ -31,7 +31,7 @@ from rag.indexing.pg_schema import (
 from rag.ingest.sources import SourceInfo, source_info
 from rag.retrieval.bm25 import B, K1
 from rag.retrieval.fusion import BM25_WEIGHT, FUSIONS, RRF_K
-from rag.retrieval.hybrid import CANDIDATE_DEPTH, DEFAULT_FUSION, MIN_DENSE_SCORE, MODES
+from rag.retrieval.hybrid import CANDIDATE_DEPTH, DEFAULT_FUSION, MIN_DENSE_SCORE, search_mode
 from rag.retrieval.terms import TermSettings, index_terms
 from rag.retrieval.vocabulary import PREFIX
 from rag.types import Chunk, Hit, RetrieverDefaults
@@ -326,14 +326,7 @@ class PgIndex(RetrieverDefaults):
         self, query: str, k: int = 5, doc_ids: Sequence[str] | None = None, mode: str = "hybrid"
     ) -> list[Hit]:
         """The best `k` chunks for `query`, optionally only from `doc_ids`; [] when nothing matches."""
-        if mode not in MODES:
-            raise ValueError(f"unknown search mode {mode!r}: choose one of {', '.join(MODES)}")
-        if not self.has_dense:
-            if mode == "dense":
-                raise SemanticSearchOff(SEMANTIC_OFF)
-            mode = "bm25"
-        if k < 1:
-            raise ValueError(f"k must be at least 1, got {k}")
+        mode = search_mode(mode, self.has_dense, k)
         if not query.strip():
             return []
         method = self.fusion if mode == "hybrid" else mode
