@@ -1,4 +1,11 @@
-"""The stdio transport of `smoldocs mcp`: the SDK's, with every malformed line answered and a closed pipe quiet.
+"""The stdio transport of `smoldocs mcp`: the SDK's, on pipes claimed before anything else runs, with every
+malformed line answered and a closed pipe quiet.
+
+The claim: the SDK's stdio_server moves the protocol off fd 0 and 1 when the server starts serving. The models
+load in a thread before that (the handshake is answered at once), and llama.cpp's quiet loading (llama_cpp's
+suppress_stdout_stderr) points fd 1 at /dev/null for a moment and back. When the two met, the SDK's private copy
+of the wire was a copy of /dev/null: the reply to `initialize` went nowhere and the client waited for ever (about
+one start in four on a busy machine). So the pipes are claimed here, first, before any thread starts.
 
 The SDK's stdio reader passes a line it cannot validate to the server as an exception, which nothing answers: a
 client that sent it waits for ever. Here each line is checked first; one that is not a JSON-RPC message gets a
@@ -7,14 +14,18 @@ JSON-RPC error (parse error -32700 or invalid request -32600) carrying its id wh
 
 from __future__ import annotations
 
+import fcntl
+import io
 import json
 import os
 import sys
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import AsyncIterator
 
 import anyio
 import mcp_types as types
+from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
@@ -68,19 +79,36 @@ def _rpc_error(request_id, code: int, message: str) -> types.JSONRPCError:
     return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))
 
 
-@asynccontextmanager
-async def answering_stdio_server() -> AsyncIterator[tuple]:
-    """The SDK's stdio_server, reading stdin through `malformed`: (read stream, write stream) as the SDK gives them."""
-    wire = os.dup(sys.stdin.fileno())
-    # Like the SDK: handlers and children read EOF from fd 0, never the protocol.
+@dataclass(frozen=True)
+class Wire:
+    """The protocol's pipes, on descriptors of their own (above 2, closed in children)."""
+
+    read_fd: int
+    write_fd: int
+
+
+def claim_stdio() -> Wire:
+    """Take the protocol's pipes off fd 0 and 1, once, before any thread starts: from here on fd 0 reads /dev/null
+    and fd 1 writes to stderr, so nothing a library or a child prints or reads can touch the protocol."""
+    sys.stdout.flush()
+    read_fd = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    write_fd = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
     null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, sys.stdin.fileno())
+    os.dup2(null, 0)
     os.close(null)
+    os.dup2(2, 1)
+    return Wire(read_fd, write_fd)
+
+
+@asynccontextmanager
+async def answering_stdio_server(wire: Wire) -> AsyncIterator[tuple]:
+    """The SDK's stdio_server on `wire`, reading through `malformed`: (read stream, write stream) as the SDK gives
+    them."""
     writer: list = []
     ready = anyio.Event()
 
     async def lines():
-        with os.fdopen(wire, "r", encoding="utf-8", errors="replace", newline="\n") as raw:
+        with os.fdopen(wire.read_fd, "r", encoding="utf-8", errors="replace", newline="\n") as raw:
             stdin = anyio.wrap_file(raw)
             async for line in stdin:
                 reply = malformed(line)
@@ -90,10 +118,22 @@ async def answering_stdio_server() -> AsyncIterator[tuple]:
                 await ready.wait()
                 await writer[0].send(SessionMessage(reply))
 
-    async with stdio_server(stdin=lines()) as (read_stream, write_stream):
+    out = io.TextIOWrapper(os.fdopen(wire.write_fd, "wb", closefd=False), encoding="utf-8", newline="\n")
+    async with stdio_server(stdin=lines(), stdout=anyio.wrap_file(out)) as (read_stream, write_stream):
         writer.append(write_stream)
         ready.set()
         yield read_stream, write_stream
+
+
+def serve_stdio(server: MCPServer, wire: Wire) -> None:
+    """Serve `server` over `wire` until the client closes it (MCPServer.run("stdio"), on pipes claimed earlier)."""
+
+    async def serve() -> None:
+        lowlevel = server._lowlevel_server  # the SDK's run_stdio_async does this, on a transport of its own
+        async with answering_stdio_server(wire) as (read_stream, write_stream):
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
+    anyio.run(serve)
 
 
 def client_gone(exc: BaseException) -> bool:

@@ -19,13 +19,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from agent.mcp_server import FolderIndex, StoredDocs, build_server
-    from agent.mcp_transport import client_gone
+    from agent.mcp_transport import claim_stdio, client_gone, serve_stdio
 
     from rag.ingest.corpus import check_docs_dir
 
     store = common.store_from_args(args)
     if args.docs is not None and store is None:
         check_docs_dir(args.docs)  # a mistyped folder is one line, before anything is served
+    # stdout carries the protocol: it moves to a descriptor of its own before any thread starts (see
+    # agent.mcp_transport), and fd 1 goes to stderr with every loading notice.
+    wire = claim_stdio()
 
     def load():
         return common.load_tokenizer_from_args(args), common.load_embedder_from_args(args)
@@ -33,8 +36,7 @@ def run(args: argparse.Namespace) -> int:
     def failed(message: str) -> None:
         print(f"smoldocs mcp: error: {message}", file=sys.stderr, flush=True)
 
-    # stdout carries the protocol: everything else, including loading notices, goes to stderr. The models load
-    # and the index opens behind the handshake: a client never waits for them to say hello.
+    # The models load and the index opens behind the handshake: a client never waits for them to say hello.
     if store is not None:  # a shared store: nothing to index here, only the query embedder to load
         tokenizer, embedder = load()
         folder = StoredDocs(common.open_store(store, embedder), tokenizer, embedder)
@@ -43,12 +45,10 @@ def run(args: argparse.Namespace) -> int:
         folder = FolderIndex(args.docs, load, index_dir=args.index, on_failure=failed)
         print(f"smoldocs mcp: serving {folder.root} on stdio (indexing in the background)", file=sys.stderr, flush=True)
     try:
-        build_server(folder).run("stdio")
+        serve_stdio(build_server(folder), wire)
     except BaseException as exc:  # an exception group from the SDK's task groups, when the client went away
         if not client_gone(exc):
             raise
-        # The reply could not be written: the client is gone, with its end of stdout. Nothing more goes there.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     busy = not folder.lock.acquire(blocking=False)
     still = " (a call it left was still running)" if busy else ""
     print(f"smoldocs mcp: the client closed the connection; stopped{still}", file=sys.stderr, flush=True)
