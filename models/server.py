@@ -19,7 +19,8 @@ from models.errors import (
     ContextTooSmall, CountMismatch, GenerationError, ModelError, ServerInterrupted, ServerRefused, ServerUnreachable,
 )
 from models.protocols import CancelToken, GenerationOptions, GenerationStats, Message
-from models.server_api import ServerAPI, ServerConfig, ServerInfo, explain, not_understood, redact_url, sent
+from models.redaction import redact_url
+from models.server_api import ServerAPI, ServerConfig, ServerInfo, explain, not_understood, sent
 from models.server_tokenizer import server_tokenizer
 
 PROBE = (

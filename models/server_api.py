@@ -16,13 +16,13 @@ from pathlib import Path
 import httpx2 as httpx  # the HTTP client the openai SDK is built on
 import openai
 
+from models.redaction import redact_url
 from models.errors import ModelError, ServerInterrupted, ServerRefused, ServerUnreachable
 
 # The largest whole reply read is /tokenize of a full 32k-token prompt, about 250 KB; 16 MiB leaves room for any
 # honest server (a /props with a long chat template is tens of KB) and bounds a hostile one.
 MAX_RESPONSE_BYTES = 16 * 2**20
-NO_KEY = "no-key"
-_USERINFO = re.compile(r"(?<=://)[^/@\s]*@")  # user:password@ in a URL's authority  # the SDK insists on a key; servers started without one ignore it
+NO_KEY = "no-key"  # the SDK insists on a key; servers started without one ignore it
 
 # Which body field carries a GBNF grammar, per server family (None: the server has no grammar support we know).
 GRAMMAR_FIELD = {"llama-server": "grammar", "llama-cpp-python": "grammar", "vllm": "guided_grammar", "openai": None}
@@ -146,42 +146,31 @@ class ServerAPI:
 
     # -- the server's own endpoints ----------------------------------------------------------------------------
 
+    def _send(self, method: str, path: str, body: dict | None = None) -> httpx.Response:
+        """One request to the server; a connection failure is one line (explain)."""
+        try:
+            return self.http.request(method, path, json=body)
+        except httpx.HTTPError as exc:
+            raise explain(exc, self.config) from None
+
     def get_json(self, path: str) -> dict | None:
         """GET an optional endpoint: its JSON, or None when the server has no such endpoint."""
-        try:
-            response = self.http.get(path)
-        except httpx.HTTPError as exc:
-            raise explain(exc, self.config) from None
+        response = self._send("GET", path)
         if response.status_code in (401, 403):
             raise explain_status(response.status_code, response.text, self.config)
-        if response.status_code != 200:
-            return None
-        try:
-            data = response.json()
-        except ValueError:
-            return None
-        return data if isinstance(data, dict) else None
+        return _json_object(response) if response.status_code == 200 else None
 
     def post_json(self, path: str, body: dict) -> dict:
-        try:
-            response = self.http.post(path, json=body)
-        except httpx.HTTPError as exc:
-            raise explain(exc, self.config) from None
+        response = self._send("POST", path, body)
         if response.status_code != 200:
             raise explain_status(response.status_code, response.text, self.config)
-        try:
-            data = response.json()
-        except ValueError:
-            data = None
-        if not isinstance(data, dict):
+        data = _json_object(response)
+        if data is None:
             raise not_understood(path, response.text, self.config)
         return data
 
     def has_endpoint(self, path: str, body: dict) -> bool:
-        try:
-            return self.http.post(path, json=body).status_code == 200
-        except httpx.HTTPError as exc:
-            raise explain(exc, self.config) from None
+        return self._send("POST", path, body).status_code == 200
 
     # -- discovery ---------------------------------------------------------------------------------------------
 
@@ -224,26 +213,23 @@ class ServerAPI:
 
     def models(self) -> list[dict]:
         """The entries of /v1/models, each a dict with a string id; one line when the reply is anything else."""
-        url = self.config.base_url.rstrip("/") + "/models"
-        try:
-            response = self.http.get(url)
-        except httpx.HTTPError as exc:
-            raise explain(exc, self.config) from None
+        response = self._send("GET", self.config.base_url.rstrip("/") + "/models")
         if response.status_code != 200:
             raise explain_status(response.status_code, response.text, self.config)
-        try:
-            data = response.json()
-        except ValueError:
-            data = None
-        entries = data.get("data") if isinstance(data, dict) else None
+        data = _json_object(response)
+        entries = data.get("data") if data is not None else None
         if not isinstance(entries, list) or not all(isinstance(e, dict) and isinstance(e.get("id"), str) for e in entries):
             raise not_understood("/models", response.text, self.config)
         return entries
 
 
-def redact_url(text: str) -> str:
-    """`text` with the user and password of every URL in it replaced by ***: never print credentials."""
-    return _USERINFO.sub("***@", text)
+def _json_object(response: httpx.Response) -> dict | None:
+    """The reply's body as a JSON object, or None when it is not one."""
+    try:
+        data = response.json()
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def not_understood(path: str, text: str, config: ServerConfig) -> ModelError:

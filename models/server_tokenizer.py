@@ -12,7 +12,8 @@ from typing import Sequence
 
 from models.errors import NoTokenizer
 from models.protocols import Message
-from models.server_api import ServerAPI, ServerInfo, redact_url
+from models.redaction import redact_url
+from models.server_api import ServerAPI, ServerInfo
 
 
 class ServerTokenizer:

@@ -223,7 +223,8 @@ def open_index_from_args(
 
 def store_from_args(args: argparse.Namespace) -> str | None:
     """The --store URL (or store = ... in config.toml), checked to be a PostgreSQL URL; None without one."""
-    from rag.indexing.pg_schema import is_store_url, redact
+    from models.redaction import redact_url
+    from rag.indexing.pg_schema import is_store_url
 
     store = getattr(args, "store", None)
     if not store:
@@ -231,7 +232,7 @@ def store_from_args(args: argparse.Namespace) -> str | None:
     if not is_store_url(store):
         from agent.errors import UsageError
 
-        raise UsageError(f"--store {redact(store)!r} is not a PostgreSQL URL: write it like postgresql://user@host/dbname")
+        raise UsageError(f"--store {redact_url(store)!r} is not a PostgreSQL URL: write it like postgresql://user@host/dbname")
     if getattr(args, "index", None):
         from agent.errors import UsageError
 

@@ -19,7 +19,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from agent.config import KEYS, resolve
-    from models.server_api import redact_url
+    from models.redaction import redact_url
 
     effective = getattr(args, "effective_settings", None)  # what main() resolved before the flags were filled
     if effective is None:

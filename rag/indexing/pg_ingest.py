@@ -19,6 +19,7 @@ from models.embedder import SEMANTIC_OFF
 from models.protocols import Embedder, Tokenizer
 from rag.errors import StoreRefused, Unreadable
 from rag.indexing.build import IndexProgress, IndexUpdate, ProgressFn, index_settings
+from models.redaction import redact_url
 from rag.indexing.pg_schema import (
     DEFAULT_DIM,
     SCHEMA,
@@ -27,7 +28,6 @@ from rag.indexing.pg_schema import (
     embedding_dim,
     ensure_schema,
     read_settings,
-    redact,
     unavailable,
     write_settings,
     write_transaction,
@@ -284,7 +284,7 @@ def _check_settings(conn, url: str, wanted: dict, embedder: Embedder | None) -> 
         return
     differ = [k for k in CHUNK_KEYS if stored.get(k) != wanted[k]]
     if differ:
-        raise StoreRefused(f"the store {redact(url)} was indexed with other {', '.join(differ)}: index with the same "
+        raise StoreRefused(f"the store {redact_url(url)} was indexed with other {', '.join(differ)}: index with the same "
                            "--model, or re-index it with `smoldocs index --rebuild --store URL`")
     if embedder is None:
         return
@@ -292,10 +292,10 @@ def _check_settings(conn, url: str, wanted: dict, embedder: Embedder | None) -> 
     if model is None:
         write_settings(conn, {k: wanted[k] for k in ("embedding_model", "embedding_dim", "embedded_text")})
     elif model != wanted["embedding_model"] or stored.get("embedded_text") != wanted["embedded_text"]:
-        raise StoreRefused(f"the store {redact(url)} holds embeddings of {model}, not {wanted['embedding_model']}: "
+        raise StoreRefused(f"the store {redact_url(url)} holds embeddings of {model}, not {wanted['embedding_model']}: "
                            "use the same embedder, or re-index with `smoldocs index --rebuild --store URL`")
     if dim != int(embedder.dim):
-        raise StoreRefused(f"the store {redact(url)} holds {dim}-dimensional embeddings; {embedder.model_id} gives "
+        raise StoreRefused(f"the store {redact_url(url)} holds {dim}-dimensional embeddings; {embedder.model_id} gives "
                            f"{embedder.dim}: re-index with `smoldocs index --rebuild --store URL`")
 
 
@@ -360,7 +360,7 @@ def ingest(
         conn.close()
     fresh = len(added) + len(changed)
     update = IndexUpdate(
-        index_dir=redact(url),
+        index_dir=redact_url(url),
         rebuilt=rebuild or not stored,
         reason="rebuild requested" if rebuild else ("new store" if not stored else ""),
         added=tuple(added),

@@ -11,8 +11,7 @@ from __future__ import annotations
 import json
 import re
 from contextlib import contextmanager
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
-
+from models.redaction import redact_url, scrub
 from rag.errors import StoreRefused, StoreUnavailable
 
 SCHEMA = "smoldocs"
@@ -23,48 +22,9 @@ WRITE_LOCK = 0x736D6F6C  # pg_advisory_xact_lock key ("smol") held by every tran
 DEFAULT_DIM = 384  # all-MiniLM-L6-v2; a store made without an embedder keeps room for it
 MIN_PGVECTOR = (0, 8)  # hnsw.iterative_scan arrived in 0.8.0
 
-_SECRET_PARAMS = ("password", "sslpassword")
-
 
 def is_store_url(text: str | None) -> bool:
     return bool(text) and text.strip().lower().startswith(URL_SCHEMES)
-
-
-def redact(url: str) -> str:
-    """The URL with its password (in the user part or as a parameter) replaced by ***."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "postgresql://(unparsable URL)"
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, host = netloc.rsplit("@", 1)
-        if ":" in userinfo:
-            userinfo = userinfo.split(":", 1)[0] + ":***"
-        netloc = f"{userinfo}@{host}"
-    query = parts.query
-    if query:
-        pairs = [(k, "***" if k.lower() in _SECRET_PARAMS else v) for k, v in parse_qsl(query, keep_blank_values=True)]
-        query = urlencode(pairs, safe="*")
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-
-
-def _secrets(url: str) -> list[str]:
-    try:
-        parts = urlsplit(url)
-        found = [parts.password] if parts.password else []
-        found += [v for k, v in parse_qsl(parts.query) if k.lower() in _SECRET_PARAMS and v]
-    except ValueError:
-        found = []
-    return [s for s in found if s]
-
-
-def scrub(message: str, url: str) -> str:
-    """The first line of a server or driver message, with every secret of `url` taken out."""
-    for secret in _secrets(url):
-        message = message.replace(secret, "***")
-    first = next((line for line in message.splitlines() if line.strip()), "")
-    return " ".join(first.split())
 
 
 def unavailable(exc: Exception, url: str, during: str = "") -> StoreUnavailable:
@@ -73,7 +33,7 @@ def unavailable(exc: Exception, url: str, during: str = "") -> StoreUnavailable:
 
     detail = scrub(str(exc), url)
     detail = re.sub(r"^connection failed: (connection to server at \S+, port \d+ failed: )?", "", detail)
-    where = redact(url)
+    where = redact_url(url)
     if isinstance(exc, psycopg.OperationalError) and "password authentication failed" in detail:
         return StoreUnavailable(f"the store {where} refused the login ({detail}): check the user and password in --store")
     if during:
@@ -90,7 +50,7 @@ def connect(url: str, autocommit: bool = True):
     except psycopg.Error as exc:
         raise unavailable(exc, url) from None
     except Exception as exc:  # a malformed URL: psycopg raises ProgrammingError or ValueError before connecting
-        raise StoreUnavailable(f"cannot use the store {redact(url)}: {scrub(str(exc), url)}") from None
+        raise StoreUnavailable(f"cannot use the store {redact_url(url)}: {scrub(str(exc), url)}") from None
 
 
 @contextmanager
@@ -176,12 +136,12 @@ def check_version(conn, url: str) -> None:
     """For readers: the store exists and speaks this version, else one line saying what to run."""
     version = stored_version(conn)
     if version is None:
-        raise StoreRefused(f"the store {redact(url)} holds no smoldocs index: run `smoldocs index --docs DIR --store URL` first")
+        raise StoreRefused(f"the store {redact_url(url)} holds no smoldocs index: run `smoldocs index --docs DIR --store URL` first")
     if version > SCHEMA_VERSION:
-        raise StoreRefused(f"the store {redact(url)} has schema version {version}, newer than this smoldocs "
+        raise StoreRefused(f"the store {redact_url(url)} has schema version {version}, newer than this smoldocs "
                            f"({SCHEMA_VERSION}): upgrade smoldocs")
     if version < SCHEMA_VERSION:
-        raise StoreRefused(f"the store {redact(url)} has schema version {version}: run `smoldocs index --store URL` "
+        raise StoreRefused(f"the store {redact_url(url)} has schema version {version}: run `smoldocs index --store URL` "
                            f"once to upgrade it to {SCHEMA_VERSION}")
 
 
@@ -192,7 +152,7 @@ def check_vector_version(conn, url: str) -> None:
         return
     version = tuple(int(p) for p in re.findall(r"\d+", row[0])[:2])
     if version < MIN_PGVECTOR:
-        raise StoreRefused(f"the store {redact(url)} has pgvector {row[0]}; smoldocs needs "
+        raise StoreRefused(f"the store {redact_url(url)} has pgvector {row[0]}; smoldocs needs "
                            f"{'.'.join(map(str, MIN_PGVECTOR))} or later: install it, then ALTER EXTENSION vector UPDATE")
 
 
@@ -203,14 +163,14 @@ def ensure_vector(conn, url: str) -> None:
     if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
         return check_vector_version(conn, url)
     if not conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'").fetchone():
-        raise StoreRefused(f"the PostgreSQL server of {redact(url)} has no pgvector extension: install pgvector "
+        raise StoreRefused(f"the PostgreSQL server of {redact_url(url)} has no pgvector extension: install pgvector "
                            "(0.8 or later) on that server, then run CREATE EXTENSION vector")
     try:
         with conn.transaction():
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     except psycopg.errors.InsufficientPrivilege:
         db = conn.info.dbname
-        raise StoreRefused(f"the database {db} of {redact(url)} has no pgvector extension and this role may not "
+        raise StoreRefused(f"the database {db} of {redact_url(url)} has no pgvector extension and this role may not "
                            f"create it: ask its owner to run CREATE EXTENSION vector in {db}") from None
     check_vector_version(conn, url)
 
@@ -229,7 +189,7 @@ def ensure_schema(conn, url: str, dim: int = DEFAULT_DIM) -> None:
         while version < SCHEMA_VERSION:
             steps = MIGRATIONS.get(version)
             if steps is None:
-                raise StoreRefused(f"the store {redact(url)} has schema version {version}, which this smoldocs cannot "
+                raise StoreRefused(f"the store {redact_url(url)} has schema version {version}, which this smoldocs cannot "
                                    f"upgrade: re-create it with `smoldocs index --rebuild --store URL`")
             for statement in steps:
                 conn.execute(statement)

@@ -18,6 +18,7 @@ from models.embedder import SEMANTIC_OFF
 from models.protocols import Embedder
 from rag.errors import StoreRefused, StoreUnavailable
 from rag.indexing.pg_ingest import vector_text
+from models.redaction import redact_url
 from rag.indexing.pg_schema import (
     SCHEMA,
     check_vector_version,
@@ -25,7 +26,6 @@ from rag.indexing.pg_schema import (
     connect,
     embedding_dim,
     read_settings,
-    redact,
     unavailable,
 )
 from rag.ingest.sources import SourceInfo, source_info
@@ -201,7 +201,7 @@ class PgIndex(RetrieverDefaults):
         self.min_dense_score = min_dense_score
         self.current_only = current_only
         self.docs_dir = docs_dir
-        self.index_dir = redact(url)  # where the index lives, as shown to people
+        self.index_dir = redact_url(url)  # where the index lives, as shown to people
         self.update = update  # rag.indexing.build.IndexUpdate of the ingest this process ran, if any
         self._lock = threading.Lock()  # one connection, one statement at a time (the TUI and MCP use threads)
         self._conn = None
