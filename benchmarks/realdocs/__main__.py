@@ -14,6 +14,7 @@ USAGE = """\
   check   every answerable question's evidence is in the text smoldocs extracts from its gold doc
   cold    time a first search on each package's folder as if never indexed (chunked, nothing embedded yet)
   score   index each package and print Recall@5 per retriever, quoted evidence, declines and timing (default)
+  refit   fit the quote scorer and the answerability rule on the fit packages; print every package before/after
 """
 
 
@@ -22,7 +23,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m benchmarks.realdocs", description="The real-docs development suite.", epilog=USAGE,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("command", nargs="?", default="score", choices=("build", "check", "cold", "score"))
+    parser.add_argument("command", nargs="?", default="score", choices=("build", "check", "cold", "score", "refit"))
     parser.add_argument("--packages", nargs="+", default=None, help="only these packages (default: all)")
     parser.add_argument("--split", default="all", choices=SPLITS, help="fit, held or all packages (default: all)")
     parser.add_argument("--limit", type=int, default=None, help="score: at most this many questions per package")
@@ -30,6 +31,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--write", type=Path, default=None, help="score: also write the tables to this Markdown file")
     parser.add_argument("--questions-dir", type=Path, action="append", default=[],
                         help="also take <package>.jsonl question files from this folder (repeatable)")
+    parser.add_argument("--cases-cache", type=Path, default=None,
+                        help="refit: keep each package's scored sentences in this folder and reuse them")
     args = parser.parse_args(argv)
     try:
         packages = choose_packages(load_packages(questions_dirs=[QUESTIONS_DIR, *args.questions_dir]), args.packages, args.split)
@@ -54,6 +57,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         for package in packages:
             print(f"{package.name}: {cold_start(package.folder(), tokenizer, embedder)}")
         return 0
+    if args.command == "refit":
+        from benchmarks.realdocs.refit import main as refit_main
+        from models.embedder import load_embedder
+
+        return refit_main(packages, load_tokenizer(), load_embedder(), args.cases_cache)
     from benchmarks.realdocs.scoring import score_suite
 
     return score_suite(packages, load_tokenizer(), limit=args.limit, as_json=args.json, write=args.write)

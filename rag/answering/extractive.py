@@ -118,13 +118,15 @@ def best_quotes(
 
 
 def select(
-    ranked: RankedSentences, with_cosine: bool, max_sentences: int = 3, min_score: float = MIN_SCORE, other_excerpt: int = 0
+    ranked: RankedSentences, with_cosine: bool, max_sentences: int = 3, min_score: float = MIN_SCORE, other_excerpt: int = 0,
+    weights: dict[str, float] | None = None,
 ) -> list[Quote]:
-    """best_quotes' choice among sentences already scored (rag.evaluation.quote_eval measures it on the same rows)."""
+    """best_quotes' choice among sentences already scored (rag.evaluation.quote_eval measures it on the same rows);
+    `weights`: the ones `ranked` was scored with (None: WEIGHTS)."""
     found, scores = ranked.candidates, ranked.scores
     if not found or max_sentences <= 0:
         return []
-    close = scores_of(ranked.features, with_cosine, only=("coverage", "cosine"))
+    close = scores_of(ranked.features, with_cosine, weights, only=("coverage", "cosine"))
     order = sorted(range(len(found)), key=lambda i: (-scores[i], found[i].n, i))
     chosen: list[Quote] = []
 

@@ -1,0 +1,144 @@
+"""Refit the quote scorer and the answerability rule on the suite's fit packages; report every package, before
+and after: `python -m benchmarks.realdocs refit`.
+
+Each question is searched as the agent's first step does (rag.evaluation.quote_eval.collect: hybrid index, k=5,
+the evidence budget), and every quotable sentence of the shown excerpts is scored. Fitting sees the fit packages
+only, each package weighted equally (docs_corpus has three times the questions of the others); the held-back
+packages are only reported.
+
+Figures per package: evidence sentence in the top 1 / top 3 scored sentences (answerable questions whose shown
+excerpts hold one), evidence sentence in the quoted answer (the share of all answerable questions, a declined one a
+miss, as `score` counts it), unanswerable declined, answerable wrongly declined.
+"""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from benchmarks.realdocs.suite import Package
+from rag.answering import answerability as ab
+from rag.answering.extractive import OTHER_EXCERPT, WEIGHTS, RankedSentences, scores_of, select
+from rag.evaluation.evidence import evidence_sentence
+from rag.evaluation.questions import load_questions
+from rag.evaluation.quote_eval import Case, answerability_signals, collect, fit_answerability, fit_weights, top_k
+
+
+@dataclass(frozen=True)
+class Constants:
+    """What is refitted: the quote scorer's weights and the answerability rule."""
+
+    weights: dict
+    ab_weights: tuple
+    ab_bias: float
+
+
+CURRENT = Constants(dict(WEIGHTS), tuple(ab.WEIGHTS), ab.BIAS)
+
+
+def package_cases(package: Package, tokenizer, embedder, cache: Path | None = None) -> list[Case]:
+    """The package's questions as the quote scorer sees them (read from `cache` when it holds them)."""
+    from rag.evaluation.retrieval_eval import MemoEmbedder
+    from rag.indexing.build import open_index
+
+    path = cache / f"{package.name}.cases.pickle" if cache is not None else None
+    if path is not None and path.is_file():
+        return pickle.loads(path.read_bytes())
+    questions = [q for p in package.questions for q in load_questions(p)]
+    memo = MemoEmbedder(embedder)
+    index = open_index(package.folder(), tokenizer, memo)
+    cases = collect(index, tokenizer, memo, questions)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(pickle.dumps(cases))
+    return cases
+
+
+def rescored(case: Case, weights: dict) -> RankedSentences:
+    return replace(case.ranked, scores=scores_of(case.ranked.features, True, weights))
+
+
+def answered(case: Case, constants: Constants) -> tuple[bool, bool]:
+    """(declined, evidence sentence in the quoted answer) for one case under `constants`."""
+    if not len(case.ranked.candidates):
+        return True, False
+    rows = answerability_signals(case, constants.weights)
+    declined = ab.decide(rows, constants.ab_weights, constants.ab_bias) >= 0.5
+    if declined:
+        return True, False
+    quotes = select(rescored(case, constants.weights), True, other_excerpt=OTHER_EXCERPT, weights=constants.weights)
+    shown = [" ".join(q.passage or (q.sentence,)) for q in quotes]
+    return False, any(evidence_sentence(s, case.question.evidence) for s in shown)
+
+
+def figures(cases: Sequence[Case], constants: Constants) -> dict[str, float]:
+    """The module docstring's figures over `cases`."""
+    answerable = [c for c in cases if c.question.answerable]
+    unanswerable = [c for c in cases if not c.question.answerable]
+    findable = [c for c in answerable if c.hits.any()]
+    top1, top3 = top_k(findable, lambda c: scores_of(c.ranked.features, True, constants.weights))
+    results = {id(c): answered(c, constants) for c in cases}
+    share = lambda hits, n: hits / n if n else float("nan")  # noqa: E731
+    return {
+        "answerable": len(answerable), "unanswerable": len(unanswerable), "findable": len(findable),
+        "top1": share(top1, len(findable)), "top3": share(top3, len(findable)),
+        "evidence_sentence": share(sum(results[id(c)][1] for c in answerable), len(answerable)),
+        "unanswerable_declined": share(sum(results[id(c)][0] for c in unanswerable), len(unanswerable)),
+        "answerable_declined": share(sum(results[id(c)][0] for c in answerable), len(answerable)),
+    }
+
+
+def balanced(by_package: dict[str, list[Case]]) -> list[Case]:
+    """The fit cases with each package repeated to about the same number of questions as the largest."""
+    most = max(len(cases) for cases in by_package.values())
+    out: list[Case] = []
+    for cases in by_package.values():
+        out += cases * max(1, round(most / len(cases)))
+    return out
+
+
+def refit(fit: dict[str, list[Case]]) -> Constants:
+    """Quote weights (listwise softmax), then the answerability rule over them, on the fit packages."""
+    cases = balanced(fit)
+    weights = fit_weights(cases)
+    rows = [(answerability_signals(c, weights), c.question.answerable) for c in cases]
+    ab_weights, ab_bias = fit_answerability(rows)
+    return Constants(weights, ab_weights, ab_bias)
+
+
+COLUMNS = ("top1", "top3", "evidence_sentence", "unanswerable_declined", "answerable_declined")
+
+
+def table(packages: Sequence[Package], cases: dict[str, list[Case]], before: Constants, after: Constants) -> str:
+    head = "| package | split | answerable (findable) | " + " | ".join(f"{c} before | after" for c in COLUMNS) + " |"
+    lines = [head, "|" + "---|" * (3 + 2 * len(COLUMNS))]
+    rows = [(p.name, p.split, cases[p.name]) for p in packages]
+    for split in ("fit", "held"):
+        pooled = [c for p in packages if p.split == split for c in cases[p.name]]
+        if pooled:
+            rows.append((f"pooled {split}", split, pooled))
+    for name, split, part in rows:
+        b, a = figures(part, before), figures(part, after)
+        cells = " | ".join(f"{b[c]:.2f} | {a[c]:.2f}" for c in COLUMNS)
+        lines.append(f"| {name} | {split} | {b['answerable']} ({b['findable']}) | {cells} |")
+    return "\n".join(lines)
+
+
+def main(packages: Sequence[Package], tokenizer, embedder, cache: Path | None = None) -> int:
+    cases = {}
+    for p in packages:
+        cases[p.name] = package_cases(p, tokenizer, embedder, cache)
+        print(f"{p.name}: {len(cases[p.name])} questions", flush=True)
+    fit = {p.name: cases[p.name] for p in packages if p.split == "fit"}
+    after = refit(fit)
+    print(f"before: quote weights {CURRENT.weights}; answerability {dict(zip(ab.SIGNALS, CURRENT.ab_weights))} "
+          f"bias {CURRENT.ab_bias}")
+    print(f"after (fit on {', '.join(fit)}): quote weights {after.weights}; answerability "
+          f"{dict(zip(ab.SIGNALS, after.ab_weights))} bias {after.ab_bias}")
+    print(table(packages, cases, CURRENT, after))
+    return 0
+
