@@ -131,3 +131,39 @@ def test_a_tiny_package_is_indexed_searched_and_answered_with_the_real_parts(tmp
     cold = cold_start(docs, real_tokenizer, real_embedder)
     assert cold["files"] == 3 and cold["chunks"] == score.index["chunks"]
     assert cold["first_search_seconds"] >= cold["chunked_seconds"] > 0
+
+
+def test_refit_fits_on_the_fit_packages_only_and_reports_every_package_before_and_after(tmp_path, real_tokenizer, real_embedder):
+    from benchmarks.realdocs.refit import CURRENT, figures, package_cases, refit, table
+    from rag.answering.quote_features import FEATURES
+
+    packages = []
+    for name, split, text, rows in (
+        ("kettle", "fit", "# Kettle\n\nThe kettle switches itself off when the water boils. Descale it every month "
+         "with white vinegar.\n\n# Lid\n\nThe lid opens with the button on the handle.\n",
+         [{"id": "k1", "q": "Do I have to turn the kettle off myself?", "doc": "kettle.md",
+           "evidence": "switches itself off when the water boils"},
+          {"id": "k2", "q": "How do I get limescale out of it?", "doc": "kettle.md", "evidence": "Descale it every month with white vinegar"},
+          {"id": "k3", "q": "How do I reset the router's password?", "doc": None, "evidence": None}]),
+        ("toaster", "held", "# Toaster\n\nTurn the dial to six for dark toast. The crumb tray slides out at the back.\n",
+         [{"id": "t1", "q": "Where do the crumbs go?", "doc": "toaster.md", "evidence": "The crumb tray slides out at the back"},
+          {"id": "t2", "q": "Which bus goes to the airport?", "doc": None, "evidence": None}]),
+    ):
+        docs = tmp_path / name
+        docs.mkdir()
+        (docs / f"{name}.md").write_text(text)
+        packages.append(_package(tmp_path, name=name, split=split, source=docs,
+                                 questions=_questions(tmp_path / f"{name}.jsonl", rows)))
+    cache = tmp_path / "cases"
+    cases = {p.name: package_cases(p, real_tokenizer, real_embedder, cache) for p in packages}
+    assert [len(cases["kettle"]), len(cases["toaster"])] == [3, 2]
+    again = package_cases(packages[0], real_tokenizer, real_embedder, cache)  # read back, not searched again
+    assert (cache / "kettle.cases.pickle").is_file() and [c.question.id for c in again] == ["k1", "k2", "k3"]
+
+    after = refit({"kettle": cases["kettle"]})
+    assert set(after.weights) == set(FEATURES) and sum(after.weights.values()) == pytest.approx(1.0, abs=0.02)
+    assert len(after.ab_weights) == 4 and all(w >= 0 for w in after.weights.values())
+    held = figures(cases["toaster"], CURRENT)
+    assert held["answerable"] == 1 and held["unanswerable"] == 1 and 0.0 <= held["evidence_sentence"] <= 1.0
+    lines = table(packages, cases, CURRENT, after).splitlines()
+    assert [line.split(" | ")[0] for line in lines[2:]] == ["| kettle", "| toaster", "| pooled fit", "| pooled held"]
