@@ -21,6 +21,7 @@ QUOTE_LABEL = "Quoted from the docs:"
 WEIGHTS = dict(zip(FEATURES, (0.35, 0.38, 0.19, 0.07)))
 # Below this a sentence is not worth quoting. It bounds the words-and-meaning part of the score (coverage and
 # cosine): the rank prior and the number cue only order sentences that are close to the question already.
+# Chosen on docs_corpus alone (rag.evaluation.quote_eval), not yet refitted on the real-docs packages.
 MIN_SCORE = 0.2
 MAX_OVERLAP = 0.8  # a sentence sharing more of its words with one already chosen adds nothing
 # After the best few, the best sentence of an excerpt none of them came from (docs_corpus, quote_eval: evidence in

@@ -8,7 +8,9 @@ import numpy as np
 
 FUSIONS = ("rrf", "weighted")
 RRF_K = 60  # the constant of Cormack et al.; damps the weight of the very first ranks
-BM25_WEIGHT = 0.5  # weighted fusion: share of the BM25 score, the rest is dense
+# Weighted fusion: share of the BM25 score, the rest is dense; kept after a sweep on the real-docs fit packages
+# (postgresql-doc-15, docutils-doc, bash-doc, docs_corpus: python -m benchmarks.realdocs.fusion_sweep).
+BM25_WEIGHT = 0.5
 
 
 class Ranked(NamedTuple):

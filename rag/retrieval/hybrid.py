@@ -21,10 +21,10 @@ from rag.retrieval.vocabulary import TermCounts
 from rag.types import Chunk, Hit, RetrieverDefaults, SourceInfo
 
 MODES = ("hybrid", "bm25", "dense") + FUSIONS
-DEFAULT_FUSION = "weighted"  # measured by rag.evaluation.retrieval_eval; see the retrieval report
+DEFAULT_FUSION = "weighted"  # chosen on the real-docs fit packages (benchmarks.realdocs.fusion_sweep; RESULTS.md)
 CANDIDATE_DEPTH = 50  # how deep each retriever's ranking goes before fusion
 # Dense hits below this cosine are noise: off-topic questions reach 0.09-0.28 against docs_corpus, while 95% of
-# gold chunks score above 0.28 (measured with MiniLM; python -m rag.evaluation.retrieval_eval --sweep).
+# gold chunks score above 0.28 (measured with MiniLM on docs_corpus alone; python -m rag.evaluation.retrieval_eval --sweep).
 MIN_DENSE_SCORE = 0.25
 
 
