@@ -21,11 +21,13 @@ QUOTE_LABEL = "Quoted from the docs:"
 WEIGHTS = dict(zip(FEATURES, (0.35, 0.38, 0.19, 0.07)))
 # Below this a sentence is not worth quoting. It bounds the words-and-meaning part of the score (coverage and
 # cosine): the rank prior and the number cue only order sentences that are close to the question already.
-# Chosen on docs_corpus alone (rag.evaluation.quote_eval), not yet refitted on the real-docs packages.
+# Chosen on docs_corpus (rag.evaluation.quote_eval); checked on the real-docs fit packages with the refitted weights:
+# 0.1-0.15 within 0.01 of it, 0.25 and up lose evidence (docs/decisions.md).
 MIN_SCORE = 0.2
 MAX_OVERLAP = 0.8  # a sentence sharing more of its words with one already chosen adds nothing
 # After the best few, the best sentence of an excerpt none of them came from (docs_corpus, quote_eval: evidence in
-# the quoted text 60 -> 61 of 76 held back; docs/decisions.md).
+# the quoted text 60 -> 61 of 76 held back; on the real-docs fit packages 0 / 1 / 2 give 0.54 / 0.58 / 0.60: a fifth
+# quote buys 0.02, not kept; docs/decisions.md).
 OTHER_EXCERPT = 1
 
 
