@@ -37,3 +37,14 @@ def test_the_b_parameter_question_is_answered_with_a_quote_from_the_bm25_doc(ses
 def test_questions_the_docs_do_not_cover_are_declined(session, question):
     answer = _answer(session, question)
     assert answer.status == "insufficient_evidence" and not answer.quoted
+
+
+def test_the_far_question_of_the_fake_loop_tests_is_declined_with_minilm_over_their_chunks(real_model, real_embedder):
+    # tests/test_agent_loop.py pins the decline path with a hash embedder; this is the same question and chunks with
+    # MiniLM, so the fake's bucket count is not what makes it decline.
+    from tests.test_agent_loop import CHUNKS, FAR_QUESTION, MemoryRetriever
+
+    session = ChatSession(real_model, MemoryRetriever(CHUNKS), embedder=real_embedder,
+                          settings=AgentSettings(policy="search-first", decoding="extractive"))
+    answer = _answer(session, FAR_QUESTION)
+    assert answer.status == "insufficient_evidence" and not answer.quoted
