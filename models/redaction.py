@@ -19,7 +19,7 @@ def redact_url(text: str) -> str:
     return _URL.sub(lambda m: _PARAM.sub(r"\1***", _USERINFO.sub(r"\1***@", m.group())), text)
 
 
-def secrets(url: str) -> list[str]:
+def _secrets(url: str) -> list[str]:
     """The secrets `url` itself carries (its password, secret parameters' values), to take out of messages."""
     try:
         parts = urlsplit(url)
@@ -32,7 +32,7 @@ def secrets(url: str) -> list[str]:
 
 def scrub(message: str, url: str) -> str:
     """The first line of a server or driver message, with every secret of `url` and every URL's user part out."""
-    for secret in secrets(url):
+    for secret in _secrets(url):
         message = message.replace(secret, "***")
     first = next((line for line in message.splitlines() if line.strip()), "")
     return redact_url(" ".join(first.split()))

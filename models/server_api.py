@@ -8,7 +8,6 @@ is cut at MAX_RESPONSE_BYTES: a server that never ends its body costs a bounded 
 
 from __future__ import annotations
 
-import re
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,8 +15,8 @@ from pathlib import Path
 import httpx2 as httpx  # the HTTP client the openai SDK is built on
 import openai
 
-from models.redaction import redact_url
 from models.errors import ModelError, ServerInterrupted, ServerRefused, ServerUnreachable
+from models.redaction import redact_url
 
 # The largest whole reply read is /tokenize of a full 32k-token prompt, about 250 KB; 16 MiB leaves room for any
 # honest server (a /props with a long chat template is tens of KB) and bounds a hostile one.

@@ -14,7 +14,7 @@ miss, as `score` counts it), unanswerable declined, answerable wrongly declined.
 from __future__ import annotations
 
 import pickle
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -22,10 +22,12 @@ import numpy as np
 
 from benchmarks.realdocs.suite import Package
 from rag.answering import answerability as ab
-from rag.answering.extractive import OTHER_EXCERPT, WEIGHTS, RankedSentences, scores_of, select
+from rag.answering.extractive import OTHER_EXCERPT, WEIGHTS, scores_of, select
 from rag.evaluation.evidence import evidence_sentence
 from rag.evaluation.questions import load_questions
-from rag.evaluation.quote_eval import Case, answerability_signals, collect, fit_answerability, fit_weights, top_k
+from rag.evaluation.quote_eval import (
+    Case, answerability_signals, collect, fit_answerability, fit_weights, rescored, top_k,
+)
 
 
 @dataclass(frozen=True)
@@ -56,10 +58,6 @@ def package_cases(package: Package, tokenizer, embedder, cache: Path | None = No
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(pickle.dumps(cases))
     return cases
-
-
-def rescored(case: Case, weights: dict) -> RankedSentences:
-    return replace(case.ranked, scores=scores_of(case.ranked.features, True, weights))
 
 
 def answered(case: Case, constants: Constants) -> tuple[bool, bool]:

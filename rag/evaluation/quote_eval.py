@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 import numpy as np
@@ -116,12 +116,20 @@ def fit_weights(cases: Sequence[Case], l2: float = 0.01, steps: int = 1500, rate
     return dict(zip(FEATURES, np.round(w / w.sum(), 2).tolist()))
 
 
-def quoted_hits(cases: Sequence[Case], other_excerpt: int) -> int:
-    """Answerable cases whose quoted answer (as rag.answering.extractive picks it) holds the evidence string."""
+def rescored(case: Case, weights: dict[str, float]) -> RankedSentences:
+    """The case's sentences scored with `weights` instead of the ones they were collected with."""
+    return replace(case.ranked, scores=scores_of(case.ranked.features, True, weights))
+
+
+def quoted_hits(cases: Sequence[Case], other_excerpt: int, weights: dict[str, float] | None = None) -> int:
+    """Answerable cases whose quoted answer (as rag.answering.extractive picks it, scored with `weights`; None:
+    WEIGHTS) holds the evidence string."""
+    weights = weights or WEIGHTS
     hits = 0
     for case in cases:
         if case.question.answerable and case.question.evidence:
-            text = " ".join(q.sentence for q in select(case.ranked, True, other_excerpt=other_excerpt))
+            chosen = select(rescored(case, weights), True, other_excerpt=other_excerpt, weights=weights)
+            text = " ".join(q.sentence for q in chosen)
             hits += holds_evidence(text, case.question.evidence)
     return hits
 
@@ -168,7 +176,7 @@ def report(cases: Sequence[Case], weights: dict[str, float], ab_weights, ab_bias
     lines += ["", f"split     questions  quoted answer: 3 best  + best of another excerpt (x{OTHER_EXCERPT})"]
     for name, part in (("fit", [c for c in cases if c.fit]), ("held-back", [c for c in cases if not c.fit])):
         n = sum(c.question.answerable for c in part)
-        lines.append(f"{name:<9} {n:>9}  {quoted_hits(part, 0):>21}  {quoted_hits(part, OTHER_EXCERPT):>31}")
+        lines.append(f"{name:<9} {n:>9}  {quoted_hits(part, 0, weights):>21}  {quoted_hits(part, OTHER_EXCERPT, weights):>31}")
     lines += ["", f"answerability weights {dict(zip(ab.SIGNALS, ab_weights))} bias {ab_bias}",
               "split      abstention on unanswerable  false abstention on answerable"]
     for name, part in (("fit", [c for c in cases if c.fit]), ("held-back", [c for c in cases if not c.fit])):

@@ -17,9 +17,9 @@ import numpy as np
 
 from models.embedder import SEMANTIC_OFF
 from models.protocols import Embedder, Tokenizer
+from models.redaction import redact_url
 from rag.errors import StoreRefused, Unreadable
 from rag.indexing.build import IndexProgress, IndexUpdate, ProgressFn, index_settings
-from models.redaction import redact_url
 from rag.indexing.pg_schema import (
     DEFAULT_DIM,
     SCHEMA,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from contextlib import contextmanager
+
 from models.redaction import redact_url, scrub
 from rag.errors import StoreRefused, StoreUnavailable
 

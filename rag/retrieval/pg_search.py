@@ -16,9 +16,9 @@ import numpy as np
 
 from models.embedder import SEMANTIC_OFF
 from models.protocols import Embedder
+from models.redaction import redact_url
 from rag.errors import StoreRefused, StoreUnavailable
 from rag.indexing.pg_ingest import vector_text
-from models.redaction import redact_url
 from rag.indexing.pg_schema import (
     SCHEMA,
     check_vector_version,
