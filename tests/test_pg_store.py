@@ -396,7 +396,7 @@ def test_the_planner_takes_an_unanalyzed_stats_table_for_one_row(pg_url, docs, r
     """Before anything analyzed the one-row `stats` table, the planner guessed it at 1,330 rows, and its plan for a
     search hashed every posting of the store (2k synthetic chunks: BM25 184 ms, 2.7 ms once told it is one row)."""
     from rag.retrieval.bm25 import B, K1
-    from rag.retrieval.pg_search import search_sql
+    from rag.retrieval.pg_search import SEED_POSTINGS, search_sql
     from rag.retrieval.terms import index_terms
 
     conn = connect(pg_url)
@@ -409,8 +409,55 @@ def test_the_planner_takes_an_unanalyzed_stats_table_for_one_row(pg_url, docs, r
                              "WHERE relname = 'stats' AND schemaname = %s", (S,)).fetchone()[0]
         terms = index_terms("building the index", PgIndex(pg_url, None).term_settings)
         params = {"terms": terms, "vector": None, "doc_ids": [], "depth": 50, "k": 5, "k1": K1, "b": B,
-                  "min_dense": 0.0, "weight": 0.5, "rrf_k": 60}  # fmt: skip
+                  "min_dense": 0.0, "weight": 0.5, "rrf_k": 60, "seed": SEED_POSTINGS}  # fmt: skip
         plan = conn.execute("EXPLAIN (FORMAT JSON) " + search_sql("bm25", False, False), params).fetchone()[0][0]["Plan"]
     assert never  # the case this test is about
     stats = [n for n in _plan_nodes(plan) if n.get("Subplan Name", "").startswith("CTE stats")]
     assert len(stats) == 1 and stats[0]["Plan Rows"] == 1  # was 1330; on a store this small a seq scan is fine
+
+
+@pytest.mark.real
+@pytest.mark.parametrize("seed", [0, 300, 5000])
+def test_pruned_bm25_ranks_exactly_as_the_sum_of_every_posting(pg_url, real_index, monkeypatch, seed):
+    """The unfiltered BM25 half reads fewer postings (rag.retrieval.pg_search._pruned); its depth best, ranks and
+    scores equal the full sum's, which a doc_ids filter naming every document still computes. 3,000 chunks made
+    from docs_corpus's words make its questions' terms common, as in benchmarks.shared_store; the seeds give a
+    bound of zero (nothing pruned), a low one and the default's."""
+    from benchmarks.retrieval import synthetic_chunks
+    from rag.evaluation.questions import load_questions
+    from rag.ingest.chunking import indexed_text
+    from rag.ingest.sources import SourceInfo
+    from rag.indexing.pg_ingest import Prepared
+    from rag.retrieval import pg_search
+    from rag.retrieval.terms import index_terms
+
+    settings = real_index.term_settings
+    chunks = synthetic_chunks(real_index.chunks, 3000)
+    conn = connect(pg_url)
+    ensure_schema(conn, pg_url)
+    for lo in range(0, len(chunks), 20):
+        part = chunks[lo : lo + 20]
+        doc = Document(part[0].doc_id, Path(part[0].doc_id), "", f"synthetic-{lo}")
+        terms = [index_terms(indexed_text(c, settings.headings), settings) for c in part]
+        apply_document(conn, Prepared(doc, part, terms, None, SourceInfo()))
+    conn.close()
+    monkeypatch.setattr(pg_search, "SEED_POSTINGS", seed)
+    pg = PgIndex(pg_url, None)
+    every = pg.doc_ids
+    pruned_somewhere = 0
+    for q in [q.q for q in load_questions()][:60]:
+        pruned = pg.search(q, k=50, mode="bm25")
+        full = pg.search(q, k=50, mode="bm25", doc_ids=every)
+        # The same scores in the same order. Sums of the same shares in another order differ in the last bits, so
+        # chunks whose scores tie to 1e-9 may swap, or trade places at the cut; any other chunk is in both, alike.
+        assert len(pruned) == len(full) == 50 and all(abs(a.score - b.score) < 1e-9 for a, b in zip(pruned, full)), q
+        ours, theirs = {h.chunk_id: h.score for h in pruned}, {h.chunk_id: h.score for h in full}
+        for chunk_id in ours.keys() ^ theirs.keys():
+            assert abs(ours.get(chunk_id, theirs.get(chunk_id)) - full[-1].score) < 1e-9, (q, chunk_id)
+        assert all(abs(ours[c] - theirs[c]) < 1e-9 for c in ours.keys() & theirs.keys()), q
+        params = {"terms": index_terms(q, settings), "depth": 50, "k1": 1.5, "b": 0.75, "seed": seed}
+        skipped = pg._one("WITH " + pg_search._lexical("").rstrip().rstrip(",") + ", x AS (SELECT 1) SELECT count(*) "
+                          "FROM split WHERE NOT essential", params)  # fmt: skip
+        pruned_somewhere += bool(skipped)
+    assert pruned_somewhere == 0 if seed == 0 else pruned_somewhere >= 10  # seed 0: theta 0, every term read
+    pg.close()

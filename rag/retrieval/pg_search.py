@@ -42,6 +42,9 @@ S = SCHEMA
 # (16 ms), 0.942 at 800 (32 ms). With iterative scans a filtered query keeps scanning until it has its rows.
 EF_SEARCH = 400
 WORK_MEM = "32MB"  # per search connection; see _connection
+# Postings of the rarest query terms read to set the pruning bound (_pruned). benchmarks.shared_store's chunks at
+# 200k, the 164 docs_corpus questions, BM25 p50 (load ~1): 107 ms unpruned, 67 ms at 5,000, 80 at 20,000, 119 at 60,000.
+SEED_POSTINGS = 5000
 NO_RANK = 1 << 30
 CHUNK_COLUMNS = "c.chunk_id, c.doc_id, c.uri, c.body, c.heading, c.line_start, c.line_end, c.page_start, c.page_end"
 ROW_ORDER = 'c.doc_id COLLATE "C", c.ordinal'  # the embedded index's row order: files sorted, chunks in order
@@ -56,14 +59,66 @@ def _filters(doc_ids: bool, current_only: bool) -> str:
     return where
 
 
+# One posting's share of a chunk's BM25 score (rag.retrieval.bm25: Okapi with K1 and B), for query term i.
+_SHARE = "i.qtf * i.idf * (p.tf * (%(k1)s + 1)) / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.length / s.avgdl))"
+
+
+def _every_posting() -> str:
+    """Every chunk's score from every posting of the query's terms (what a doc_ids filter then cuts down)."""
+    return f"""
+    lex_scores AS (
+        SELECT p.chunk, sum({_SHARE}) AS score FROM idf i JOIN {S}.postings p ON p.term = i.term, stats s GROUP BY p.chunk),"""
+
+
+def _pruned() -> str:
+    """The scores of every chunk that can be among the depth best (MaxScore, exact), reading fewer postings.
+
+    A share is below its term's bound qtf * idf * (k1 + 1). The chunks of the rarest terms (about SEED_POSTINGS
+    postings) give theta, a score the depth-th best chunk reaches at least. The commonest terms whose bounds sum
+    below theta are non-essential: a chunk that has only those scores below theta, so only the essential terms'
+    postings are read in full. Of their chunks, those whose partial score plus the non-essential bounds can still
+    reach the depth-th best partial score get the non-essential terms' postings looked up by key. Every chunk of the
+    depth best and its ties is scored in full, so the ranking equals the full sum's.
+    """
+    return f"""
+    bounds AS MATERIALIZED (
+        SELECT term, qtf, idf, qtf * idf * (%(k1)s + 1) AS bound,
+               sum(qtf * idf * (%(k1)s + 1)) OVER (ORDER BY qtf * idf, term ROWS UNBOUNDED PRECEDING) AS below,
+               sum(df) OVER (ORDER BY df, term ROWS UNBOUNDED PRECEDING) - df AS rarer
+        FROM idf),
+    seed AS MATERIALIZED (
+        SELECT p.chunk, sum({_SHARE}) AS score FROM bounds i JOIN {S}.postings p ON p.term = i.term, stats s
+        WHERE i.rarer < %(seed)s GROUP BY p.chunk),
+    theta AS MATERIALIZED (  -- a hair below, so float rounding never drops a chunk at the bound
+        SELECT coalesce((SELECT score FROM seed ORDER BY score DESC OFFSET %(depth)s - 1 LIMIT 1), 0) * (1 - 1e-9) AS t),
+    split AS MATERIALIZED (SELECT b.*, b.below >= th.t AS essential FROM bounds b, theta th),
+    rest_bound AS MATERIALIZED (SELECT coalesce(sum(bound), 0) AS u FROM split WHERE NOT essential),
+    partial AS MATERIALIZED (
+        SELECT p.chunk, sum({_SHARE}) AS part FROM split i JOIN {S}.postings p ON p.term = i.term, stats s
+        WHERE i.essential GROUP BY p.chunk),
+    theta2 AS MATERIALIZED (
+        SELECT greatest(th.t, coalesce((SELECT part FROM partial ORDER BY part DESC OFFSET %(depth)s - 1 LIMIT 1), 0)
+                              * (1 - 1e-9)) AS t FROM theta th),
+    contenders AS MATERIALIZED (
+        SELECT e.chunk, e.part FROM partial e, rest_bound r, theta2 t WHERE e.part + r.u >= t.t),
+    rest AS (
+        SELECT n.chunk, sum({_SHARE}) AS part
+        FROM contenders n CROSS JOIN (SELECT * FROM split WHERE NOT essential) i
+        JOIN {S}.postings p ON p.term = i.term AND p.chunk = n.chunk, stats s GROUP BY n.chunk),
+    lex_scores AS (
+        SELECT n.chunk, n.part + coalesce(r.part, 0) AS score FROM contenders n LEFT JOIN rest r ON r.chunk = n.chunk),"""
+
+
 def _lexical(where: str) -> str:
     # idf once per query term (MATERIALIZED: not once per posting), in float8: numeric ln() is ~25x slower.
     if where:  # every scored chunk is looked up for the filter
+        scores = _every_posting()
         ranked = f"""
     lex_rows AS (
         SELECT l.chunk, l.score, c.doc_id, c.ordinal FROM lex_scores l JOIN {S}.chunks c ON c.id = l.chunk
         WHERE l.score > 0{where}),"""
     else:  # the depth best and every tie of the last (rag.retrieval.fusion.top_rows), each looked up by its key
+        scores = _pruned()
         ranked = f"""
     lex_rows AS (
         SELECT l.chunk, l.score, c.doc_id, c.ordinal
@@ -78,12 +133,8 @@ def _lexical(where: str) -> str:
         LIMIT 1),
     q AS (SELECT term, count(*)::float8 AS qtf FROM unnest(%(terms)s::text[]) AS term GROUP BY term),
     idf AS MATERIALIZED (  -- rag.retrieval.bm25.idf, Lucene's: computed here from df, so nothing stored depends on it
-        SELECT q.term, q.qtf, ln(1 + (s.n - t.df + 0.5::float8) / (t.df + 0.5::float8)) AS idf
-        FROM q JOIN {S}.terms t ON t.term = q.term, stats s),
-    lex_scores AS (
-        SELECT p.chunk, sum(i.qtf * i.idf * (p.tf * (%(k1)s + 1)) / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.length / s.avgdl)))
-               AS score
-        FROM idf i JOIN {S}.postings p ON p.term = i.term, stats s GROUP BY p.chunk),{ranked}
+        SELECT q.term, q.qtf, t.df, ln(1 + (s.n - t.df + 0.5::float8) / (t.df + 0.5::float8)) AS idf
+        FROM q JOIN {S}.terms t ON t.term = q.term, stats s),{scores}{ranked}
     lex AS (
         SELECT chunk AS id, score, row_number() OVER (ORDER BY score DESC, doc_id COLLATE "C", ordinal) AS rank
         FROM lex_rows ORDER BY score DESC, doc_id COLLATE "C", ordinal LIMIT %(depth)s)"""
@@ -344,7 +395,7 @@ class PgIndex(RetrieverDefaults):
         params = {
             "terms": index_terms(query, self.term_settings), "vector": vector, "doc_ids": names,
             "depth": max(CANDIDATE_DEPTH, k), "k": k, "k1": K1, "b": B,
-            "min_dense": self.min_dense_score, "weight": self.bm25_weight, "rrf_k": RRF_K,
+            "min_dense": self.min_dense_score, "weight": self.bm25_weight, "rrf_k": RRF_K, "seed": SEED_POSTINGS,
         }  # fmt: skip
         rows = self._rows(search_sql(method, bool(names), self.current_only), params)
         hits = []
