@@ -37,6 +37,7 @@ MODULES = {
     "hostile_shapes": "chunking 1, 10, 100 MB of hostile shapes (base64 image, one word, headings, fences, nested HTML) vs linear",
     "server": "decode tok/s and first token through a local llama_cpp.server vs in-process; the count-check probe",
     "shared_store": "PostgreSQL + pgvector store vs the embedded index at 100k chunks: ingest, HNSW, queries, clients",
+    "hnsw_recall": "pgvector HNSW recall@10 on the real-docs suite's MiniLM rows and questions vs exact search",
 }
 
 
