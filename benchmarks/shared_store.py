@@ -43,18 +43,20 @@ CLIENTS = (1, 4, 16)
 CLIENT_SECONDS = 5.0
 
 
-def _document(chunks, embeddings, settings, lo: int) -> Prepared:
-    """The synthetic document of chunks[lo : lo + PER_DOC], its BM25 terms computed as an ingester would."""
+def synthetic_document(chunks, embeddings, settings, lo: int) -> Prepared:
+    """The synthetic document of chunks[lo : lo + PER_DOC], its BM25 terms computed as an ingester would
+    (embeddings None: written without vectors)."""
     part = chunks[lo : lo + PER_DOC]
     doc = Document(part[0].doc_id, Path(part[0].doc_id), "", f"synthetic-{lo}")
     chunk_terms = [index_terms(indexed_text(c, settings.headings), settings) for c in part]
-    return Prepared(doc, part, chunk_terms, embeddings[lo : lo + len(part)], SourceInfo())
+    vectors = None if embeddings is None else embeddings[lo : lo + len(part)]
+    return Prepared(doc, part, chunk_terms, vectors, SourceInfo())
 
 
 def _documents(chunks, embeddings, settings) -> Iterator[Prepared]:
     """Every document but the last, one at a time (the terms of 1M chunks held at once would take gigabytes)."""
     for lo in range(0, len(chunks) - PER_DOC, PER_DOC):
-        yield _document(chunks, embeddings, settings, lo)
+        yield synthetic_document(chunks, embeddings, settings, lo)
 
 
 def _timed_queries(search, queries: list[str]) -> list[float]:
@@ -138,7 +140,7 @@ def run(quick: bool = False, size: int | None = None) -> list[dict]:
     embedded = HybridIndex(chunks, embeddings, known)
     embedded_build = time.perf_counter() - start
     # The last document is written after the HNSW build, to time one document with the index in place.
-    last = _document(chunks, embeddings, base.term_settings, (n - 1) // PER_DOC * PER_DOC)
+    last = synthetic_document(chunks, embeddings, base.term_settings, (n - 1) // PER_DOC * PER_DOC)
 
     with running_server() as server:
         url = server.url(server.create_database())

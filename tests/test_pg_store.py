@@ -269,11 +269,7 @@ def test_missing_extension_and_missing_store_are_refused_with_what_to_do(pg_serv
 
 
 def test_schema_versions_are_checked(pg_url, real_tokenizer, docs):
-    conn = connect(pg_url)
-    ensure_schema(conn, pg_url)
-    for doc in load_corpus(docs).documents:  # applied without the vacuum that ends `ingest`, as a store mid-fill
-        apply_document(conn, prepare(doc, real_tokenizer, ChunkSettings(), TermSettings(), lambda event: None))
-    conn.close()
+    ingest(pg_url, docs, real_tokenizer, None)
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute(f"UPDATE {S}.schema_version SET version = 99")
         newer = _error(lambda: PgIndex(pg_url, None))
@@ -424,22 +420,18 @@ def test_pruned_bm25_ranks_exactly_as_the_sum_of_every_posting(pg_url, real_inde
     from docs_corpus's words make its questions' terms common, as in benchmarks.shared_store; the seeds give a
     bound of zero (nothing pruned), a low one and the default's."""
     from benchmarks.retrieval import synthetic_chunks
+    from benchmarks.shared_store import PER_DOC, synthetic_document
     from rag.evaluation.questions import load_questions
-    from rag.ingest.chunking import indexed_text
-    from rag.ingest.sources import SourceInfo
-    from rag.indexing.pg_ingest import Prepared
     from rag.retrieval import pg_search
+    from rag.retrieval.bm25 import B, K1
     from rag.retrieval.terms import index_terms
 
     settings = real_index.term_settings
     chunks = synthetic_chunks(real_index.chunks, 3000)
     conn = connect(pg_url)
     ensure_schema(conn, pg_url)
-    for lo in range(0, len(chunks), 20):
-        part = chunks[lo : lo + 20]
-        doc = Document(part[0].doc_id, Path(part[0].doc_id), "", f"synthetic-{lo}")
-        terms = [index_terms(indexed_text(c, settings.headings), settings) for c in part]
-        apply_document(conn, Prepared(doc, part, terms, None, SourceInfo()))
+    for lo in range(0, len(chunks), PER_DOC):
+        apply_document(conn, synthetic_document(chunks, None, settings, lo))
     conn.close()
     monkeypatch.setattr(pg_search, "SEED_POSTINGS", seed)
     pg = PgIndex(pg_url, None)
@@ -455,9 +447,8 @@ def test_pruned_bm25_ranks_exactly_as_the_sum_of_every_posting(pg_url, real_inde
         for chunk_id in ours.keys() ^ theirs.keys():
             assert abs(ours.get(chunk_id, theirs.get(chunk_id)) - full[-1].score) < 1e-9, (q, chunk_id)
         assert all(abs(ours[c] - theirs[c]) < 1e-9 for c in ours.keys() & theirs.keys()), q
-        params = {"terms": index_terms(q, settings), "depth": 50, "k1": 1.5, "b": 0.75, "seed": seed}
-        skipped = pg._one("WITH " + pg_search._lexical("").rstrip().rstrip(",") + ", x AS (SELECT 1) SELECT count(*) "
-                          "FROM split WHERE NOT essential", params)  # fmt: skip
+        params = {"terms": index_terms(q, settings), "depth": 50, "k1": K1, "b": B, "seed": seed}
+        skipped = pg._one("WITH " + pg_search._lexical("") + " SELECT count(*) FROM split WHERE NOT essential", params)
         pruned_somewhere += bool(skipped)
     assert pruned_somewhere == 0 if seed == 0 else pruned_somewhere >= 10  # seed 0: theta 0, every term read
     pg.close()
