@@ -103,15 +103,20 @@ def _from_excerpts(text: str, catalog: Catalog) -> dict[int, Citation]:
         by_uri.setdefault(one_line(chunk.uri), []).append(chunk)
         ids[one_line(chunk.chunk_id)] = chunk.chunk_id
     headers: list[tuple[int, int, str]] = []  # (line number, n, what follows the number)
-    for i, line in enumerate(lines):
-        found = _header(line)
+    i = 0
+    while i < len(lines):
+        found = _header(lines[i])
         if found is None:
+            i += 1
             continue
         n, rest = found
         after = lines[i + 1] if i + 1 < len(lines) else ""
         # Chunk text may hold a line like `[2] see below`: only a known uri or id, or a provenance line, makes a header.
         if rest in by_uri or rest in ids or catalog.chunk(rest) is not None or source_of(after) or "#" in rest and " " not in rest:
             headers.append((i, n, rest))
+            i = _past_chunk_text(lines, i, rest, after, by_uri, ids, catalog)
+        else:
+            i += 1
     if not headers:
         raise ShownUnreadable(f"SHOWN holds no numbered excerpt (a line like `[1] docs/kv-cache.md`): {USAGE}")
     shown: dict[int, Citation] = {}
@@ -132,3 +137,26 @@ def _from_excerpts(text: str, catalog: Catalog) -> dict[int, Citation]:
             uri = by_uri[rest][0].uri
             _add(shown, _citation(n, chosen.chunk_id if chosen else uri + UNMATCHED, catalog, uri, uri))
     return shown
+
+
+def _past_chunk_text(lines: list[str], i: int, rest: str, after: str, by_uri: dict[str, list[Chunk]],
+                     ids: dict[str, str], catalog: Catalog) -> int:
+    """The line after the excerpt that starts at header line `i`: past the whole chunk text the packer printed.
+
+    A document can hold lines that look like excerpt headers (`[9] a.md`, a provenance line): they sit inside a
+    chunk's text, so once the block's chunk is known its text is stepped over whole, and no header is looked for in it.
+    Text that is not a known chunk's, verbatim, is scanned line by line as before."""
+    start = i + 1
+    source = source_of(after)
+    if source is not None:
+        start += 1
+        chunk = catalog.chunk(ids.get(source, source))
+        candidates = [chunk] if chunk is not None else []
+    else:
+        candidates = by_uri.get(rest, [])
+    best = start
+    for chunk in candidates:
+        body = chunk.text.splitlines()
+        if body and lines[start : start + len(body)] == body:
+            best = max(best, start + len(body))
+    return best if best > start else i + 1

@@ -76,6 +76,8 @@ def specifics(text: str) -> tuple[Specific, ...]:
     text = matchable(text, lower=False)
     found: dict[str, Specific] = {}
     for span in _CODE_SPAN.findall(text):
+        if not span.strip():
+            continue  # `` ` ` ``: a blank code span (a space as a separator) names nothing
         if _KEY_CHORD.fullmatch(span) or span.lower().split()[0] in _KEY_NAMES or _KEY_SIGN.fullmatch(span):
             _add(found, span, CHORD)  # `Esc`, `Left arrow`, `Ctrl+C`: keys, as :kbd: marks them
             continue
