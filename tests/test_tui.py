@@ -24,7 +24,7 @@ from agent.tui.loading import describe_progress
 from agent.tui.tool_trace import ToolTrace
 from agent.tui.message_list import AnswerView
 from agent.tui.search_view import SearchResultsView
-from agent.tui.slash import Slash, parse_slash
+from agent.tui.slash import Slash, export_arguments, parse_slash
 from agent.tui.sources_panel import SourcesPanel
 from agent.tui.token_meter import TokenBar, TokenScreen
 from agent.tui.turns import error_line, run_turn
@@ -250,6 +250,31 @@ async def test_slash_export_writes_markdown_with_footnotes(store, tmp_path):
         assert "KV cache stores keys [^1]." in text
         assert "9000 GB" not in text and "[7" not in text  # the unverified draft is left out unless asked
         assert "[^1]: docs/kv-cache.md lines 1-6, KV cache" in text
+
+
+@pilot_test
+async def test_slash_export_never_replaces_a_file_unasked_nor_writes_into_the_docs_folder(store, tmp_path):
+    async with chatting(store, [REPLY]) as (pilot, session, _, _):
+        docs = tmp_path / "docs"
+        docs.mkdir()
+        (docs / "a.md").write_text("# A\n\nA document of the folder being chatted over.\n")
+        session.docs_dir = docs
+        await ask(pilot, "what does the kv cache store")
+        mine = tmp_path / "mine.md"
+        mine.write_text("mine\n")
+        for command in (f"/export {mine}", f"/export {docs / 'a.md'} --force", f"/export --force {docs / 'new.md'}"):
+            pilot.app.chat.query_one(HistoryInput).value = command
+            await pilot.press("enter")
+            await pilot.pause()
+        assert mine.read_text() == "mine\n" and sorted(p.name for p in docs.iterdir()) == ["a.md"]
+        assert (docs / "a.md").read_text().startswith("# A")
+        messages = [str(n.message) for n in pilot.app._notifications]
+        assert any("mine.md already exists: add --force" in m for m in messages)
+        assert sum("is inside the docs folder" in m for m in messages) == 2
+        pilot.app.chat.query_one(HistoryInput).value = f"/export {mine} --force"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert mine.read_text().startswith("# what does the kv cache store")
 
 
 @pilot_test
@@ -557,6 +582,8 @@ def test_slash_commands_parse_and_bad_ones_say_what_to_type():
     assert parse_slash("/search  kv cache ") == Slash("search", "kv cache")
     assert parse_slash("/EXPORT out.md") == Slash("export", "out.md")
     assert parse_slash("what is /search?") is None
+    assert export_arguments("--drafts my chat.md --force") == ("my chat.md", True, True)
+    assert export_arguments(" --force ") == (None, False, True) and export_arguments("") == (None, False, False)
     assert parse_slash("//etc/hosts is a path") is None  # sent as the question "/etc/hosts is a path"
     with pytest.raises(UsageError, match="e.g. /search kv cache"):
         parse_slash("/search")

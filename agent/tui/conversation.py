@@ -69,12 +69,16 @@ class Conversation:
         except Exception:
             return None
 
-    def export(self, dest: Path | None = None, drafts: bool = False) -> Path:
+    def export(self, dest: Path | None = None, drafts: bool = False, overwrite: bool = False) -> Path:
+        """Export the chat; never into the docs folder being chatted over (it would be indexed as a document)."""
         if self.log is None:
             raise UsageError("nothing to export yet: ask a question first")
         if self.unsaved:
             raise UsageError(f"this chat is not saved ({self.unsaved}): there is no file to export")
-        return self.store.export(self.log.chat_id, dest, lookup=self.chunk, drafts=drafts)
+        docs = self.session.docs_dir if self.session is not None else None
+        if dest is not None and docs is not None and _inside(dest, docs):
+            raise UsageError(f"{dest} is inside the docs folder being chatted over ({docs}): export somewhere else")
+        return self.store.export(self.log.chat_id, dest, lookup=self.chunk, drafts=drafts, overwrite=overwrite)
 
     def new_chat(self) -> None:
         if self.session is not None:
@@ -105,3 +109,8 @@ class Conversation:
         if self.log is not None:
             self.log.close()
             self.log = None
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    """True when `path` is `folder` or under it, links resolved (the file need not exist yet)."""
+    return Path(path).expanduser().resolve().is_relative_to(Path(folder).expanduser().resolve())
