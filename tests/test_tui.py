@@ -340,6 +340,26 @@ async def test_a_saved_chat_resumes_after_restarting_the_app(store):
 
 
 @pilot_test
+async def test_a_chat_saved_over_a_folder_that_is_gone_resumes_with_a_notice(store, tmp_path):
+    old = tmp_path / "old-docs"
+    old.mkdir()
+    async with chatting(store, ["The kv cache stores keys and values [1]."]) as (pilot, session, _, _):
+        session.docs_dir = old
+        await ask(pilot, "what does the kv cache store")
+    old.rmdir()
+    session2, _, _ = real_session(["It is about 90 MB [1]."])
+    session2.docs_dir = tmp_path / "current-docs"
+    async with app_for(session2, store).run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("ctrl+o")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: pilot.app.chat.query(AnswerView))
+        await pilot.pause()
+        messages = [str(n.message) for n in pilot.app._notifications]
+        assert any(f"saved over {old}, which no longer exists" in m and "current-docs" in m for m in messages)
+
+
+@pilot_test
 async def test_a_resumed_chat_marks_a_citation_whose_source_changed_as_stale(store):
     async with chatting(store, ["The kv cache stores keys and values [1]."]) as (pilot, session, _, _):
         await ask(pilot, "what does the kv cache store")

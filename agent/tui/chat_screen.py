@@ -381,7 +381,7 @@ class ChatScreen(Screen):
             self.notify("Wait for the answer (or the loading) to finish first.", severity="warning")
             return
         try:
-            info, turns = self.conversation.resume(chat_id)
+            info, turns, folder_notice = self.conversation.resume(chat_id)
         except (OSError, AgentError) as exc:
             self.notify(f"Could not open the chat: {exc}", severity="error")
             return
@@ -400,3 +400,5 @@ class ChatScreen(Screen):
             )
         else:
             self.notify(f"Resumed “{info.title}”.")
+        if folder_notice:  # never a silent switch to another folder
+            self.notify(folder_notice, title="Another docs folder", severity="warning", timeout=12)

@@ -11,6 +11,7 @@ from agent.chats import ChatInfo, ChatLog, ChatStore, SavedTurn, UnsavedLog
 from agent.errors import UsageError
 from agent.session import Session
 from models.protocols import CancelToken
+from rag.printable import one_line
 from rag.types import Chunk
 
 
@@ -85,15 +86,17 @@ class Conversation:
             self.session.new_chat()
         self._close_log()
 
-    def resume(self, chat_id: str) -> tuple[ChatInfo, list[tuple[int, SavedTurn]]]:
-        """Load a saved chat into the session; later questions append to its file. Returns its info and turns."""
+    def resume(self, chat_id: str) -> tuple[ChatInfo, list[tuple[int, SavedTurn]], str | None]:
+        """Load a saved chat into the session; later questions append to its file. Returns its info, its turns,
+        and a notice when it was saved over another docs folder than this session searches (else None)."""
         from agent.session import Turn
 
         chat = self.store.load(chat_id)
         self.session.restore([Turn(t.question, t.answer) for t in chat.turns])
         self._close_log()
         self.log = self.store.reopen(chat_id)
-        return chat.info, [(self._number(), turn) for turn in chat.turns]
+        notice = folder_change(chat.meta.get("docs_dir"), self.session.docs_dir)
+        return chat.info, [(self._number(), turn) for turn in chat.turns], notice
 
     def close(self) -> None:
         """On quit: stop the turn; a running turn's worker still owns the log until it ends."""
@@ -114,3 +117,18 @@ class Conversation:
 def _inside(path: Path, folder: Path) -> bool:
     """True when `path` is `folder` or under it, links resolved (the file need not exist yet)."""
     return Path(path).expanduser().resolve().is_relative_to(Path(folder).expanduser().resolve())
+
+
+def folder_change(saved: str | None, current: Path | None) -> str | None:
+    """What to tell a user whose resumed chat was saved over another docs folder than the one searched now."""
+    if not saved or current is None or _same_folder(Path(saved), current):
+        return None
+    now = one_line(str(current))
+    if not Path(saved).is_dir():
+        return f"This chat was saved over {one_line(saved)}, which no longer exists: its next questions search {now}."
+    return (f"This chat was saved over {one_line(saved)}: its next questions search {now}; "
+            f"start smoldocs with --docs {one_line(saved)} to continue over that folder.")
+
+
+def _same_folder(a: Path, b: Path) -> bool:
+    return a.expanduser().resolve() == b.expanduser().resolve()
