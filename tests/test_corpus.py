@@ -121,7 +121,7 @@ def test_a_text_file_over_the_size_cap_is_skipped_from_its_size_unread(tmp_path)
         fh.truncate(MAX_TEXT_FILE_BYTES + 1)
     corpus = load_corpus(tmp_path)
     assert [d.doc_id for d in corpus.documents] == ["a.md"]
-    assert corpus.skipped == {"too large": 1}
+    assert corpus.skipped == {"too large (over 20 MB)": 1} and MAX_TEXT_FILE_BYTES == 20 * 2**20
 
 
 def test_a_text_file_whose_size_lies_is_read_no_further_than_the_cap(tmp_path, monkeypatch):
@@ -142,7 +142,7 @@ def test_a_text_file_whose_size_lies_is_read_no_further_than_the_cap(tmp_path, m
         m.setattr(os, "fstat", zero_size)
         corpus = load_corpus(tmp_path)
     assert [d.doc_id for d in corpus.documents] == ["a.md"]
-    assert corpus.skipped == {"too large": 1}
+    assert corpus.skipped == {corpus_module._too_large(): 1}
 
 
 @pytest.mark.parametrize("encoding, bom", [("utf-16-le", b"\xff\xfe"), ("utf-16-be", b"\xfe\xff")])
