@@ -149,6 +149,8 @@ def resolve(flags: Mapping[str, object], environ: Mapping[str, str] = os.environ
     for key in KEYS:
         flag_value = flags.get(key.name)
         if flag_value is not None:
+            if key.kind is Path and not str(flag_value).strip():  # Path("") is the current folder, silently
+                raise ConfigError(f"{key.flag} is empty: give a path, or leave {key.flag} out for the default")
             # Numbers are checked here too, so a bad timeout is one line wherever it comes from.
             checked = _convert(key, flag_value, key.flag, flag=True) if key.kind in (int, float) else flag_value
             values[key.name], sources[key.name] = checked, f"flag {key.flag}"

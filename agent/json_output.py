@@ -13,7 +13,7 @@ from typing import Any
 
 SCHEMA_VERSION = 2  # 2: `ask` reads `text` (`answer` kept for this version), `search` is an object with `hits`
 COMMANDS = ("ask", "search", "check", "pack", "eval")
-_C1 = re.compile("[\x7f-\x9f]")
+_C1 = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")  # and bidi overrides (rag.printable)
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 
 
@@ -23,8 +23,9 @@ def versioned(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def dumps(data: dict[str, Any], indent: int = 2) -> str:
-    """The versioned object as JSON text: non-ASCII kept, every control character (C0, DEL, C1) escaped."""
-    # json escapes C0 itself; DEL and C1 (0x9b is CSI on some terminals) would pass through as UTF-8.
+    """The versioned object as JSON text: non-ASCII kept, every control character (C0, DEL, C1) and bidi override
+    escaped."""
+    # json escapes C0 itself; DEL, C1 (0x9b is CSI on some terminals) and bidi overrides would pass through as UTF-8.
     return _C1.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(versioned(data), ensure_ascii=False, indent=indent))
 
 

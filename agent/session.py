@@ -68,10 +68,11 @@ class ChatSession:
         # The claim verifier, the extractive fallback and quote decoding's candidates, bound to the embedder (None:
         # lexical only); the fallback and the candidates ask rag.answering.answerability, with the index's term counts when
         # the retriever has them.
+        # Both are given the turn's snapshot's term counts when a turn starts (_pin).
         vocabulary = retriever.vocabulary
+        self._quoter, self._candidates = QuoteFallback(embedder, vocabulary), QuoteCandidates(embedder, vocabulary)
         self.agent = Agent(
-            model, retriever, self.settings, judge=Verifier(embedder), quoter=QuoteFallback(embedder, vocabulary),
-            candidates=QuoteCandidates(embedder, vocabulary),
+            model, retriever, self.settings, judge=Verifier(embedder), quoter=self._quoter, candidates=self._candidates,
         )
 
     @property
@@ -107,6 +108,12 @@ class ChatSession:
         """The share of chunks with an embedding: search is hybrid for those, BM25 for the rest."""
         return self.retriever.dense_coverage
 
+    def _pin(self, snapshot) -> None:
+        """Search, quote and judge answerability against one snapshot: term counts kept from start-up once let a
+        deleted file's words pass for known and a new file's for unknown after a live re-index."""
+        self.agent.retriever = snapshot
+        self._quoter.vocabulary = self._candidates.vocabulary = snapshot.vocabulary
+
     def ask(self, question: str, cancel: CancelToken | None = None) -> Iterator[Event]:
         """Run one turn; a cancelled turn is kept with what streamed so far, marked cancelled.
 
@@ -118,7 +125,7 @@ class ChatSession:
             (t.question, t.answer.text) for t in self.history
             if t.answer.status not in (AnswerStatus.ERROR, AnswerStatus.INTERRUPTED) and t.answer.text.strip()
         ]
-        self.agent.retriever = self.retriever.snapshot()
+        self._pin(self.retriever.snapshot())
         release = self.retriever.hold()
         try:
             for event in self.agent.run(question, history, cancel, sources=self.last_sources()):

@@ -75,3 +75,32 @@ def test_the_hybrid_index_gives_its_term_counts_as_a_vocabulary():
     assert vocabulary is index.vocabulary and vocabulary.documents == 2
     assert (vocabulary.frequency("chunk"), vocabulary.frequency("bm25"), vocabulary.frequency("docker")) == (2, 1, 0)
     assert unknown_names("Can BM25 run in Docker?", vocabulary) == ("Docker",)
+
+
+def test_a_chat_judges_answerability_by_the_live_index_after_a_reindex(tmp_path):
+    """The answer path reads the term counts of the snapshot it searches, not those of the index at start-up."""
+    from agent.session import ChatSession
+    from agent.settings import AgentSettings
+    from models.fakes import HashEmbedder, ScriptedChatModel, WordTokenizer
+    from rag.indexing.live import open_live_index
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# Heliotrope\n\nThe heliotrope quota of a tenant is seventeen parcels.\n")
+    (docs / "b.md").write_text("# Logs\n\nThe logs rotate nightly at two in the morning.\n")
+    live = open_live_index(docs, WordTokenizer(), HashEmbedder(256), index_dir=tmp_path / "i", watch=False)
+    try:
+        session = ChatSession(ScriptedChatModel([]), live, embedder=HashEmbedder(256), docs_dir=docs,
+                              settings=AgentSettings(policy="search-first", decoding="extractive"))
+
+        def status(question: str) -> str:
+            return [e for e in session.ask(question)][-1].answer.status
+
+        assert status("When do the logs rotate?") == "answered"
+        (docs / "a.md").unlink()  # "heliotrope" is in no document now
+        (docs / "c.md").write_text("# Frobnicator\n\nThe frobnicator cleans the cache every hour.\n")
+        assert live.refresh(timeout=60)
+        assert status("When do the heliotrope logs rotate?") == "insufficient_evidence"  # was: a logs quote, answered
+        assert status("What does the frobnicator clean?") == "answered"  # was: the docs do not cover this
+    finally:
+        live.close()

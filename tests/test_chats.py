@@ -261,3 +261,35 @@ def test_exports_mark_stale_citations_in_markdown_and_json(tmp_path):
     (turn,) = data["turns"]
     assert turn["stale"] == {"1": "changed"} and turn["answer"]["unknown"] == [7]
     assert turn["answer"]["citations"][0]["verdict"] == "supported"
+
+
+def test_export_refuses_an_existing_file_unless_told_to_replace_it(tmp_path):
+    from agent.errors import UsageError
+
+    store = ChatStore(tmp_path / "chats")
+    with store.create() as log:
+        record_turn(log, mixed_turn("one"))
+    mine = tmp_path / "notes.md"
+    mine.write_text("my own notes\n")
+    with pytest.raises(UsageError, match=r"notes\.md already exists: add --force to replace it"):
+        store.export(log.chat_id, mine)
+    assert mine.read_text() == "my own notes\n"
+    assert store.export(log.chat_id, mine, overwrite=True).read_text().startswith("# one")
+    first = store.export(log.chat_id)  # the exports folder is smoldocs' own: exporting again brings it up to date
+    assert store.export(log.chat_id) == first
+
+
+@pytest.mark.parametrize("where", ["proc", "under a file"])
+def test_an_export_that_cannot_be_written_is_one_line_naming_the_users_path(tmp_path, where):
+    from agent.chats.store import ChatStoreError
+
+    store = ChatStore(tmp_path / "chats")
+    with store.create() as log:
+        record_turn(log, mixed_turn("one"))
+    (tmp_path / "afile").write_text("x")
+    dest = Path("/proc/x.md") if where == "proc" else tmp_path / "afile" / "x.md"
+    with pytest.raises(ChatStoreError) as raised:
+        store.export(log.chat_id, dest)
+    message = str(raised.value)
+    assert message.startswith(f"cannot write {dest}: ") and "\n" not in message
+    assert ".tmp" not in message and "Errno" not in message

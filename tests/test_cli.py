@@ -59,3 +59,17 @@ def test_missing_docs_folder_is_one_line(capsys, tmp_path):
 def test_mcp_with_a_missing_docs_folder_is_one_line(capsys, tmp_path):
     err = _one_line_error(capsys, ["mcp", "--docs", str(tmp_path / "nowhere")])
     assert "nowhere" in err and "--docs" in err
+
+
+@pytest.mark.parametrize("command", [["index"], ["search", "kv cache"], ["ask", "what?"], ["chat"], ["mcp"], ["pack", "kv"]])
+def test_an_empty_docs_flag_is_one_line_not_the_current_folder(capsys, tmp_path, monkeypatch, command):
+    (tmp_path / "a.md").write_text("# A\n\nThe frobnicator.\n")
+    monkeypatch.chdir(tmp_path)  # --docs "" once indexed the current folder (1,051 files, 2.29 GB)
+    err = _one_line_error(capsys, [*command, "--docs", ""])
+    assert "--docs is empty" in err
+
+
+@pytest.mark.parametrize("question", ["", "   ", "\n\t"])
+def test_an_empty_question_is_one_line_like_an_empty_search(capsys, question):
+    err = _one_line_error(capsys, ["ask", question])
+    assert "question is empty" in err

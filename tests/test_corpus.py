@@ -82,3 +82,72 @@ def test_the_default_docs_folder_is_the_bundled_corpus():
     root = default_docs_dir()
     assert root.name == "docs_corpus" and root.is_dir()
     assert len(load_corpus(root).documents) >= 30
+
+
+def test_folders_nested_deeper_than_the_recursion_limit_are_walked(tmp_path):
+    import sys
+
+    depth = sys.getrecursionlimit() + 100  # 1,100 nested folders once ended in RecursionError
+    folder = tmp_path
+    for _ in range(depth):  # one level at a time: Path.mkdir(parents=True) recurses too
+        folder = folder / "d"
+        folder.mkdir()
+    (folder / "deep.md").write_text("# Deep\n\nAt the bottom.\n")
+    (tmp_path / "top.md").write_text("# Top\n\nAt the top.\n")
+    try:
+        ids = [d.doc_id for d in load_corpus(tmp_path).documents]
+    finally:  # bottom up: pytest's own clean-up (shutil.rmtree) recurses and would fail at exit
+        (folder / "deep.md").unlink()
+        for _ in range(depth):
+            folder.rmdir()
+            folder = folder.parent
+    assert ids == ["d/" * depth + "deep.md", "top.md"]
+
+
+@pytest.mark.parametrize("blank", ["", "   "])
+def test_an_empty_docs_path_is_one_clear_error_not_the_current_folder(tmp_path, monkeypatch, blank):
+    (tmp_path / "a.md").write_text("# A\n\nText.\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(DocsNotFound, match="--docs is empty"):
+        load_corpus(blank)
+
+
+def test_a_text_file_over_the_size_cap_is_skipped_from_its_size_unread(tmp_path):
+    from rag.ingest.corpus import MAX_TEXT_FILE_BYTES
+
+    (tmp_path / "a.md").write_text("# A\n\nKept.\n")
+    with open(tmp_path / "big.md", "wb") as fh:  # 40 KB of text, then a sparse tail: cheap unless read whole
+        fh.write(b"# Big\n\n" + b"word " * 8000)
+        fh.truncate(MAX_TEXT_FILE_BYTES + 1)
+    corpus = load_corpus(tmp_path)
+    assert [d.doc_id for d in corpus.documents] == ["a.md"]
+    assert corpus.skipped == {"too large (over 20 MB)": 1} and MAX_TEXT_FILE_BYTES == 20 * 2**20
+
+
+def test_a_text_file_whose_size_lies_is_read_no_further_than_the_cap(tmp_path, monkeypatch):
+    """A file can lie in stat (/proc files say 0 bytes) or grow while it is read: the read itself stops at the cap."""
+    import rag.ingest.corpus as corpus_module
+
+    monkeypatch.setattr(corpus_module, "MAX_TEXT_FILE_BYTES", 100)
+    (tmp_path / "a.md").write_text("# A\n\nKept.\n")
+    (tmp_path / "grows.md").write_text("# Grows\n\n" + "word " * 100)
+    real_fstat = os.fstat
+
+    def zero_size(fd):
+        st = real_fstat(fd)
+        return os.stat_result((st.st_mode, st.st_ino, st.st_dev, st.st_nlink, st.st_uid, st.st_gid, 0,
+                               st.st_atime, st.st_mtime, st.st_ctime))
+
+    with monkeypatch.context() as m:
+        m.setattr(os, "fstat", zero_size)
+        corpus = load_corpus(tmp_path)
+    assert [d.doc_id for d in corpus.documents] == ["a.md"]
+    assert corpus.skipped == {corpus_module._too_large(): 1}
+
+
+@pytest.mark.parametrize("encoding, bom", [("utf-16-le", b"\xff\xfe"), ("utf-16-be", b"\xfe\xff")])
+def test_a_utf16_file_with_a_bom_is_decoded_not_skipped_as_binary(tmp_path, encoding, bom):
+    text = "# Título\r\n\r\nThe frobnicator runs nightly.\r\n"
+    (tmp_path / "wide.md").write_bytes(bom + text.encode(encoding))
+    doc = load_corpus(tmp_path).documents[0]
+    assert doc.text == "# Título\n\nThe frobnicator runs nightly.\n"

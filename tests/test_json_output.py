@@ -54,3 +54,11 @@ def test_control_characters_in_json_are_escaped():
     text = dumps({"text": "a\x1b]52;c;aGk=\x07b\x9bc"})
     assert "\x1b" not in text and "\x07" not in text and "\\u001b" in text and json.loads(text)["text"].startswith("a\x1b")
     assert "\x9b" not in text and "\\u009b" in text and json.loads(text)["text"].endswith("b\x9bc")  # C1 too
+
+
+def test_bidi_overrides_in_json_are_escaped():
+    from agent.json_output import dumps
+
+    text = dumps({"doc_id": "invoice\u202egpj.exe", "text": "\u2066x\u2069"})
+    assert not any(c in text for c in "\u202e\u2066\u2069") and "\\u202e" in text
+    assert json.loads(text)["doc_id"] == "invoice\u202egpj.exe"

@@ -247,3 +247,31 @@ def test_watcher_reports_a_burst_in_few_batches_and_never_temp_files(tmp_path):
         watcher.close()
     assert 1 <= len(batches) <= 5 and sum(len(b) for b in batches) >= 1000
     assert not any(is_temp_file(p) for b in batches for p in b)
+
+
+def test_a_killed_index_run_keeps_its_embedding_progress_and_the_next_run_continues(tmp_path, monkeypatch):
+    import rag.indexing.build as build
+
+    monkeypatch.setattr(build, "EMBED_CHECKPOINT_SECONDS", 0.0)  # a checkpoint after every batch
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for n in range(40):
+        (docs / f"page-{n:02d}.md").write_text(f"# Page {n}\n\nPage {n} tells of topic number {n}.\n")
+
+    class Killed(CountingEmbedder):
+        def embed(self, texts):
+            if self.calls == 2:  # the third batch never comes: the run is killed
+                raise KeyboardInterrupt
+            return super().embed(texts)
+
+    killed = Killed(256)
+    with pytest.raises(KeyboardInterrupt):
+        open_(docs, tmp_path / "i", killed, must_save=True)
+    saved = store.load(tmp_path / "i")
+    assert saved is not None and int(np.any(saved.embeddings, axis=1).sum()) == len(killed.seen) == 32
+    embedder = CountingEmbedder(256)
+    resumed = open_(docs, tmp_path / "i", embedder, must_save=True)
+    assert len(embedder.seen) == len(resumed) - 32 and resumed.dense_coverage == 1.0
+    assert resumed.update.summary().split(";")[1].strip() == "resumed embedding"
+    blocking = open_(docs, tmp_path / "j")
+    np.testing.assert_array_equal(resumed.dense.matrix, blocking.dense.matrix)

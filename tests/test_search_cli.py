@@ -61,6 +61,20 @@ def test_search_doc_id_filter_and_unknown_doc_id(fake_models, docs, tmp_path, ca
     assert err.count("\n") == 1 and "unknown --doc-id 'manul.adoc': did you mean manual.adoc?" in err
 
 
+def test_doc_id_suggestions_are_escaped_and_an_id_typed_as_shown_is_accepted(fake_models, tmp_path, capsys):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "line\nbreak.md").write_text("# Quantization\n\nQuantization shrinks the weights.\n")
+    (docs / "esc\x1b[31mred.md").write_text("# Quantization\n\nQuantization of red weights.\n")
+    base = ["search", "quantization", "--docs", str(docs), "--index", str(tmp_path / "i"), "--json"]
+    assert main(base + ["--doc-id", "line break.md"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "did you mean line\\nbreak.md" in err
+    assert main(base + ["--doc-id", "esc\\x1b[31mred.md"]) == 0  # as the suggestion and every listing show it
+    hits = read_output("search", capsys.readouterr().out)["hits"]
+    assert hits and {h["doc_id"] for h in hits} == {"esc\x1b[31mred.md"}
+
+
 def test_search_with_no_match_says_so(fake_models, docs, tmp_path, capsys):
     base = ["search", "the of and", "--docs", str(docs), "--index", str(tmp_path / "i")]
     assert main(base + ["--mode", "bm25"]) == 0

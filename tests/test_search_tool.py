@@ -319,3 +319,14 @@ def test_pack_command_reports_what_fits_with_the_real_tokenizer(real, capsys):
     assert 0 < report["tokens"] <= 200 and report["tokens"] == tokenizer.count(report["text"])
     assert report["hits_in"] == report["hits_out"] + sum(report["dropped"].values())
     assert [c["n"] for c in report["citations"]] == list(range(1, report["hits_out"] + 1))
+
+
+def test_doc_id_suggestions_are_escaped_and_an_id_typed_as_shown_is_that_document():
+    """A file name can hold a line break or an ESC: the hint shows it escaped, and that escaped form is accepted."""
+    odd = MemoryRetriever([chunk("docs/line\nbreak.md#0", "the cache of line breaks"),
+                           chunk("docs/esc\x1b[31mred.md#0", "the cache of red text")])
+    tool = search_docs_tool(odd, Ledger(), WordTokenizer())
+    result = tool({"query": "cache", "doc_ids": ["docs/line break.md"]})
+    assert "did you mean docs/line\\nbreak.md" in result.error and "\n" not in result.error
+    result = tool({"query": "cache", "doc_ids": ["docs/esc\\x1b[31mred.md"]})
+    assert result.ok and [h.doc_id for h in result.hits] == ["docs/esc\x1b[31mred.md"]

@@ -24,7 +24,7 @@ from agent.tui.loading import describe_progress
 from agent.tui.tool_trace import ToolTrace
 from agent.tui.message_list import AnswerView
 from agent.tui.search_view import SearchResultsView
-from agent.tui.slash import Slash, parse_slash
+from agent.tui.slash import Slash, export_arguments, parse_slash
 from agent.tui.sources_panel import SourcesPanel
 from agent.tui.token_meter import TokenBar, TokenScreen
 from agent.tui.turns import error_line, run_turn
@@ -253,6 +253,31 @@ async def test_slash_export_writes_markdown_with_footnotes(store, tmp_path):
 
 
 @pilot_test
+async def test_slash_export_never_replaces_a_file_unasked_nor_writes_into_the_docs_folder(store, tmp_path):
+    async with chatting(store, [REPLY]) as (pilot, session, _, _):
+        docs = tmp_path / "docs"
+        docs.mkdir()
+        (docs / "a.md").write_text("# A\n\nA document of the folder being chatted over.\n")
+        session.docs_dir = docs
+        await ask(pilot, "what does the kv cache store")
+        mine = tmp_path / "mine.md"
+        mine.write_text("mine\n")
+        for command in (f"/export {mine}", f"/export {docs / 'a.md'} --force", f"/export --force {docs / 'new.md'}"):
+            pilot.app.chat.query_one(HistoryInput).value = command
+            await pilot.press("enter")
+            await pilot.pause()
+        assert mine.read_text() == "mine\n" and sorted(p.name for p in docs.iterdir()) == ["a.md"]
+        assert (docs / "a.md").read_text().startswith("# A")
+        messages = [str(n.message) for n in pilot.app._notifications]
+        assert any("mine.md already exists: add --force" in m for m in messages)
+        assert sum("is inside the docs folder" in m for m in messages) == 2
+        pilot.app.chat.query_one(HistoryInput).value = f"/export {mine} --force"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert mine.read_text().startswith("# what does the kv cache store")
+
+
+@pilot_test
 async def test_ctrl_e_exports_to_the_exports_folder(store):
     async with chatting(store, [REPLY]) as (pilot, session, _, _):
         await ask(pilot, "what does the kv cache store")
@@ -312,6 +337,26 @@ async def test_a_saved_chat_resumes_after_restarting_the_app(store):
             "and how big is it",
         ]
         assert len(store.list_chats()) == 1
+
+
+@pilot_test
+async def test_a_chat_saved_over_a_folder_that_is_gone_resumes_with_a_notice(store, tmp_path):
+    old = tmp_path / "old-docs"
+    old.mkdir()
+    async with chatting(store, ["The kv cache stores keys and values [1]."]) as (pilot, session, _, _):
+        session.docs_dir = old
+        await ask(pilot, "what does the kv cache store")
+    old.rmdir()
+    session2, _, _ = real_session(["It is about 90 MB [1]."])
+    session2.docs_dir = tmp_path / "current-docs"
+    async with app_for(session2, store).run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("ctrl+o")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: pilot.app.chat.query(AnswerView))
+        await pilot.pause()
+        messages = [str(n.message) for n in pilot.app._notifications]
+        assert any(f"saved over {old}, which no longer exists" in m and "current-docs" in m for m in messages)
 
 
 @pilot_test
@@ -557,6 +602,8 @@ def test_slash_commands_parse_and_bad_ones_say_what_to_type():
     assert parse_slash("/search  kv cache ") == Slash("search", "kv cache")
     assert parse_slash("/EXPORT out.md") == Slash("export", "out.md")
     assert parse_slash("what is /search?") is None
+    assert export_arguments("--drafts my chat.md --force") == ("my chat.md", True, True)
+    assert export_arguments(" --force ") == (None, False, True) and export_arguments("") == (None, False, False)
     assert parse_slash("//etc/hosts is a path") is None  # sent as the question "/etc/hosts is a path"
     with pytest.raises(UsageError, match="e.g. /search kv cache"):
         parse_slash("/search")

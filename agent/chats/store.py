@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable
 from agent.chats.codec import event_from_dict, event_to_dict
 from agent.chats.export import chat_json, chat_markdown
 from agent.chats.saved import ChatInfo, SavedChat, SavedTurn
-from agent.errors import AgentError
+from agent.errors import AgentError, UsageError
 from agent.events import Answer, AnswerFinished, Event, SearchFinished, TextDelta, TurnStarted
 from models.paths import data_dir
 from rag.indexing.store import atomic_write
@@ -230,18 +230,26 @@ class ChatStore:
 
     def export(
         self, chat_id: str, dest: Path | None = None, lookup: Callable[[str], Chunk | None] | None = None,
-        drafts: bool = False,
+        drafts: bool = False, overwrite: bool = False,
     ) -> Path:
         """Write the chat as Markdown with its sources as footnotes (JSON when `dest` ends in .json); returns the
         file written. With `lookup` (the index), citations whose source changed since are marked stale. The
-        model's unverified drafts go into the Markdown only with `drafts` (JSON always has them, apart)."""
+        model's unverified drafts go into the Markdown only with `drafts` (JSON always has them, apart).
+
+        A `dest` that exists is replaced only with `overwrite`: it may be anything of the user's. The default
+        place, smoldocs' own exports folder, is brought up to date."""
         chat = self.load(chat_id)
+        if dest is not None and not overwrite and (Path(dest).exists() or Path(dest).is_symlink()):
+            raise UsageError(f"{dest} already exists: add --force to replace it, or give another file name")
         dest = Path(dest) if dest is not None else self.root.parent / "exports" / f"{chat_id}.md"
         if dest.suffix == ".json":
             data = (json.dumps(chat_json(chat, lookup), ensure_ascii=False, indent=2) + "\n").encode()
         else:
             data = chat_markdown(chat, lookup, drafts).encode()
-        atomic_write(dest, data)  # never a half-written export
+        try:
+            atomic_write(dest, data)  # never a half-written export
+        except OSError as exc:  # its own message names the temp file, not the user's path
+            raise ChatStoreError(f"cannot write {dest}: {exc.strerror or type(exc).__name__}: choose another place") from None
         return dest
 
     def _path(self, chat_id: str) -> Path:

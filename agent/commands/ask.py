@@ -35,6 +35,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from agent.commands.sessions import open_cli_session
+    from agent.errors import UsageError
+
+    if not args.question.strip():  # as `search ""` does, before a model or an index is loaded
+        raise UsageError('the question is empty: ask something about the docs, e.g. smoldocs ask "how do I rotate the logs?"')
 
     from agent.commands.common import decoding_from_args
 

@@ -36,7 +36,7 @@ from agent.tui.messages import (
     TurnEvent,
 )
 from agent.tui.search_view import SearchResultsView
-from agent.tui.slash import Slash, parse_slash
+from agent.tui.slash import Slash, export_arguments, parse_slash
 from agent.tui.sources_panel import SourcesPanel
 from agent.tui.status_line import StatusLine
 from agent.tui.token_meter import TokenBar, TokenScreen
@@ -342,12 +342,10 @@ class ChatScreen(Screen):
 
     # -- chats ------------------------------------------------------------------------------------------
     def action_export(self, dest: str | None = None) -> Path | None:
-        """`/export [--drafts] [PATH]`: the unverified drafts are included only when asked."""
-        words = (dest or "").split(maxsplit=1)
-        drafts = bool(words) and words[0] == "--drafts"
-        dest = (words[1] if len(words) > 1 else None) if drafts else dest
+        """`/export [--drafts] [--force] [PATH]`: unverified drafts only when asked; an existing PATH only with --force."""
+        dest, drafts, force = export_arguments(dest or "")
         try:
-            path = self.conversation.export(Path(dest).expanduser() if dest else None, drafts=drafts)
+            path = self.conversation.export(Path(dest).expanduser() if dest else None, drafts=drafts, overwrite=force)
         except UsageError as exc:
             self.notify(f"{str(exc)[0].upper()}{str(exc)[1:]}.", severity="warning")
             return None
@@ -383,7 +381,7 @@ class ChatScreen(Screen):
             self.notify("Wait for the answer (or the loading) to finish first.", severity="warning")
             return
         try:
-            info, turns = self.conversation.resume(chat_id)
+            info, turns, folder_notice = self.conversation.resume(chat_id)
         except (OSError, AgentError) as exc:
             self.notify(f"Could not open the chat: {exc}", severity="error")
             return
@@ -402,3 +400,5 @@ class ChatScreen(Screen):
             )
         else:
             self.notify(f"Resumed “{info.title}”.")
+        if folder_notice:  # never a silent switch to another folder
+            self.notify(folder_notice, title="Another docs folder", severity="warning", timeout=12)

@@ -11,6 +11,7 @@ from agent.chats import ChatInfo, ChatLog, ChatStore, SavedTurn, UnsavedLog
 from agent.errors import UsageError
 from agent.session import Session
 from models.protocols import CancelToken
+from rag.printable import one_line
 from rag.types import Chunk
 
 
@@ -69,27 +70,33 @@ class Conversation:
         except Exception:
             return None
 
-    def export(self, dest: Path | None = None, drafts: bool = False) -> Path:
+    def export(self, dest: Path | None = None, drafts: bool = False, overwrite: bool = False) -> Path:
+        """Export the chat; never into the docs folder being chatted over (it would be indexed as a document)."""
         if self.log is None:
             raise UsageError("nothing to export yet: ask a question first")
         if self.unsaved:
             raise UsageError(f"this chat is not saved ({self.unsaved}): there is no file to export")
-        return self.store.export(self.log.chat_id, dest, lookup=self.chunk, drafts=drafts)
+        docs = self.session.docs_dir if self.session is not None else None
+        if dest is not None and docs is not None and _inside(dest, docs):
+            raise UsageError(f"{dest} is inside the docs folder being chatted over ({docs}): export somewhere else")
+        return self.store.export(self.log.chat_id, dest, lookup=self.chunk, drafts=drafts, overwrite=overwrite)
 
     def new_chat(self) -> None:
         if self.session is not None:
             self.session.new_chat()
         self._close_log()
 
-    def resume(self, chat_id: str) -> tuple[ChatInfo, list[tuple[int, SavedTurn]]]:
-        """Load a saved chat into the session; later questions append to its file. Returns its info and turns."""
+    def resume(self, chat_id: str) -> tuple[ChatInfo, list[tuple[int, SavedTurn]], str | None]:
+        """Load a saved chat into the session; later questions append to its file. Returns its info, its turns,
+        and a notice when it was saved over another docs folder than this session searches (else None)."""
         from agent.session import Turn
 
         chat = self.store.load(chat_id)
         self.session.restore([Turn(t.question, t.answer) for t in chat.turns])
         self._close_log()
         self.log = self.store.reopen(chat_id)
-        return chat.info, [(self._number(), turn) for turn in chat.turns]
+        notice = folder_change(chat.meta.get("docs_dir"), self.session.docs_dir)
+        return chat.info, [(self._number(), turn) for turn in chat.turns], notice
 
     def close(self) -> None:
         """On quit: stop the turn; a running turn's worker still owns the log until it ends."""
@@ -105,3 +112,23 @@ class Conversation:
         if self.log is not None:
             self.log.close()
             self.log = None
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    """True when `path` is `folder` or under it, links resolved (the file need not exist yet)."""
+    return Path(path).expanduser().resolve().is_relative_to(Path(folder).expanduser().resolve())
+
+
+def folder_change(saved: str | None, current: Path | None) -> str | None:
+    """What to tell a user whose resumed chat was saved over another docs folder than the one searched now."""
+    if not saved or current is None or _same_folder(Path(saved), current):
+        return None
+    now = one_line(str(current))
+    if not Path(saved).is_dir():
+        return f"This chat was saved over {one_line(saved)}, which no longer exists: its next questions search {now}."
+    return (f"This chat was saved over {one_line(saved)}: its next questions search {now}; "
+            f"start smoldocs with --docs {one_line(saved)} to continue over that folder.")
+
+
+def _same_folder(a: Path, b: Path) -> bool:
+    return a.expanduser().resolve() == b.expanduser().resolve()

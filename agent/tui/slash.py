@@ -1,4 +1,4 @@
-"""Slash commands typed into the input: /search QUERY, /export [FILE], /clear, /help."""
+"""Slash commands typed into the input: /search QUERY, /export [--drafts] [--force] [FILE], /clear, /help."""
 
 from __future__ import annotations
 
@@ -28,3 +28,22 @@ def parse_slash(text: str) -> Slash | None:
     if name == "search" and not argument:
         raise UsageError("/search needs a query, e.g. /search kv cache")
     return Slash(name, argument)
+
+
+EXPORT_FLAGS = ("--drafts", "--force")
+
+
+def export_arguments(argument: str) -> tuple[str | None, bool, bool]:
+    """/export's argument as (the file or None, --drafts, --force); the flags may come before or after the file,
+    whose name may hold spaces."""
+    text, flags = argument.strip(), set()
+    while True:
+        words = text.split()
+        if words and words[0] in EXPORT_FLAGS:
+            flags.add(words[0])
+            text = text[len(words[0]):].strip()
+        elif words and words[-1] in EXPORT_FLAGS:
+            flags.add(words[-1])
+            text = text[: -len(words[-1])].strip()
+        else:
+            return text or None, "--drafts" in flags, "--force" in flags

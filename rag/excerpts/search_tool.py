@@ -13,6 +13,7 @@ from rag.citations import Citation
 from rag.errors import BudgetError
 from rag.excerpts.near_duplicates import DEFAULT_JACCARD, check_threshold
 from rag.excerpts.packing import ORDERS, CountsTokens, Ledger, PackedContext, Packer, block
+from rag.printable import one_line
 from rag.types import Hit, Retriever
 
 SEARCH_DOCS_NAME = "search_docs"
@@ -147,7 +148,7 @@ class SearchDocsTool:
         query = arguments["query"]
         k = int(arguments.get("k", DEFAULT_K))
         # An empty list is read as "no filter": a filter that matches nothing is never what the model means.
-        doc_ids = list(arguments.get("doc_ids") or ()) or None
+        doc_ids = as_indexed(list(arguments.get("doc_ids") or ()), self.retriever.doc_ids) or None
         unknown = _unknown_doc_ids(self.retriever, doc_ids)
         if unknown:
             return SearchResult(text=f"Error: {unknown}", error=unknown)
@@ -177,9 +178,22 @@ def _unknown_doc_ids(retriever: Retriever, doc_ids: list[str] | None) -> str | N
         return None
     named = missing[:NAMED_UNKNOWN]  # 200,000 ids once came back whole: 3.3 MB of error
     close = sorted({m for d in named if len(d) <= MAX_ID_CHARS for m in difflib.get_close_matches(d, known, n=3)})
-    hint = f"; did you mean {', '.join(close)}?" if close else "; leave doc_ids out to search every document"
+    hint = f"; did you mean {', '.join(map(one_line, close))}?" if close else "; leave doc_ids out to search every document"
     more = f" and {len(missing) - len(named)} more" if len(missing) > len(named) else ""
     return f"unknown doc id {', '.join(_shown_id(d) for d in named)}{more}{hint}"
+
+
+def as_indexed(doc_ids: list[str], known) -> list[str]:
+    """Each id as the index holds it: an id written as listings show it (controls escaped, rag.printable.one_line)
+    is that document, so a file name with a line break or an ESC can still be named."""
+    if known is None:
+        return doc_ids
+    known = set(known)
+    missing = [d for d in doc_ids if d not in known]
+    if not missing:
+        return doc_ids
+    shown = {one_line(k): k for k in known}
+    return [d if d in known else shown.get(d, d) for d in doc_ids]
 
 
 def _shown_id(doc_id: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -26,6 +27,8 @@ from rag.retrieval.terms import TermSettings
 from rag.types import Chunk
 
 EMBEDDED_TEXT = "heading-path+text/v1"  # what each embedding row was computed from; part of the settings
+# `smoldocs index` saves the embeddings made so far this often: a killed run loses at most this much work.
+EMBED_CHECKPOINT_SECONDS = 20.0
 
 
 @dataclass(frozen=True)
@@ -181,7 +184,13 @@ def open_index(
     index = HybridIndex(
         chunks, embeddings, embedder, docs_dir=root, index_dir=target, bm25=bm25, sources=sources, **search_options
     )
-    index, embedded, embed_seconds = _embed_missing(index, chunks, embeddings, embedder, embed_budget, embed_first, emit)
+    checkpoint = None
+    if must_save and embedder is not None and not index.embedded.all():  # a long run: keep its progress if killed
+        _save(target, wanted, files, chunks, embeddings, index, terms_wanted, skips, must_save, emit, misplaced)
+        checkpoint = _checkpoints(target, embeddings, [c.chunk_id for c in chunks])
+    index, embedded, embed_seconds = _embed_missing(
+        index, chunks, embeddings, embedder, embed_budget, embed_first, emit, checkpoint
+    )
     removed = tuple(sorted(set(old_files) - set(files) - set(pending)))
     update = IndexUpdate(
         index_dir=target,
@@ -255,16 +264,21 @@ def _chunk_documents(documents, stored, dense_kept: bool, tokenizer: Tokenizer, 
 
 
 def _embed_missing(index: HybridIndex, chunks, embeddings: np.ndarray, embedder: Embedder | None,
-                   embed_budget: float | None, embed_first: str | None, emit) -> tuple[HybridIndex, int, float]:
-    """Embed chunks that have no vector yet, `embed_first`'s BM25 candidates first, for at most `embed_budget` s."""
+                   embed_budget: float | None, embed_first: str | None, emit,
+                   checkpoint: Callable[[], None] | None = None) -> tuple[HybridIndex, int, float]:
+    """Embed chunks that have no vector yet, `embed_first`'s BM25 candidates first, for at most `embed_budget` s;
+    `checkpoint` is called after every batch."""
     if embedder is None:
         return index, 0, 0.0
     embed_started = time.perf_counter()
     first = index.rank_bm25(embed_first, CANDIDATE_DEPTH).rows.tolist() if embed_first else ()
-    embedded = fill_missing(
-        embeddings, chunks, embedder, budget=embed_budget, first=first,
-        on_batch=lambda done, total, secs: emit(IndexProgress("embed", done, total, rate=done / max(secs, 1e-9))),
-    )
+
+    def on_batch(done: int, total: int, secs: float) -> None:
+        emit(IndexProgress("embed", done, total, rate=done / max(secs, 1e-9)))
+        if checkpoint is not None:
+            checkpoint()
+
+    embedded = fill_missing(embeddings, chunks, embedder, budget=embed_budget, first=first, on_batch=on_batch)
     if not embedded:
         return index, 0, 0.0
     return index.with_embeddings(embeddings), embedded, time.perf_counter() - embed_started
@@ -288,6 +302,22 @@ def _save(target: Path, wanted, files, chunks, embeddings, index: HybridIndex, t
         emit(IndexProgress("notice", message=f"cannot save the index in {target} ({reason}); "
                            "using it unsaved: pass --index DIR to a writable folder"))
     emit(IndexProgress("save", 1, 1))
+
+def _checkpoints(target: Path, embeddings: np.ndarray, chunk_ids: list[str]) -> Callable[[], None]:
+    """A per-batch callback saving the rows embedded so far (store.save_embeddings, atomic) every
+    EMBED_CHECKPOINT_SECONDS, over the index saved just before embedding began: the next run continues there."""
+    last = time.monotonic()
+
+    def checkpoint() -> None:
+        nonlocal last
+        if time.monotonic() - last < EMBED_CHECKPOINT_SECONDS:
+            return
+        with contextlib.suppress(OSError):  # a failed checkpoint costs only progress; the final save reports
+            store.save_embeddings(target, embeddings, chunk_ids)
+        last = time.monotonic()
+
+    return checkpoint
+
 
 def _index_dir_problem(target: Path) -> str | None:
     """Why the index cannot be saved at `target` because a file is where a folder should be, or None."""

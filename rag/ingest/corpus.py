@@ -25,6 +25,10 @@ SKIPPED_DIRS = frozenset(
 )
 SNIFF_BYTES = 8192  # how much of a file decides whether it is text, as git does
 MAX_CONTROL_SHARE = 0.10  # text has tabs and newlines, rarely other control bytes
+# A text file larger than this is skipped as "too large (over 20 MB)": it is read whole, decoded and chunked in
+# memory, and 1 GB of Markdown once took 9 GB. The largest page of the bundled docs is 19 KB.
+MAX_TEXT_FILE_BYTES = 20 * 1024 * 1024
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 _CONTROL_BYTES = bytes(b for b in [*range(32), 127] if b not in b"\t\n\r\f\v\b\x1b")
 _OTHER_BYTES = bytes(b for b in range(256) if b not in _CONTROL_BYTES)
 
@@ -66,8 +70,9 @@ def file_digest(data: bytes) -> str:
 
 
 def decode_text(data: bytes) -> str:
-    """UTF-8 with bad bytes replaced (never an error), no BOM, newlines normalized to \\n."""
-    text = data.decode("utf-8", errors="replace")
+    """UTF-8 (UTF-16 when a BOM says so) with bad bytes replaced (never an error), no BOM, newlines as \\n."""
+    encoding = "utf-16" if data.startswith(_UTF16_BOMS) else "utf-8"
+    text = data.decode(encoding, errors="replace")
     if text.startswith("\ufeff"):
         text = text[1:]
     return text.replace("\r\n", "\n").replace("\r", "\n")
@@ -75,6 +80,8 @@ def decode_text(data: bytes) -> str:
 
 def check_docs_dir(docs_dir: str | os.PathLike[str]) -> Path:
     """The resolved folder, or one clear error if it is not a readable folder."""
+    if not str(docs_dir).strip():  # Path("") is the current folder: a stray --docs "" once indexed all of it
+        raise DocsNotFound("--docs is empty: pass --docs DIR to a folder of docs, or leave it out for the bundled docs")
     path = Path(docs_dir).expanduser()
     if not path.exists():
         raise DocsNotFound(f"docs folder not found: {path}: pass --docs DIR to a folder of .md/.txt/.rst/.adoc files")
@@ -116,57 +123,90 @@ def _link_problem(path: Path, root: Path) -> str | None:
 
 
 def iter_candidate_files(root: Path, skipped: dict[str, int]):
-    """Yield (id, path) of every visible regular file, sorted by path, counting what is left out and why."""
-    visited: set[tuple[int, int]] = set()
+    """Yield (id, path) of every visible regular file, sorted by path, counting what is left out and why.
 
-    def walk(folder: Path):
+    The walk keeps its own stack of open folders: 1,100 nested folders once ran out of Python's recursion.
+    """
+    visited: set[tuple[int, int]] = set()
+    stack = [_folder_entries(root, root, visited, skipped)]
+    while stack:
+        entry = next(stack[-1], None)
+        if entry is None:
+            stack.pop()
+            continue
+        path, kind = entry
+        if kind == "folder":
+            stack.append(_folder_entries(path, root, visited, skipped))
+        else:
+            yield display_id(path.relative_to(root).as_posix()), path
+
+
+def _folder_entries(folder: Path, root: Path, visited: set[tuple[int, int]], skipped: dict[str, int]):
+    """(path, "folder" | "file") for the entries of one folder worth visiting, by name; the rest counted."""
+    try:
+        st = os.stat(folder)
+        if (st.st_dev, st.st_ino) in visited:  # a bind mount of an ancestor: walking on would never end
+            _count(skipped, "symlink loop")
+            return
+        visited.add((st.st_dev, st.st_ino))
+        with os.scandir(folder) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError:
+        _count(skipped, "unreadable")
+        return
+    for entry in entries:
+        path = folder / entry.name
+        if entry.name.startswith("."):
+            _count(skipped, "hidden")
+            continue
+        problem = _link_problem(path, root) if entry.is_symlink() else None
+        if problem:
+            _count(skipped, problem)
+            continue
         try:
-            st = os.stat(folder)
-            if (st.st_dev, st.st_ino) in visited:  # a bind mount of an ancestor: walking on would never end
-                _count(skipped, "symlink loop")
-                return
-            visited.add((st.st_dev, st.st_ino))
-            with os.scandir(folder) as it:
-                entries = sorted(it, key=lambda e: e.name)
+            is_dir, is_file = entry.is_dir(), entry.is_file()
         except OSError:
             _count(skipped, "unreadable")
-            return
-        for entry in entries:
-            path = folder / entry.name
-            if entry.name.startswith("."):
-                _count(skipped, "hidden")
-                continue
-            problem = _link_problem(path, root) if entry.is_symlink() else None
-            if problem:
-                _count(skipped, problem)
-                continue
-            try:
-                is_dir, is_file = entry.is_dir(), entry.is_file()
-            except OSError:
-                _count(skipped, "unreadable")
-                continue
-            if is_dir and (entry.name in SKIPPED_DIRS or entry.name.endswith(".egg-info")):
-                _count(skipped, "build folder")
-            elif is_dir:
-                yield from walk(path)
-            elif is_file:
-                yield display_id(path.relative_to(root).as_posix()), path
-            else:
-                _count(skipped, "not a regular file")  # a FIFO named .md would block the read forever
-
-    yield from walk(root)
+            continue
+        if is_dir and (entry.name in SKIPPED_DIRS or entry.name.endswith(".egg-info")):
+            _count(skipped, "build folder")
+        elif is_dir:
+            yield path, "folder"
+        elif is_file:
+            yield path, "file"
+        else:
+            _count(skipped, "not a regular file")  # a FIFO named .md would block the read forever
 
 
 def _read_text_file(path: Path) -> tuple[bytes | None, str]:
-    """The file's bytes, or None and why it is skipped; a binary file is judged on its head, not read whole."""
+    """The file's bytes, or None and why it is skipped; a binary file is judged on its head, not read whole.
+
+    A file over MAX_TEXT_FILE_BYTES is refused from its size, and the read stops one byte past the cap, since a
+    size can lie (files under /proc say 0) or grow while the file is read.
+    """
     try:
         with open(path, "rb") as fh:
+            if os.fstat(fh.fileno()).st_size > MAX_TEXT_FILE_BYTES:
+                return None, _too_large()
             head = fh.read(SNIFF_BYTES)
-            if looks_binary(head):
+            if looks_binary(_sniffed(head)):
                 return None, "binary"
-            return head + fh.read(), ""
+            data = head + fh.read(max(0, MAX_TEXT_FILE_BYTES + 1 - len(head)))
     except OSError:
         return None, "unreadable"
+    return (None, _too_large()) if len(data) > MAX_TEXT_FILE_BYTES else (data, "")
+
+
+def _too_large() -> str:
+    """The skip reason of a text file over the cap, naming the cap: "too large (over 20 MB)"."""
+    return f"too large (over {MAX_TEXT_FILE_BYTES / 2**20:g} MB)"
+
+
+def _sniffed(head: bytes) -> bytes:
+    """The head as UTF-8 for the binary test: UTF-16 text (by its BOM) is half NUL bytes."""
+    if not head.startswith(_UTF16_BOMS):
+        return head
+    return head[: len(head) // 2 * 2].decode("utf-16", errors="replace").encode("utf-8")
 
 
 def load_corpus(docs_dir: str | os.PathLike[str], on_document: Callable[[int], None] | None = None) -> Corpus:
