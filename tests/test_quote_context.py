@@ -142,3 +142,21 @@ def test_the_shown_answer_cites_every_sentence_and_verifies():
     result = verify_answer(answer, shown, lookup, None)
     assert result.claims and all(c.citations == (1,) for c in result.claims)
     assert all(c.verdict == "supported" for c in result.claims)
+
+
+def test_asciidoc_link_macros_show_their_title():
+    text = "See link:howto/revert-a-faulty-merge.html[Revert a faulty merge] and https://git-scm.com/book[the book]."
+    assert readable(text, "asciidoc") == "See Revert a faulty merge and the book."
+    assert readable("Read link:x.html[] first.", "asciidoc") == "Read x.html first."  # no title: the target
+
+
+def test_a_colon_sentence_with_nothing_after_it_is_not_a_candidate():
+    cut = Chunk("g.adoc#1", "g.adoc", "g.adoc",
+                "Create a new branch head pointing to one of these versions and check it out using git-switch(1):",
+                ("Branches",), 1, 1)
+    whole = Chunk("h.adoc#1", "h.adoc", "h.adoc",
+                  "Create a branch and switch to it:\n\n* git switch -c topic\n", ("Branches",), 1, 3)
+    shown = {1: Citation(1, cut.chunk_id, cut.doc_id, cut.uri), 2: Citation(2, whole.chunk_id, whole.doc_id, whole.uri)}
+    found = candidates(shown, {c.chunk_id: c for c in (cut, whole)}.get)
+    assert {c.n for c in found} == {2}  # the colon sentence that brings what it introduces, and its item
+    assert "git switch -c topic" in next(c.after for c in found if c.sentence.endswith(":"))

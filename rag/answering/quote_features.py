@@ -87,7 +87,10 @@ def candidates(shown: Mapping[int, CitationLike] | Iterable[CitationLike], looku
                 continue  # a label or a name alone ("`small-black`") answers nothing
             if is_title_line(claim, text, chunk.heading_path) or is_navigation(_line(text, claim.start, claim.end)):
                 continue
-            out.append(Candidate(citation.n, rank, claim.text, heading, *quote_context(text, claims, i)))
+            context = quote_context(text, claims, i)
+            if claim.text.rstrip().endswith(":") and not context[1]:
+                continue  # "... check it out using git-switch(1):" with nothing after it in the excerpt: it promises, says nothing
+            out.append(Candidate(citation.n, rank, claim.text, heading, *context))
     return out
 
 

@@ -17,6 +17,9 @@ from rag.verification.claims import ITEM
 
 _TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9]*(?:\s[^<>]*)?/?>|<!--.*?-->", re.DOTALL)
 _LINKGIT = re.compile(r"\blinkgit:([\w.-]+)\[(\d\w*)\]")  # AsciiDoc `linkgit:git-tag[1]`: the page git-tag(1)
+# AsciiDoc `link:page.html[Title]` and `https://host/x[Title]`: the title is what a reader sees (an empty one:
+# the target).
+_ADOC_LINK = re.compile(r"\b(?:link:|(?=(?:https?|ftp)://))([^\s\[\]]+)\[([^\[\]\n]*)\]")
 _NO_OPTION = re.compile(r"--\[no-\]([\w-]+)")  # AsciiDoc `--[no-]force`: both spellings
 _MD_LINK = re.compile(r"\[([^\[\]\n]+)\]\(([^()\s]*)\)")  # [text](url): the target is named too
 _MD_REF = re.compile(r"\[([^\[\]\n]+)\]\[[^\[\]\n]*\]")  # [text][ref]
@@ -46,6 +49,8 @@ def _unmarked(text: str, rst_words: bool) -> str:
     if "&" in out:
         out = html.unescape(out)
     out = _LINKGIT.sub(r"\1(\2)", out)
+    if "[" in out:
+        out = _ADOC_LINK.sub(lambda m: m[2].strip() or m[1], out)
     out = _NO_OPTION.sub(r"--\1 --no-\1", out)
     out = _MD_REF.sub(r"\1", _MD_LINK.sub(r"\1 (\2)", out))
     out = _DEFINITION.sub(r"\1:", out)
