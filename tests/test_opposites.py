@@ -7,8 +7,11 @@ be like them: an antonym (also as a phrase: "turned on", "opt-in"), or the negat
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from agent.cli import main
 from models.fakes import HashEmbedder
 from rag.citations import Citation
 from rag.types import Chunk
@@ -152,3 +155,22 @@ def test_with_minilm_a_faithful_paraphrase_stays_supported(passage, claim, real_
 @pytest.mark.parametrize("passage, claim", OPPOSITES[:6])
 def test_with_minilm_the_probes_opposites_are_unsupported(passage, claim, real_embedder):
     assert check(passage, claim, real_embedder).verdict == "unsupported"
+
+
+@pytest.mark.real
+def test_smoldocs_check_calls_the_probes_opposites_unsupported(tmp_path, capsys):
+    docs = tmp_path / "d"
+    docs.mkdir()
+    passages = [p.values[0] for p in OPPOSITES[:6]]
+    (docs / "a.md").write_text("# Settings\n\n" + "\n\n".join(passages) + "\n", encoding="utf-8")
+    (docs / "b.md").write_text("# Widget\n\nThe widget is blue and round.\n", encoding="utf-8")
+    index = ["--docs", str(docs)]
+    assert main(["pack", "automatic updates configuration server installer backup telemetry", "-k", "1", *index]) == 0
+    (tmp_path / "shown.txt").write_text(capsys.readouterr().out, encoding="utf-8")
+    claims = [p.values[1] for p in OPPOSITES[:6]]
+    (tmp_path / "answer.md").write_text("\n\n".join(f"{c[:-1]} [1]." for c in claims) + "\n", encoding="utf-8")
+    code = main(["check", str(tmp_path / "answer.md"), "--shown", str(tmp_path / "shown.txt"), "--json", *index])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    verdicts = {c["text"]: c["verdict"] for c in json.loads(out)["claims"]}
+    assert len(verdicts) == 6 and set(verdicts.values()) == {"unsupported"}, verdicts
