@@ -29,7 +29,7 @@ from agent.prompts import (
     system_rules, tool_rules,
 )
 from agent.quoting import QuoteCandidates, Span
-from agent.verified import Display
+from agent.verified import Display, verified_quotes
 from agent.settings import AgentSettings
 from agent.toolcalls import ParseFailure, parse_tool_calls
 from agent.tools import Tool, ToolRegistry, ToolResult
@@ -312,6 +312,7 @@ class Agent:
             text = decline_text(Decline.MODEL_DECLINED)  # anything more the model said stays in the draft
         elif status is AnswerStatus.ANSWERED and not text:
             fallback = self.quoter(question, shown, lookup) if self.quoter is not None and self.settings.fallback else None
+            fallback, _ = verified_quotes(fallback, self.judge, shown, lookup)
             if fallback:
                 text, quoted = fallback.text, True
             else:  # nothing the model wrote holds, and no excerpt sentence comes close to the question

@@ -14,6 +14,7 @@ from typing import Sequence
 
 from agent.quoting import QuoteUnit
 from rag import markers
+from rag.answering.extractive import QUOTE_LABEL, QuotedAnswer, quote_blocks, quoted_answer
 from rag.verification.verdicts import ClaimVerdict, Judge, Verdict, Verification
 
 
@@ -68,7 +69,8 @@ def cited_claim(unit: QuoteUnit) -> str:
 
 
 def quote_display(units: Sequence[QuoteUnit], judge: Judge, shown, lookup) -> Display:
-    """References always shown (cited by the system); each claim shown only when all of it is supported.
+    """References shown (cited by the system) unless the verifier judges one unsupported (then it and its claim
+    are held back in the draft); each claim shown only when all of it is supported.
 
     `written` carries the claims' verdicts but no citation verdicts: a number the system gave a claim to check it
     is not the model's citation, and an unsupported claim held back must not weaken its reference's verdict."""
@@ -76,7 +78,11 @@ def quote_display(units: Sequence[QuoteUnit], judge: Judge, shown, lookup) -> Di
     draft: list[str] = []
     judged: list[ClaimVerdict] = []
     for unit in units:
-        blocks.append(f"> {unit.reference} [{unit.n}]")
+        reference = f"> {unit.reference} [{unit.n}]"
+        if any(v.verdict is Verdict.UNSUPPORTED for v in judge(reference, shown, lookup).claims):
+            draft.append(" ".join(filter(None, (unit.reference, unit.claim.strip()))))
+            continue
+        blocks.append(reference)
         if not unit.claim.strip():
             continue
         claim = cited_claim(unit)
@@ -88,3 +94,26 @@ def quote_display(units: Sequence[QuoteUnit], judge: Judge, shown, lookup) -> Di
             draft.append(unit.claim.strip())
     # The claims keep their verdicts (judged against their reference's chunk); no citation verdicts come from them.
     return Display("\n\n".join(blocks), "\n\n".join(draft), tuple(judged), Verification(tuple(judged), ()))
+
+
+def verified_quotes(
+    answer: QuotedAnswer | None, judge: Judge, shown, lookup
+) -> tuple[QuotedAnswer | None, Verification | None]:
+    """The quoted answer less every quote holding a claim the verifier judges unsupported (a document's own
+    sentence can be one: a fragment, a line that reads as something else), with the verdicts of what is left; None
+    when nothing is left."""
+    if answer is None:
+        return None, None
+    verification = judge(answer.text, shown, lookup)
+    if not answer.quotes:
+        return answer, verification
+    kept, start = [], len(QUOTE_LABEL) + 2  # each block follows the label (or the block before) and a blank line
+    for quote, block in zip(answer.quotes, quote_blocks(answer.quotes)):
+        end = start + len(block)
+        if not any(c.verdict is Verdict.UNSUPPORTED and start <= c.start < end for c in verification.claims):
+            kept.append(quote)
+        start = end + 2
+    if len(kept) == len(answer.quotes):
+        return answer, verification
+    left = quoted_answer(kept)
+    return (left, judge(left.text, shown, lookup)) if left else (None, None)

@@ -8,6 +8,7 @@ from typing import Iterator
 from agent.decline import Decline
 from agent.events import AnswerFinished, Event, TextDelta
 from agent.modes import Turn
+from agent.verified import verified_quotes
 
 
 class Extractive:
@@ -20,11 +21,12 @@ class Extractive:
     def respond(self, agent, turn: Turn) -> Iterator[Event]:
         lookup = agent.retriever.chunk
         quoted = agent.quoter(turn.question, turn.shown, lookup) if agent.quoter is not None else None
+        # judged before anything is shown: a quote the verifier does not hold never reaches the screen
+        quoted, verification = verified_quotes(quoted, agent.judge, turn.shown, lookup)
         if not quoted:
             yield agent.declined(Decline.NOT_ANSWERABLE, turn.base)
             return
         yield TextDelta(quoted.text)
-        verification = agent.judge(quoted.text, turn.shown, lookup)
         yield AnswerFinished(
             replace(turn.base, text=quoted.text, quoted=True, citations=verification.citations, claims=verification.claims)
         )

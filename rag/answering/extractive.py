@@ -11,11 +11,13 @@ from models.protocols import Embedder
 from rag.answering.answerability import Answerability, assess, sentence_cosines
 from rag.verification.claim_terms import terms
 from rag.verification.claims import split_claims
+from rag.answering.overrides import CHANGED, overrides
 from rag.answering.quote_features import FEATURES, Candidate, candidates, feature_matrix
 from rag.retrieval.vocabulary import DocumentFrequencies
 from rag.citations import CitationLike, Lookup
 
 QUOTE_LABEL = "Quoted from the docs:"
+_LABEL_EDGES = " \t*_>#:`\"'"  # markup and punctuation around a line that only repeats the label
 # Weights of quote_features.FEATURES (scores_of rescales them to sum to 1, so a score stays in [0, 1]); fitted on the
 # real-docs fit packages postgresql-doc-15, docutils-doc, bash-doc and docs_corpus by `python -m benchmarks.realdocs refit`.
 WEIGHTS = dict(zip(FEATURES, (0.35, 0.38, 0.19, 0.07)))
@@ -51,6 +53,18 @@ class QuotedAnswer:
 
     text: str
     numbers: tuple[int, ...]
+    quotes: tuple[Quote, ...] = ()  # the blocks' quotes, in order: a quote the verifier does not hold is left out
+
+
+def quoted_answer(quotes: list[Quote]) -> QuotedAnswer | None:
+    """The QuotedAnswer of `quotes`, or None when there are none."""
+    text, numbers = quoted(quotes)
+    return QuotedAnswer(text, numbers, tuple(quotes)) if text else None
+
+
+def is_own_label(sentence: str) -> bool:
+    """Whether `sentence` only repeats the label smoldocs prints above quotes: quoted, it would read as ours."""
+    return " ".join(sentence.split()).strip(_LABEL_EDGES).casefold() == QUOTE_LABEL.strip(_LABEL_EDGES).casefold()
 
 
 class Quoter(Protocol):
@@ -72,8 +86,7 @@ class QuoteFallback:
         ranked = rank_sentences(question, shown, lookup, self.embedder)
         if not assess_ranked(question, ranked, self.embedder, self.vocabulary).answerable:
             return None
-        text, numbers = quoted(select(ranked, self.embedder is not None, other_excerpt=OTHER_EXCERPT))
-        return QuotedAnswer(text, numbers) if text else None
+        return quoted_answer(select(ranked, self.embedder is not None, other_excerpt=OTHER_EXCERPT))
 
 
 def assess_ranked(
@@ -88,8 +101,12 @@ def quoted(quotes: list[Quote]) -> tuple[str, tuple[int, ...]]:
     """The quote-only answer's text (label, then `> sentence [n]` blocks) and the numbers it cites, in order."""
     if not quotes:
         return "", ()
-    body = "\n\n".join("\n".join(f"> {line}" for line in q.shown.split("\n")) for q in quotes)
-    return f"{QUOTE_LABEL}\n\n{body}", tuple(dict.fromkeys(q.n for q in quotes))
+    return f"{QUOTE_LABEL}\n\n" + "\n\n".join(quote_blocks(quotes)), tuple(dict.fromkeys(q.n for q in quotes))
+
+
+def quote_blocks(quotes: Iterable[Quote]) -> list[str]:
+    """Each quote's `> line [n]` block, as the quoted answer shows them (after the label, blank lines between)."""
+    return ["\n".join(f"> {line}" for line in q.shown.split("\n")) for q in quotes]
 
 
 def extractive_answer(
@@ -145,14 +162,40 @@ def select(
         if fits(i):
             chosen.append(Quote(found[i].n, found[i].sentence, float(scores[i]), found[i].passage))
     if len(chosen) < max_sentences:
-        return chosen
+        return overrides_first(chosen, ranked)
     for _ in range(other_excerpt):
         quoted = {q.n for q in chosen}
         extra = next((i for i in order if found[i].n not in quoted and fits(i)), None)
         if extra is None:
             break
         chosen.append(Quote(found[extra].n, found[extra].sentence, float(scores[extra]), found[extra].passage))
-    return chosen
+    return overrides_first(chosen, ranked)
+
+
+def overrides_first(chosen: list[Quote], ranked: RankedSentences) -> list[Quote]:
+    """`chosen` with a sentence that overrides a quote (rag.answering.overrides) right before it, taken from the
+    candidates when no quote holds it yet: "Compression is enabled by default" never leads the answer while a shown
+    excerpt says "Since version 3.0, compression is disabled by default"."""
+    found, scores = ranked.candidates, ranked.scores
+    changing = [i for i, c in enumerate(found) if CHANGED.search(c.sentence)]
+    out: list[Quote] = []
+    rest = list(chosen)
+    while changing and rest:
+        quote = rest.pop(0)
+        over = [i for i in changing if overrides(found[i].sentence, quote.sentence)]
+        if over and not any(_holds(q, found[i].sentence) for q in (*out, quote) for i in over):
+            best = max(over, key=lambda i: (scores[i], -i))
+            moved = next((q for q in rest if _holds(q, found[best].sentence)), None)
+            if moved is not None:
+                rest.remove(moved)
+            out.append(moved or Quote(found[best].n, found[best].sentence, float(scores[best]), found[best].passage))
+        out.append(quote)
+    return out + rest
+
+
+def _holds(quote: Quote, sentence: str) -> bool:
+    """Whether `quote` shows `sentence`, as the quoted sentence or as its context."""
+    return any(sentence in part for part in (quote.passage or (quote.sentence,)))
 
 
 @dataclass(frozen=True)
@@ -169,7 +212,7 @@ def rank_sentences(
     embedder: Embedder | None,
 ) -> RankedSentences:
     """The quote scorer's view of the shown excerpts: each sentence's features and weighted score."""
-    found = candidates(shown_citations, lookup)
+    found = [c for c in candidates(shown_citations, lookup) if not is_own_label(c.sentence)]
     features = feature_matrix(question, found, embedder)
     return RankedSentences(found, features, scores_of(features, embedder is not None))
 

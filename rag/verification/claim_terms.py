@@ -70,11 +70,24 @@ ANTONYMS: tuple[tuple[str, str], ...] = (
     ("required", "optional"), ("explicit", "implicit"), ("explicitly", "implicitly"), ("accept", "reject"),
     ("allow", "deny"), ("uppercase", "lowercase"), ("success", "failure"), ("succeeds", "fails"),
     ("stops", "continues"), ("stop", "continue"), ("long", "short"), ("kept", "discarded"), ("keep", "discard"),
+    # #36: opposites a probe found passing, and their kin
+    ("mandatory", "optional"), ("accepts", "rejects"), ("accepted", "rejected"), ("accepting", "rejecting"),
+    ("allowed", "forbidden"), ("allowed", "refused"), ("allowed", "denied"), ("allows", "forbids"),
+    ("granted", "denied"), ("grants", "denies"), ("automatically", "manually"), ("automatic", "manual"),
+    ("positive", "negative"), ("preserved", "stripped"), ("preserves", "strips"), ("acquired", "released"),
+    ("acquires", "releases"), ("parallel", "sequentially"), ("parallel", "sequential"), ("parallel", "serially"),
+    ("concurrently", "sequentially"), ("paused", "resumed"), ("pauses", "resumes"), ("stable", "unstable"),
+    ("sensitive", "insensitive"), ("opt-in", "opt-out"),
+    ("turned on", "turned off"), ("turns on", "turns off"), ("turn on", "turn off"), ("switched on", "switched off"),
+    ("switches on", "switches off"), ("switch on", "switch off"), ("on by default", "off by default"),
 )  # fmt: skip
 ANTONYM: dict[str, set[str]] = {}
 for _a, _b in ANTONYMS:
     ANTONYM.setdefault(_a, set()).add(_b)
     ANTONYM.setdefault(_b, set()).add(_a)
+# Antonyms of more than one word ("turned on", "opt-in"): their words alone ("on", "in") are no opposites.
+_POLAR_PHRASE = re.compile(r"(?<![\w-])(?:" + "|".join(sorted((re.escape(w) for w in ANTONYM if not w.isalpha()),
+                                                           key=len, reverse=True)) + r")(?![\w-])")
 _THOUSANDS = re.compile(r"^\d{1,3}(?:,\d{3})+$")
 _TOKEN = re.compile(r"\S+")
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
@@ -114,7 +127,7 @@ def terms(text: str) -> Terms:
     numbers = [_normalize_number(m.group()) for m in _NUMBER.finditer(text)]
     numbers += [_NUMBER_WORDS[w] for w in words if w in _NUMBER_WORDS]
     numbers += ["1"] * len(_ONE.findall(lower))
-    polar = frozenset(w for w in words if w in ANTONYM)
+    polar = frozenset(w for w in words if w in ANTONYM) | frozenset(_POLAR_PHRASE.findall(lower))
     return Terms(_content(lower), tuple(sorted(numbers)), frozenset(identifiers(text)), *_polarity(lower), polar,
                  cues(lower))  # fmt: skip
 

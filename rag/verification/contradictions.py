@@ -88,6 +88,9 @@ _STEMMED_ANTONYM = {snowball(a): {snowball(b) for b in bs} for a, bs in ANTONYM.
 # "whether or not X" says X does not matter; a text that makes X a condition ("if X", "whose X") says it does.
 _REGARDLESS = re.compile(r"\b(?:whether or not|regardless of whether|no matter whether|no matter if)\b")
 _WIDENED_REACH = 4  # content words after "whether or not" that say what does not matter
+# "runs every hour, not every minute": a clause of a negation and a few words whose verb is the clause before's
+_ELIDED = re.compile(r"(?:but\s+)?(?:not|never)\s+(\S.*)", re.IGNORECASE | re.DOTALL)
+_ELIDED_MAX_WORDS = 3  # content words after the negation; more, and the clause says something of its own
 _CONDITION = re.compile(r"\b(?:if|when|whenever|whose|that|which|where|unless|provided|as long as)\b")
 
 
@@ -220,7 +223,7 @@ def _swapped(claim_text: str, claim: Terms, window_text: str) -> str:
     "`stash@{1}` is the most recently created stash" against "`stash@{0}` is the most recently created stash,
     `stash@{1}` is the one before it": both names are in the window, but not where the claim puts them.
     """
-    parts = clauses(window_text)
+    parts = _filled(clauses(window_text))
     if len(parts) < 2:
         return ""
     for ours_clause in clauses(claim_text):
@@ -238,6 +241,24 @@ def _swapped(claim_text: str, claim: Terms, window_text: str) -> str:
             if rivals:
                 return f"the cited text says {rivals[0].text!r} where the claim says {ours.text!r}"
     return ""
+
+
+@lru_cache(maxsize=4096)
+def _filled(parts: tuple[str, ...]) -> tuple[str, ...]:
+    """`parts` (the clauses of a text) with an elided clause completed from the one before it: "The job runs every
+    hour", "not every minute." becomes "The job runs every hour", "The job runs not every minute."; "runs on Linux",
+    "not Windows" becomes "runs on not Windows". What the clause repeats is cut where its first word is (else as
+    many words as it has), so it negates what the clause before states, of another thing."""
+    out = list(parts)
+    for k in range(1, len(parts)):
+        elided = _ELIDED.fullmatch(parts[k])
+        if not elided or not 0 < len(terms(elided[1]).words) <= _ELIDED_MAX_WORDS or parts[k - 1][-1:] in ".!?":
+            continue
+        before, rest = parts[k - 1].split(), elided[1].split()
+        same = [i for i, w in enumerate(before) if i and w.lower() == rest[0].lower()]
+        cut = same[-1] if same else max(len(before) - len(rest), 1)
+        out[k] = " ".join([*before[:cut], parts[k]])
+    return tuple(out)
 
 
 def _aligned(
@@ -294,8 +315,10 @@ def _negation(claim_text: str, claim: Terms, window_text: str, window: Terms) ->
         aligned = _aligned(ours, parts, negation=False, names=only_names, least=_NEGATION_ALIGNED)
         # The clause and its whole sentence both differ: a list cut into clauses leaves "is not recommended"
         # in the last piece only.
+        # ... and an antonym in place of the negated word says it again ("not accepted" for "rejected").
         flips = [p for p in aligned if terms(p).negations % 2 != mine.negations % 2
-                 and terms(_sentence_of(p, sentences)).negations % 2 != claimed]  # fmt: skip
+                 and terms(_sentence_of(p, sentences)).negations % 2 != claimed
+                 and not _said_by_antonym(ours, p)]  # fmt: skip
         if flips and len(flips) == len(aligned):
             said = " ".join(sorted(terms(ours).words & terms(flips[0]).words)[:4])
             if terms(ours).negations % 2:
@@ -308,7 +331,9 @@ def _negation(claim_text: str, claim: Terms, window_text: str, window: Terms) ->
             # the aligned clause has the opposite and not the word ("contains absolute paths" for "relative paths")
             if any(word in terms(p).polar for p in aligned):
                 continue
-            swapped = sorted(w for p in aligned for w in ANTONYM[word] & terms(p).polar if w not in claim.polar)
+            # "not accepted" says what "rejected" says: an antonym under one more negation is no opposite
+            swapped = sorted(w for p in aligned for w in ANTONYM[word] & terms(p).polar
+                             if w not in claim.polar and _negated_around(p, w) == _negated_around(ours, word))
             if swapped:
                 return f"the cited text says {swapped[0]!r} where the claim says {word!r}"
     flipped = _head_flipped(claim_text, window_text)
@@ -320,6 +345,18 @@ def _negation(claim_text: str, claim: Terms, window_text: str, window: Terms) ->
     return ""
 
 
+def _said_by_antonym(ours: str, theirs: str) -> bool:
+    """Whether `theirs` says `ours` with an antonym under one more negation: "not accepted" and "rejected", "not
+    turned on" and "turned off" (but not "always kills" and "never kills": there the antonym is the negation)."""
+    mine, other = terms(ours).polar, terms(theirs).polar
+    return any(_negated_around(ours, w) != _negated_around(theirs, a) for w in mine - other for a in ANTONYM[w] & other)
+
+
+def _negated_around(clause: str, word: str) -> int:
+    """Whether `clause` negates (oddly often) apart from `word`, which may negate itself ("disabled", "refuses")."""
+    return terms(re.sub(rf"(?<![\w-]){re.escape(word)}(?![\w-])", " ", clause.lower())).negations % 2
+
+
 @lru_cache(maxsize=4096)
 def _head_flipped(claim_text: str, context_text: str) -> str:
     """A word the claim states that every clause of the text about the same thing negates, or the other way round:
@@ -327,19 +364,27 @@ def _head_flipped(claim_text: str, context_text: str) -> str:
     "up to 2000 lines are kept". A negation reaches along "or" ("does not create or update a cache entry or remove
     the normal variable"). Where the same two words come in a row on both sides ("it takes effect at once" and
     "it does not take effect until the end") that clause alone says it, however little else the clauses share."""
-    held = [(p, terms(p), terms(s)) for s in _sentences(context_text) for p in clauses(s)]
+    held = [(p, terms(p), terms(s), p not in cut) for s in _sentences(context_text)
+            for cut in [clauses(s)] for p in _filled(cut)]  # fmt: skip
     whole = terms(claim_text)
     moved = {snowball(m[1]) for m in _OBJECT_NEGATED.finditer(plain(claim_text).lower())}
-    for ours in clauses(claim_text):
+    for ours in _filled(clauses(claim_text)):
         mine = terms(ours)
         phrases = _word_pairs(ours)
         for word in sorted((whole.affirmed | whole.negated) & mine.words - moved):
-            about = [(jaccard(mine.words, clause.words), p, clause, sentence) for p, clause, sentence in held
+            about = [(jaccard(mine.words, clause.words), p, clause, sentence, filled)
+                     for p, clause, sentence, filled in held
                      if word in clause.words and len(mine.words & clause.words) >= _HEAD_SHARED]  # fmt: skip
             best = max((score for score, *_ in about), default=0.0)
-            closest = [sentence for score, _, _, sentence in about if score == best and best >= _HEAD_ALIGNED]
+            closest = [sentence for score, _, _, sentence, _ in about if score == best and best >= _HEAD_ALIGNED]
+            # An elided clause filled in ("The tool supports not IPv6") negating as often as the claim's clause
+            # ("The tool does not support IPv6") agrees with it, wherever each puts its negation.
+            # So does a clause with an antonym in place of the negated word ("turned off" for "not turned on").
+            if any(filled and clause.negations % 2 == mine.negations % 2 or _said_by_antonym(ours, p)
+                   for score, p, clause, _, filled in about if score == best):  # fmt: skip
+                continue
             if word in whole.affirmed:
-                same = [clause if clause.negations else sentence for _, p, clause, sentence in about
+                same = [clause if clause.negations else sentence for _, p, clause, sentence, _ in about
                         if any(word in pair for pair in phrases & _word_pairs(p))]  # fmt: skip
                 if (same or closest) and all(word in t.negated for t in same or closest):
                     return f"the cited text negates {word!r}, which the claim states"
