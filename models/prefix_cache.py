@@ -55,8 +55,10 @@ class PrefixCache:
             try:
                 self._load(path, tokens)
                 return "loaded"
-            except (OSError, ValueError, KeyError, RuntimeError):
-                path.unlink(missing_ok=True)  # damaged or from another build: evaluate and save again
+            # Damaged (truncated, emptied, bits flipped: zip's CRC-32 catches those in the arrays) or from another
+            # build: whatever reading it raises (BadZipFile, EOFError, ValueError...), it is a miss, evaluated and saved again.
+            except Exception:
+                path.unlink(missing_ok=True)
         self.llm.reset()
         self.llm.eval(list(tokens))
         try:
