@@ -16,7 +16,7 @@ import httpx2 as httpx  # the HTTP client the openai SDK is built on
 import openai
 
 from models.errors import ModelError, ServerInterrupted, ServerRefused, ServerUnreachable
-from models.redaction import redact_url
+from models.redaction import redact_url, scrub
 
 # The largest whole reply read is /tokenize of a full 32k-token prompt, about 250 KB; 16 MiB leaves room for any
 # honest server (a /props with a long chat template is tens of KB) and bounds a hostile one.
@@ -272,19 +272,19 @@ def explain(exc: BaseException, config: ServerConfig, streaming: bool = False) -
         )
     if isinstance(cause, httpx.ConnectError) or type(exc) is openai.APIConnectionError and exc.__cause__ is None:
         return ServerUnreachable(
-            f"cannot connect to the model server at {url} ({_reason(cause)}): start the server, or fix --base-url"
+            f"cannot connect to the model server at {url} ({_reason(cause, config)}): start the server, or fix --base-url"
         )
     if streaming or isinstance(cause, (httpx.RemoteProtocolError, httpx.ReadError)):
         return ServerInterrupted(
-            f"the model server at {url} stopped answering mid-stream ({_reason(cause)}): "
+            f"the model server at {url} stopped answering mid-stream ({_reason(cause, config)}): "
             "the partial answer is kept, marked interrupted; check the server and ask again"
         )
-    return ServerUnreachable(f"the model server at {url} failed ({_reason(cause)}): check the server and --base-url")
+    return ServerUnreachable(f"the model server at {url} failed ({_reason(cause, config)}): check the server and --base-url")
 
 
 def explain_status(status: int, detail: str, config: ServerConfig) -> ModelError:
     url = config.shown_url
-    detail = redact_url(" ".join(detail.split()))[:160]
+    detail = scrub(detail, config.base_url)[:160]
     if status in (401, 403):
         return ServerRefused(
             f"the model server at {url} refused the API key (HTTP {status}): "
@@ -300,8 +300,8 @@ def explain_status(status: int, detail: str, config: ServerConfig) -> ModelError
     return ServerRefused(f"the model server at {url} rejected the request (HTTP {status}: {detail})")
 
 
-def _reason(exc: BaseException) -> str:
-    text = redact_url(" ".join(str(exc).split()))
+def _reason(exc: BaseException, config: ServerConfig) -> str:
+    text = scrub(str(exc), config.base_url)
     if "refused" in text.lower():
         return "connection refused"
     return text[:120] or type(exc).__name__
