@@ -3,7 +3,8 @@
 Completions go through the official `openai` SDK; `/v1/models` (read and checked here, so a reply of the wrong
 shape is one line) and the endpoints that are not OpenAI's (llama-server `/props` and `/tokenize`, vLLM
 `/tokenize`, llama-cpp-python `/extras/tokenize`) through `httpx`. Every reply body read whole, by either client,
-is cut at MAX_RESPONSE_BYTES: a server that never ends its body costs a bounded amount of memory.
+is cut at MAX_RESPONSE_BYTES, and a streamed completion at MAX_EVENT_BYTES an event and stream_byte_limit(max_tokens)
+in all: a server that never ends its body costs a bounded amount of memory.
 """
 
 from __future__ import annotations

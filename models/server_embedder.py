@@ -65,9 +65,10 @@ class ServerEmbedder:
         if len(rows) != n_texts:
             raise ServerRefused(f"the embeddings server at {self.shown_url} returned {len(rows)} rows for "
                                 f"{n_texts} texts: check that it serves an embedding model")
-        if not all(isinstance(row.embedding, list) for row in rows):
-            raise ServerRefused(f"the embeddings server at {self.shown_url} returned an embedding that is not a list "
-                                "of numbers: check that it speaks the OpenAI embeddings API")
+        not_numbers = ServerRefused(f"the embeddings server at {self.shown_url} returned an embedding that is not a "
+                                    "list of numbers: check that it speaks the OpenAI embeddings API")
+        if not all(isinstance(row.embedding, list) and row.embedding for row in rows):
+            raise not_numbers
         width = self.dim if self.dim is not None else len(rows[0].embedding)
         for row in rows:
             if len(row.embedding) != width:
@@ -76,8 +77,8 @@ class ServerEmbedder:
         try:
             with np.errstate(over="ignore"):  # 1e39 becomes inf in float32: refused just below
                 matrix = np.asarray([[np.nan if v is None else v for v in row.embedding] for row in rows], dtype=np.float32)
-        except (TypeError, ValueError):  # "0.5" or [1] among the numbers
-            matrix = np.full((len(rows), width), np.nan, dtype=np.float32)
+        except (TypeError, ValueError):  # "abc" or [1] among the numbers
+            raise not_numbers from None
         bad = ~np.isfinite(matrix).all(axis=1)
         if bad.any():
             raise ServerRefused(f"the embeddings server at {self.shown_url} returned a vector with a value that is not "

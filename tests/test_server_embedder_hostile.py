@@ -50,6 +50,10 @@ class HostileEmbeddings(http.server.BaseHTTPRequestHandler):
             rows[-1] = rows[-1][:-1]
         elif mode == "wider":
             rows = [[1.0] * (DIM + 2) for _ in texts]
+        elif mode == "text":
+            rows[-1][0] = "abc"
+        elif mode == "empty":
+            rows = [[] for _ in texts]
         elif mode in ("nan", "null", "huge"):
             rows[-1][1] = {"nan": float("nan"), "null": None, "huge": 1e39}[mode]
         self._json(200, {"object": "list", "model": "emb", "data": [
@@ -100,7 +104,8 @@ def test_an_error_status_does_not_print_the_urls_secrets(hostile, mode, fragment
 @pytest.mark.parametrize(
     "mode, fragment",
     [("rows", "2 rows for 3 texts"), ("width", "3 numbers, not 4"), ("wider", "6 numbers, not 4"),
-     ("nan", "not a finite number"), ("null", "not a finite number"), ("huge", "not a finite number")],
+     ("nan", "not a finite number"), ("null", "not a finite number"), ("huge", "not a finite number"),
+     ("text", "not a list of numbers"), ("empty", "not a list of numbers")],
 )
 def test_rows_of_the_wrong_count_width_or_value_are_refused_in_one_line(hostile, mode, fragment):
     hostile.mode = "good"
