@@ -52,7 +52,8 @@ class Hostile(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _endless(self, content_type: str, head: bytes, piece: bytes, pause: float = 0.0) -> None:
+    def _endless(self, content_type: str, head: bytes, piece: bytes, pause: float = 0.0, stop_after: int = 0,
+                 tail: bytes = b"") -> None:
         self.send_response(200)
         self.send_header("Content-Type", content_type)
         self.send_header("Connection", "close")  # no length: the body ends when the connection does
@@ -61,7 +62,12 @@ class Hostile(http.server.BaseHTTPRequestHandler):
         ended = time.monotonic() + 60
         try:
             self.wfile.write(head)
+            sent = 0
             while time.monotonic() < ended and not self.server.stopping.is_set():
+                if stop_after and sent == stop_after:
+                    self.wfile.write(tail)
+                    break
+                sent += 1
                 self.wfile.write(piece)
                 self.wfile.flush()
                 if pause:
@@ -101,8 +107,11 @@ class Hostile(http.server.BaseHTTPRequestHandler):
             return self._endless("text/event-stream", b"", _event(" more"), pause=0.3)
         if mode == "endless-tokens":  # far more than max_tokens, as fast as the socket takes them
             return self._endless("text/event-stream", b"", _event(" word") * 64)
-        if mode == "huge-token":
-            return self._raw("text/event-stream", _event("x" * HUGE_TOKEN_BYTES) + b"data: [DONE]\n\n")
+        if mode == "huge-token":  # sent a MiB at a time, so the server's own memory does not blur the client's
+            head, tail = _event("\0").split(b"\\u0000")
+            self._endless("text/event-stream", head, b"x" * 2**20, stop_after=HUGE_TOKEN_BYTES // 2**20,
+                          tail=tail + b"data: [DONE]\n\n")
+            return
         events = {
             "wrong-shape": b'data: {"id": "c", "object": "text_completion", "created": 0, "model": "hostile", '
                            b'"choices": [], "usage": 5}\n\n',
