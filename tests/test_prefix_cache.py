@@ -116,3 +116,15 @@ def test_a_damaged_state_file_is_a_miss_that_is_rebuilt(real_model, tmp_path, da
         assert np.array_equal(_logits(llm), evaluated)
         llm.reset()
         assert cache.ensure(prefix) == "loaded"
+
+
+@pytest.mark.real
+def test_a_state_path_that_is_a_folder_is_a_miss_too(real_model, tmp_path):
+    system = [{"role": "system", "content": system_rules(True, "quote")}]
+    prefix = _tokens(real_model, system, False)
+    cache = PrefixCache(real_model.llm, real_model.config.path, tmp_path)
+    cache.path(prefix).mkdir(parents=True)
+    with real_model._lock:
+        real_model.llm.reset()
+        assert cache.ensure(prefix) == "saved"  # evaluated; the folder is left alone and nothing is saved over it
+    assert cache.path(prefix).is_dir()
