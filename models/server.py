@@ -253,6 +253,7 @@ class _StreamWatch:
         self._start = time.monotonic()
         self._first, self._idle, self._total = first, idle, total
         self._last: float | None = None  # when the last token came
+        self._until = float("inf")  # the deadline the watch sleeps towards
         self._stopped = False
         self._cond = threading.Condition()
         threading.Thread(target=self._watch, daemon=True, name="stream-watch").start()
@@ -262,6 +263,8 @@ class _StreamWatch:
         with self._cond:
             if self.expired is None:
                 self._last = time.monotonic()
+                if self._last + self._idle < self._until:  # the watch sleeps towards a later deadline: wake it
+                    self._cond.notify()
             return self.expired is None
 
     def _deadline(self) -> tuple[float, str]:
@@ -276,7 +279,8 @@ class _StreamWatch:
                 if left <= 0:
                     self.expired = which
                     break
-                self._cond.wait(left)  # a token moves the deadline later: it is read again on waking
+                self._until = at
+                self._cond.wait(left)  # tokens move the deadline: it is computed again on waking
         if self.expired is not None:
             self.response.close()
 
