@@ -57,6 +57,8 @@ KEYS = (
     Key("connect_timeout", float, "--connect-timeout", "SMOLDOCS_CONNECT_TIMEOUT", 5.0, example="5", seconds=True),
     Key("first_token_timeout", float, "--first-token-timeout", "SMOLDOCS_FIRST_TOKEN_TIMEOUT", 120.0, example="120",
         seconds=True),
+    Key("token_timeout", float, "--token-timeout", "SMOLDOCS_TOKEN_TIMEOUT", 60.0, example="60", seconds=True),
+    Key("answer_timeout", float, "--answer-timeout", "SMOLDOCS_ANSWER_TIMEOUT", 600.0, example="600", seconds=True),
     Key("api_key_file", Path, None, "SMOLDOCS_API_KEY_FILE", example='"~/.config/smoldocs/api_key"'),
 )
 BY_NAME = {k.name: k for k in KEYS}

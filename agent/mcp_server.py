@@ -6,7 +6,9 @@ one chunk for the whole session; the index is checked for changed files before e
 
 from __future__ import annotations
 
+import functools
 import json
+import sys
 import threading
 import time
 from urllib.parse import quote
@@ -36,7 +38,7 @@ from rag.indexing.fill import ONE_SHOT_BUDGET, coverage_note
 from rag.indexing.live import LiveIndex, open_live_index
 from rag.excerpts.document_tool import GET_DOCUMENT_DESCRIPTION, GET_DOCUMENT_NAME, GET_DOCUMENT_SCHEMA, GetDocumentTool
 from rag.excerpts.document_tool import document_problem
-from rag.errors import RagError
+from rag.errors import RagError, StoreUnavailable
 from rag.retrieval.hybrid import HybridIndex
 from rag.excerpts.packing import Ledger, sourced_block
 from rag.excerpts.search_tool import (
@@ -332,16 +334,39 @@ class DocsServer(MCPServer):
     def _documents(self) -> list[MCPResource]:
         try:
             index, _ = self.live.current()
+            return [MCPResource(uri=resource_uri(d), name=d, mime_type="text/markdown") for d in index.doc_ids]
+        except StoreUnavailable as exc:
+            raise MCPError(code=INTERNAL_ERROR, message=store_down(exc)) from None
         except RagError as exc:
             raise MCPError(code=INTERNAL_ERROR, message=f"the docs cannot be read: {exc}") from None
         except NotServing as exc:
             raise MCPError(code=INTERNAL_ERROR, message=str(exc)) from None
-        return [MCPResource(uri=resource_uri(d), name=d, mime_type="text/markdown") for d in index.doc_ids]
 
 
 def resource_uri(doc_id: str) -> str:
     """The resource of one document: its id percent-encoded (the SDK decodes it back before read_document)."""
     return RESOURCE_PREFIX + quote(doc_id, safe="/")
+
+
+def store_down(exc: StoreUnavailable) -> str:
+    """The one line a client gets, and the server's log shows, when the PostgreSQL store cannot be reached."""
+    message = f"the document store is unreachable: {exc}"
+    print(f"smoldocs mcp: error: {message}", file=sys.stderr, flush=True)
+    return message
+
+
+def _store_errors_as_tool_errors(fn: Callable) -> Callable:
+    """A store outage is anticipated: a ToolError saying so (a crash would show the client no reason and log a
+    traceback of 200 lines)."""
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except StoreUnavailable as exc:
+            raise ToolError(store_down(exc)) from None
+
+    return call
 
 
 def build_server(
@@ -361,6 +386,7 @@ def build_server(
     def _with_note(text: str, note: str | None) -> str:
         return f"{note}\n\n{text}" if note else text
 
+    @_store_errors_as_tool_errors
     def _search(state: SessionState, args: dict[str, Any]) -> str:
         with live.lock:
             index, note = _fresh()
@@ -370,6 +396,7 @@ def build_server(
             state.remember(result.citations, index)
         return _with_note(result.text, note)
 
+    @_store_errors_as_tool_errors
     def _document(state: SessionState, source_id: str) -> str:
         with live.lock:
             index, note = _fresh()
@@ -379,6 +406,7 @@ def build_server(
             state.remember(result.citations, index)
         return _with_note(result.text, note)  # source_not_found is a result, not an error
 
+    @_store_errors_as_tool_errors
     def _check(state: SessionState, answer: str) -> str:
         with live.lock:
             index, note = _fresh()
@@ -415,6 +443,8 @@ def build_server(
                 text = live.document(doc_id)
             except NotServing as exc:
                 raise ResourceError(str(exc)) from None
+            except StoreUnavailable as exc:
+                raise ResourceError(store_down(exc)) from None
             except (RagError, OSError) as exc:
                 raise ResourceError(f"cannot read {doc_id}: {exc}") from None
         if text is None:

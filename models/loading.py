@@ -11,8 +11,13 @@ from pathlib import Path
 
 from models.config import ModelConfig
 from models.errors import ContextTooSmall, ModelLoadFailed
+from models.gguf_header import scalar_metadata
 from models.locate import check_gguf
 
+# llama.cpp takes n_ctx as a uint32 and reserves its KV cache up front: past this, no GGUF we could run was trained,
+# and a typo (--n-ctx 99999999999) would otherwise allocate tens of GB before failing. Used where the GGUF does not
+# say its trained context; where it does, that is the limit.
+MAX_N_CTX = 1 << 20
 _LOAD_LOCK = threading.Lock()  # llama.cpp backend init is not re-entrant
 _RECENT_LOG: collections.deque[str] = collections.deque(maxlen=20)
 _log_callback = None  # kept referenced: llama.cpp calls it from C
@@ -53,6 +58,8 @@ def open_llama(config: ModelConfig, *, vocab_only: bool = False, embedding: bool
     from models.cpu import use_safe_weight_buffers
 
     check_gguf(Path(config.path))
+    if not vocab_only and not embedding:
+        check_requested_context(config)
     use_safe_weight_buffers()
     if not config.verbose:
         _quiet_llama_logs()
@@ -80,8 +87,31 @@ def trained_context(metadata: dict) -> int | None:
     value = metadata.get(f"{arch}.context_length")
     try:
         return int(value) if value is not None else None
-    except ValueError:
+    except (TypeError, ValueError):
         return None
+
+
+def gguf_trained_context(path: Path) -> int | None:
+    """The trained context length from the GGUF's header, read without loading the model; None when it does not say."""
+    found = scalar_metadata(
+        path,
+        keep=lambda key: key == "general.architecture" or key.endswith(".context_length"),
+        enough=lambda found: f"{found.get('general.architecture')}.context_length" in found,
+    )
+    return trained_context(found)
+
+
+def check_requested_context(config: ModelConfig) -> None:
+    """Refuse an n_ctx beyond the model's trained context (or MAX_N_CTX) before llama.cpp allocates a KV cache for it."""
+    trained = gguf_trained_context(Path(config.path))
+    if trained is not None and config.n_ctx > trained:
+        raise ContextTooSmall(
+            f"model {config.path} holds only {trained} tokens of context (its GGUF metadata), not the {config.n_ctx} "
+            f"asked for: pass --n-ctx {trained} or less, or a model with a larger context window with --model"
+        )
+    if config.n_ctx > MAX_N_CTX:
+        raise ContextTooSmall(f"--n-ctx {config.n_ctx} is more than any model holds: smoldocs takes at most "
+                              f"{MAX_N_CTX} tokens of context; pass a smaller --n-ctx")
 
 
 def check_context(llm, config: ModelConfig) -> None:

@@ -7,6 +7,7 @@ after it, so the logits of the first answer token are the same bit for bit (test
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import tempfile
@@ -55,8 +56,11 @@ class PrefixCache:
             try:
                 self._load(path, tokens)
                 return "loaded"
-            except (OSError, ValueError, KeyError, RuntimeError):
-                path.unlink(missing_ok=True)  # damaged or from another build: evaluate and save again
+            # Damaged (truncated, emptied, bits flipped: zip's CRC-32 catches those in the arrays) or from another
+            # build: whatever reading it raises (BadZipFile, EOFError, ValueError...), it is a miss, evaluated and saved again.
+            except Exception:
+                with contextlib.suppress(OSError):  # a folder in its place: left alone, and saving over it fails quietly
+                    path.unlink(missing_ok=True)
         self.llm.reset()
         self.llm.eval(list(tokens))
         try:

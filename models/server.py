@@ -117,9 +117,12 @@ class ServerChatModel:
         except (openai.OpenAIError, httpx.HTTPError) as exc:
             stats.finish_reason = "error"
             raise explain(exc, self.config) from None
-        # The read timeout restarts with every byte, keep-alive comments included: the first token's deadline is
-        # kept apart, and closing the reply when it passes ends the read at the server's next byte.
-        watch = _FirstTokenWatch(chunks.response, self.config.first_token_timeout - (time.perf_counter() - start))
+        # The read timeout restarts with every byte, keep-alive comments included: the deadlines of the first token,
+        # of each next token and of the whole answer are kept apart, and closing the reply when one passes ends the
+        # read at the server's next byte.
+        elapsed = time.perf_counter() - start
+        watch = _StreamWatch(chunks.response, self.config.first_token_timeout - elapsed, self.config.token_timeout,
+                             self.config.answer_timeout - elapsed)
         try:
             for chunk in chunks:
                 chunk_usage, parts = self._parts(chunk, bool(pieces))
@@ -127,9 +130,9 @@ class ServerChatModel:
                     usage = chunk_usage
                 for text, reason in parts:
                     if text:
+                        if not watch.token():
+                            raise self._timed_out(watch.expired, bool(pieces))
                         if not pieces:
-                            if not watch.arrived():
-                                raise self._no_first_token()
                             stats.time_to_first_token = time.perf_counter() - start
                         pieces.append(text)
                         yield text
@@ -139,23 +142,20 @@ class ServerChatModel:
                     finish = "cancelled"
                     break
             if watch.expired:
-                raise self._no_first_token()
+                raise self._timed_out(watch.expired, bool(pieces))
             if not finished and finish != "cancelled":
                 finish = "interrupted"
                 raise self._ended_early(n_prompt, bool(pieces))
         except ModelError:
-            if watch.expired:
-                finish = "error"
-            elif finish != "interrupted":
+            if finish != "interrupted":
                 finish = "interrupted" if pieces else "error"
             raise
         except Exception as exc:
+            finish = "interrupted" if pieces else "error"
             if watch.expired:  # closing the reply broke the read, whichever way the HTTP stack reports it
-                finish = "error"
-                raise self._no_first_token() from None
+                raise self._timed_out(watch.expired, bool(pieces)) from None
             if not isinstance(exc, (openai.OpenAIError, httpx.HTTPError, ValueError)):
                 raise
-            finish = "interrupted" if pieces else "error"
             if isinstance(exc, json.JSONDecodeError):  # the SDK parses each event with json.loads
                 raise self._bad_event(f"an event that is not JSON ({sent(exc.doc)})", bool(pieces)) from None
             if isinstance(exc, ValueError):
@@ -202,9 +202,22 @@ class ServerChatModel:
         return ServerRefused(f"the model server at {url} sent a stream event of the wrong shape ({what}): "
                              "check that it serves the OpenAI completions API")
 
-    def _no_first_token(self) -> ModelError:
+    def _timed_out(self, deadline: str | None, partial: bool) -> ModelError:
+        """One line for the deadline that passed: the first token's, the next token's or the whole answer's."""
+        url, config = self.config.shown_url, self.config
+        kept = "the partial answer is kept, marked interrupted; " if partial else ""
+        if deadline == "idle":
+            return ServerInterrupted(
+                f"the model server at {url} sent no token for {config.token_timeout:g} s after the answer began "
+                f"(keep-alive comments do not count): {kept}raise --token-timeout or check the server"
+            )
+        if deadline == "total":
+            return (ServerInterrupted if partial else ServerUnreachable)(
+                f"the model server at {url} did not finish the answer within {config.answer_timeout:g} s: {kept}"
+                "raise --answer-timeout or ask for a shorter answer"
+            )
         return ServerUnreachable(
-            f"the model server at {self.config.shown_url} sent no answer within {self.config.first_token_timeout:g} s "
+            f"the model server at {url} sent no answer within {config.first_token_timeout:g} s "
             "of the request: it may be overloaded; raise --first-token-timeout or check the server"
         )
 
@@ -230,35 +243,51 @@ def _shown(value) -> str:
     return sent(text, 60)
 
 
-class _FirstTokenWatch:
-    """Closes a streamed reply when no token came within `seconds`: the first-token deadline, whatever else came."""
+class _StreamWatch:
+    """Closes a streamed reply when a deadline passes: the first token's, the next token's (the server's keep-alive
+    comments do not count as tokens) or the whole answer's. `expired` says which: first | idle | total."""
 
-    def __init__(self, response, seconds: float) -> None:
+    def __init__(self, response, first: float, idle: float, total: float) -> None:
         self.response = response
-        self.expired = False
-        self._first = False
-        self._lock = threading.Lock()
-        self._timer = threading.Timer(max(0.0, seconds), self._expire)
-        self._timer.daemon = True
-        self._timer.start()
+        self.expired: str | None = None
+        self._start = time.monotonic()
+        self._first, self._idle, self._total = first, idle, total
+        self._last: float | None = None  # when the last token came
+        self._until = float("inf")  # the deadline the watch sleeps towards
+        self._stopped = False
+        self._cond = threading.Condition()
+        threading.Thread(target=self._watch, daemon=True, name="stream-watch").start()
 
-    def arrived(self) -> bool:
-        """A first token came: True when it beat the deadline (the watch stops), False when it came too late."""
-        with self._lock:
-            if not self.expired:
-                self._first = True
-                self._timer.cancel()
-            return not self.expired
+    def token(self) -> bool:
+        """A token came: True when it beat its deadline (the next token's starts now), False when one had passed."""
+        with self._cond:
+            if self.expired is None:
+                self._last = time.monotonic()
+                if self._last + self._idle < self._until:  # the watch sleeps towards a later deadline: wake it
+                    self._cond.notify()
+            return self.expired is None
 
-    def _expire(self) -> None:
-        with self._lock:
-            if self._first:
-                return
-            self.expired = True
-        self.response.close()
+    def _deadline(self) -> tuple[float, str]:
+        at, which = (self._start + self._first, "first") if self._last is None else (self._last + self._idle, "idle")
+        return (self._start + self._total, "total") if self._start + self._total <= at else (at, which)
+
+    def _watch(self) -> None:
+        with self._cond:
+            while not self._stopped:
+                at, which = self._deadline()
+                left = at - time.monotonic()
+                if left <= 0:
+                    self.expired = which
+                    break
+                self._until = at
+                self._cond.wait(left)  # tokens move the deadline: it is computed again on waking
+        if self.expired is not None:
+            self.response.close()
 
     def cancel(self) -> None:
-        self._timer.cancel()
+        with self._cond:
+            self._stopped = True
+            self._cond.notify()
 
 
 def open_server_model(config: ServerConfig) -> ServerChatModel:

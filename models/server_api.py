@@ -3,7 +3,8 @@
 Completions go through the official `openai` SDK; `/v1/models` (read and checked here, so a reply of the wrong
 shape is one line) and the endpoints that are not OpenAI's (llama-server `/props` and `/tokenize`, vLLM
 `/tokenize`, llama-cpp-python `/extras/tokenize`) through `httpx`. Every reply body read whole, by either client,
-is cut at MAX_RESPONSE_BYTES: a server that never ends its body costs a bounded amount of memory.
+is cut at MAX_RESPONSE_BYTES, and a streamed completion at MAX_EVENT_BYTES an event and stream_byte_limit(max_tokens)
+in all: a server that never ends its body costs a bounded amount of memory.
 """
 
 from __future__ import annotations
@@ -16,11 +17,16 @@ import httpx2 as httpx  # the HTTP client the openai SDK is built on
 import openai
 
 from models.errors import ModelError, ServerInterrupted, ServerRefused, ServerUnreachable
-from models.redaction import redact_url
+from models.redaction import redact_url, scrub
 
 # The largest whole reply read is /tokenize of a full 32k-token prompt, about 250 KB; 16 MiB leaves room for any
 # honest server (a /props with a long chat template is tens of KB) and bounds a hostile one.
 MAX_RESPONSE_BYTES = 16 * 2**20
+# A streamed completion is read event by event, never whole, but an event is buffered whole by the SDK: one honest
+# event carries a token or a few in ~300 bytes (the last one, usage and timings, a few KB). Past MAX_EVENT_BYTES in
+# one event, or past stream_byte_limit(max_tokens) in all, reading stops (a 20 MB "token" once cost 2.75 GB).
+MAX_EVENT_BYTES = 2**20
+STREAM_BYTES_PER_TOKEN = 4096  # an event per token with room for logprobs-sized extras
 NO_KEY = "no-key"  # the SDK insists on a key; servers started without one ignore it
 
 # Which body field carries a GBNF grammar, per server family (None: the server has no grammar support we know).
@@ -36,6 +42,8 @@ class ServerConfig:
     n_ctx: int | None = None  # the context window, when the server does not say
     connect_timeout: float = 5.0
     first_token_timeout: float = 120.0  # also the longest wait between two streamed pieces
+    token_timeout: float = 60.0  # the longest wait for the next token once the answer began (keep-alives do not count)
+    answer_timeout: float = 600.0  # the longest a whole answer may stream
 
     @property
     def shown_url(self) -> str:
@@ -99,31 +107,71 @@ class _CappedBody(httpx.SyncByteStream):
         self.inner.close()
 
 
+class StreamTooLarge(httpx.HTTPError):
+    """A streamed completion ran past MAX_EVENT_BYTES in one event or stream_byte_limit in all."""
+
+
+class _CappedEvents(httpx.SyncByteStream):
+    """A server-sent event stream, cut where one event or the whole stream grows past its cap."""
+
+    def __init__(self, inner: httpx.SyncByteStream, max_tokens: int) -> None:
+        self.inner = inner
+        self.max_tokens = max_tokens
+
+    def __iter__(self):
+        limit, seen, event, tail = stream_byte_limit(self.max_tokens), 0, 0, b""
+        for piece in self.inner:
+            seen += len(piece)
+            window = tail + piece  # an event's blank line may straddle two pieces
+            end = max(window.rfind(b"\n\n"), window.rfind(b"\n\r\n"))
+            event = len(window) - end - 2 if end >= 0 else event + len(piece)
+            tail = window[-2:]
+            if event > MAX_EVENT_BYTES:
+                raise StreamTooLarge(f"more than {MAX_EVENT_BYTES // 2**20} MiB in one event")
+            if seen > limit:
+                raise StreamTooLarge(f"more than {limit // 2**10} KiB for an answer of at most {self.max_tokens} tokens")
+            yield piece
+
+    def close(self) -> None:
+        self.inner.close()
+
+
 class CappedTransport(httpx.BaseTransport):
-    """HTTP, with every reply body cut at MAX_RESPONSE_BYTES except a streamed completion's (read event by event)."""
+    """HTTP, with every reply body cut at MAX_RESPONSE_BYTES, and a streamed completion's (read event by event) at
+    MAX_EVENT_BYTES an event and stream_byte_limit(max_tokens) in all."""
 
     def __init__(self) -> None:
         self.inner = httpx.HTTPTransport()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         response = self.inner.handle_request(request)
-        if _streamed(request):
-            return response
+        body = _streamed(request)
+        if body is not None:
+            max_tokens = body.get("max_tokens")
+            stream = _CappedEvents(response.stream, max_tokens if isinstance(max_tokens, int) and max_tokens > 0 else 4096)
+        else:
+            stream = _CappedBody(response.stream, request.url.path)
         return httpx.Response(response.status_code, headers=response.headers, extensions=response.extensions,
-                              stream=_CappedBody(response.stream, request.url.path))  # fmt: skip
+                              stream=stream)  # fmt: skip
 
     def close(self) -> None:
         self.inner.close()
 
 
-def _streamed(request: httpx.Request) -> bool:
+def stream_byte_limit(max_tokens: int) -> int:
+    """The most bytes a streamed completion of `max_tokens` tokens may send: room for the first and last events."""
+    return 2 * MAX_EVENT_BYTES + max_tokens * STREAM_BYTES_PER_TOKEN
+
+
+def _streamed(request: httpx.Request) -> dict | None:
+    """The body of a streamed completion request; None for any other request."""
     if request.method != "POST":
-        return False
+        return None
     try:
         body = json.loads(request.content)
     except (ValueError, httpx.RequestNotRead):
-        return False
-    return isinstance(body, dict) and body.get("stream") is True
+        return None
+    return body if isinstance(body, dict) and body.get("stream") is True else None
 
 
 class ServerAPI:
@@ -258,6 +306,11 @@ def explain(exc: BaseException, config: ServerConfig, streaming: bool = False) -
     if isinstance(exc, openai.APIStatusError):
         return explain_status(exc.status_code, str(exc.message), config)
     cause = exc.__cause__ if isinstance(exc, openai.APIConnectionError) and exc.__cause__ is not None else exc
+    if isinstance(cause, StreamTooLarge):
+        if streaming:
+            return ServerInterrupted(f"the model server at {url} sent {cause}: reading stopped there; the partial answer "
+                                     "is kept, marked interrupted; check the server")
+        return ServerRefused(f"the model server at {url} sent {cause}: reading stopped there; check the server")
     if isinstance(cause, ReplyTooLarge):
         return ServerRefused(f"the model server at {url} sent {cause}: that is no reply smoldocs can use; check --base-url")
     if isinstance(cause, httpx.ConnectTimeout):
@@ -272,19 +325,19 @@ def explain(exc: BaseException, config: ServerConfig, streaming: bool = False) -
         )
     if isinstance(cause, httpx.ConnectError) or type(exc) is openai.APIConnectionError and exc.__cause__ is None:
         return ServerUnreachable(
-            f"cannot connect to the model server at {url} ({_reason(cause)}): start the server, or fix --base-url"
+            f"cannot connect to the model server at {url} ({_reason(cause, config)}): start the server, or fix --base-url"
         )
     if streaming or isinstance(cause, (httpx.RemoteProtocolError, httpx.ReadError)):
         return ServerInterrupted(
-            f"the model server at {url} stopped answering mid-stream ({_reason(cause)}): "
+            f"the model server at {url} stopped answering mid-stream ({_reason(cause, config)}): "
             "the partial answer is kept, marked interrupted; check the server and ask again"
         )
-    return ServerUnreachable(f"the model server at {url} failed ({_reason(cause)}): check the server and --base-url")
+    return ServerUnreachable(f"the model server at {url} failed ({_reason(cause, config)}): check the server and --base-url")
 
 
 def explain_status(status: int, detail: str, config: ServerConfig) -> ModelError:
     url = config.shown_url
-    detail = redact_url(" ".join(detail.split()))[:160]
+    detail = scrub(detail, config.base_url)[:160]
     if status in (401, 403):
         return ServerRefused(
             f"the model server at {url} refused the API key (HTTP {status}): "
@@ -300,8 +353,8 @@ def explain_status(status: int, detail: str, config: ServerConfig) -> ModelError
     return ServerRefused(f"the model server at {url} rejected the request (HTTP {status}: {detail})")
 
 
-def _reason(exc: BaseException) -> str:
-    text = redact_url(" ".join(str(exc).split()))
+def _reason(exc: BaseException, config: ServerConfig) -> str:
+    text = scrub(str(exc), config.base_url)
     if "refused" in text.lower():
         return "connection refused"
     return text[:120] or type(exc).__name__

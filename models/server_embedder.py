@@ -15,6 +15,7 @@ import numpy as np
 import openai
 
 from models.errors import ServerRefused, ServerUnreachable
+from models.redaction import redact_url, scrub
 from models.server_api import NO_KEY
 
 BATCH = 32  # texts per request: ~200-token chunks, so a request stays well under the servers' usual 8k-token cap
@@ -29,6 +30,8 @@ class ServerEmbedder:
     def __init__(self, base_url: str, model: str | None = None, api_key: str | None = None, batch: int = BATCH,
                  retries: int = RETRIES, timeout: float = TIMEOUT) -> None:
         self.base_url = base_url
+        self.shown_url = redact_url(base_url)  # what messages show: never the URL's password or key parameters
+        self.dim: int | None = None
         self.batch = max(1, batch)
         self.timeout = timeout
         self.client = openai.OpenAI(base_url=base_url, api_key=api_key or NO_KEY, max_retries=retries,
@@ -44,7 +47,8 @@ class ServerEmbedder:
             raise self._explain(exc) from None
         if len(served) != 1:
             names = ", ".join(served) or "none"
-            raise ServerRefused(f"the embeddings server at {self.base_url} serves {names}: name one with --embed-model")
+            raise ServerRefused(f"the embeddings server at {self.shown_url} serves {scrub(names, self.base_url)}: "
+                                "name one with --embed-model")
         return served[0]
 
     def _call(self, texts: list[str]) -> np.ndarray:
@@ -52,11 +56,34 @@ class ServerEmbedder:
             reply = self.client.embeddings.create(model=self.model, input=texts, encoding_format="float")
         except openai.OpenAIError as exc:
             raise self._explain(exc) from None
-        rows = sorted(reply.data, key=lambda item: item.index)
-        if len(rows) != len(texts):
-            raise ServerRefused(f"the embeddings server at {self.base_url} returned {len(rows)} rows for "
-                                f"{len(texts)} texts: check that it serves an embedding model")
-        matrix = np.asarray([row.embedding for row in rows], dtype=np.float32)
+        return self._matrix(reply.data, len(texts))
+
+    def _matrix(self, data, n_texts: int) -> np.ndarray:
+        """The reply's rows, L2-normalized: one line when they are not n_texts rows of `dim` finite numbers (a NaN
+        row stored in an index would never be found again)."""
+        rows = sorted(data, key=lambda item: item.index)
+        if len(rows) != n_texts:
+            raise ServerRefused(f"the embeddings server at {self.shown_url} returned {len(rows)} rows for "
+                                f"{n_texts} texts: check that it serves an embedding model")
+        not_numbers = ServerRefused(f"the embeddings server at {self.shown_url} returned an embedding that is not a "
+                                    "list of numbers: check that it speaks the OpenAI embeddings API")
+        if not all(isinstance(row.embedding, list) and row.embedding for row in rows):
+            raise not_numbers
+        width = self.dim if self.dim is not None else len(rows[0].embedding)
+        for row in rows:
+            if len(row.embedding) != width:
+                raise ServerRefused(f"the embeddings server at {self.shown_url} returned a row of {len(row.embedding)} "
+                                    f"numbers, not {width}: was its model changed? Check --embed-model")
+        try:
+            with np.errstate(over="ignore"):  # 1e39 becomes inf in float32: refused just below
+                matrix = np.asarray([[np.nan if v is None else v for v in row.embedding] for row in rows], dtype=np.float32)
+        except (TypeError, ValueError):  # "abc" or [1] among the numbers
+            raise not_numbers from None
+        bad = ~np.isfinite(matrix).all(axis=1)
+        if bad.any():
+            raise ServerRefused(f"the embeddings server at {self.shown_url} returned a vector with a value that is not "
+                                f"a finite number (text {int(np.argmax(bad)) + 1} of {n_texts}): check the server and its "
+                                "model; nothing was stored")
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         return matrix / np.where(norms > 0, norms, 1.0)
 
@@ -66,20 +93,16 @@ class ServerEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         parts = [self._call(texts[lo : lo + self.batch]) for lo in range(0, len(texts), self.batch)]
-        matrix = np.vstack(parts)
-        if matrix.shape[1] != self.dim:
-            raise ServerRefused(f"the embeddings server at {self.base_url} now returns {matrix.shape[1]} dimensions, "
-                                f"not {self.dim}: was its model changed?")
-        return matrix
+        return np.vstack(parts)
 
     def close(self) -> None:
         self.client.close()
 
     def _explain(self, exc: BaseException) -> Exception:
         """One line for a failed request, naming the server and what to do (the key is never shown)."""
-        url = self.base_url
+        url = self.shown_url
         if isinstance(exc, openai.APIStatusError):
-            detail = " ".join(str(exc.message).split())[:160]
+            detail = scrub(str(exc.message), self.base_url)[:160]
             if exc.status_code in (401, 403):
                 return ServerRefused(f"the embeddings server at {url} refused the API key (HTTP {exc.status_code}): "
                                      "set SMOLDOCS_EMBED_API_KEY to a key it accepts")
@@ -91,6 +114,6 @@ class ServerEmbedder:
             return ServerUnreachable(f"the embeddings server at {url} did not answer within {self.timeout:g} s: "
                                      "check that it is running and not overloaded")
         cause = exc.__cause__ or exc
-        reason = "connection refused" if "refused" in str(cause).lower() else (" ".join(str(cause).split())[:120]
+        reason = "connection refused" if "refused" in str(cause).lower() else (scrub(str(cause), self.base_url)[:120]
                                                                               or type(cause).__name__)
         return ServerUnreachable(f"cannot reach the embeddings server at {url} ({reason}): start it, or fix --embed-url")

@@ -323,6 +323,45 @@ def test_user_mistakes_are_one_line_errors_before_any_model_loads(tmp_path, caps
     assert "is a file" in err[0] and "cannot read questions file" in err[1] and "pass --questions FILE" in err[2]
 
 
+@pytest.mark.parametrize("no_model", [False, True])
+def test_an_out_folder_that_cannot_be_written_is_refused_before_the_run(tmp_path, capsys, monkeypatch, no_model):
+    from agent.cli import main
+    from agent.commands import common
+
+    def load(*args, **kwargs):
+        raise AssertionError("a model or index was loaded before --out was checked")
+
+    for name in ("open_chat_model", "load_tokenizer_from_args", "load_embedder_from_args", "open_index_from_args"):
+        monkeypatch.setattr(common, name, load)
+    a_file = tmp_path / "taken"
+    a_file.write_text("x", encoding="utf-8")
+    for out in ("/proc/smoldocs-report", str(a_file / "sub")):
+        assert main(["eval", "--limit", "2", "--out", out, *(["--no-model"] if no_model else [])]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "\n" not in err and f"--out {out} cannot be written" in err and "give a folder you can write" in err, err
+
+
+def test_a_report_that_fails_to_write_after_the_run_is_one_line_and_leaves_no_half_file(tmp_path, monkeypatch):
+    import errno
+
+    from agent.eval import report as report_module
+
+    real_mkstemp = report_module.tempfile.mkstemp
+
+    def full_disk(*args, prefix="", **kwargs):
+        if "report.md" in prefix:  # report.json is written; the disk fills before report.md
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_mkstemp(*args, prefix=prefix, **kwargs)
+
+    monkeypatch.setattr(report_module.tempfile, "mkstemp", full_disk)
+    (tmp_path / "report.md").write_text("the last run's report\n")
+    report = build_report([], [], {}, Thresholds())
+    with pytest.raises(UsageError, match="could not write the report to .*No space left on device") as err:
+        write_report(tmp_path, report)
+    assert "\n" not in str(err.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.md"]  # no new report.json beside it, no temp file
+
+
 class _Stream:
     def __init__(self, tty):
         self.tty, self.text = tty, ""

@@ -115,6 +115,35 @@ def test_model_with_small_context_is_refused(tmp_path):
     assert "1024" in str(err.value) and "2048" in str(err.value)
 
 
+@pytest.mark.real
+@pytest.mark.parametrize("n_ctx", [100_000, 99_999_999_999])
+def test_an_n_ctx_above_the_trained_context_is_refused_before_llama_cpp_allocates(n_ctx, monkeypatch):
+    import llama_cpp
+
+    from models.loading import open_llama
+
+    def allocate(**kwargs):  # the real Llama would reserve GBs of KV cache for this n_ctx before failing
+        raise AssertionError(f"Llama(n_ctx={kwargs.get('n_ctx')}) was called")
+
+    monkeypatch.setattr(llama_cpp, "Llama", allocate)
+    with pytest.raises(ContextTooSmall) as err:
+        open_llama(ModelConfig(path=default_model_path(), n_ctx=n_ctx))
+    text = str(err.value)
+    assert "\n" not in text and "holds only 8192 tokens" in text and f"{n_ctx}" in text and "--n-ctx 8192" in text
+
+
+def test_an_n_ctx_past_any_model_is_refused_when_the_gguf_does_not_say(tmp_path, monkeypatch):
+    import llama_cpp
+
+    from models.loading import MAX_N_CTX, open_llama
+
+    path = tmp_path / "no-metadata.gguf"
+    path.write_bytes(b"GGUF" + bytes(64))
+    monkeypatch.setattr(llama_cpp, "Llama", lambda **kwargs: pytest.fail("Llama was called"))
+    with pytest.raises(ContextTooSmall, match=f"at most {MAX_N_CTX}"):
+        open_llama(ModelConfig(path=path, n_ctx=MAX_N_CTX + 1))
+
+
 def test_small_model_decodes_on_one_thread_and_evaluates_prompts_on_every_core(tmp_path, monkeypatch):
     monkeypatch.delenv("SMOLDOCS_THREADS", raising=False)
     monkeypatch.setattr("os.cpu_count", lambda: 4)
@@ -140,3 +169,16 @@ def test_threads_override_and_its_one_line_error(tmp_path, monkeypatch):
     with pytest.raises(BadSetting) as err:
         ModelConfig(path=path).llama_kwargs()
     assert "\n" not in str(err.value) and "SMOLDOCS_THREADS=2" in str(err.value)
+
+
+@pytest.mark.real
+def test_the_header_reader_agrees_with_llama_cpp_and_stops_at_a_cut(tmp_path, real_tokenizer):
+    from models.gguf_header import scalar_metadata
+
+    everything = scalar_metadata(default_model_path(), keep=lambda key: True, enough=lambda found: False)
+    theirs = real_tokenizer._llm.metadata  # llama.cpp's own reading, every value as text
+    assert everything["llama.context_length"] == 8192
+    assert {k: str(v) for k, v in everything.items() if isinstance(v, int) and not isinstance(v, bool)}.items() <= theirs.items()
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(default_model_path().read_bytes()[:300])
+    assert scalar_metadata(cut, keep=lambda key: True, enough=lambda found: False).items() < everything.items()

@@ -333,6 +333,30 @@ def test_mcp_serves_the_store_without_reading_files(pg_url, docs, real_tokenizer
         assert not error and "guide.md" not in text
 
 
+@pytest.mark.real
+def test_mcp_says_in_one_line_that_the_store_is_unreachable(pg_server, pg_url, docs, real_tokenizer, real_embedder,
+                                                             tmp_path):
+    from tests.mcp_support import mcp_client
+
+    ingest(pg_url, docs, real_tokenizer, real_embedder)
+    with (tmp_path / "mcp.log").open("w+") as log:
+        with mcp_client("--store", pg_url, errlog=log) as client:
+            assert not client.call("search_docs", {"query": "building the index", "k": 2})[0]
+            pg_server.stop("fast")
+            try:
+                error, text = client.call("search_docs", {"query": "building the index", "k": 2})
+            finally:
+                pg_server.start()
+            assert error and "the document store is unreachable" in text and "\n" not in text, text
+            assert pg_server.password not in text and "postgresql://***@" in text
+            assert not client.call("search_docs", {"query": "building the index", "k": 2})[0]  # back once it is
+        log.seek(0)
+        logged = [line for line in log.read().splitlines() if line.strip()]
+    problems = [line for line in logged if "serving" not in line and "closed the connection" not in line]
+    assert len(problems) == 1 and "the document store is unreachable" in problems[0], logged
+    assert pg_server.password not in problems[0]
+
+
 SYSTEM_PG = sorted(Path("/usr/lib/postgresql").glob("*/bin/postgres"))
 
 

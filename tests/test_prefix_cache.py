@@ -77,3 +77,54 @@ def test_the_vocabulary_is_read_back_from_the_cache_as_computed(real_model, tmp_
     assert computed[token] == " cache" and computed[real_model.llm.token_eos()] == ""
     saved[0].write_text("[1, 2")  # damaged: computed again, no error
     assert _pieces(real_model.llm) == computed
+
+
+def _truncated(data: bytes) -> bytes:
+    return data[: len(data) // 2]
+
+
+def _flipped(at: float):
+    def flip(data: bytes) -> bytes:
+        i = int(len(data) * at)
+        return data[:i] + bytes([data[i] ^ 0x10]) + data[i + 1 :]
+
+    return flip
+
+
+@pytest.mark.real
+@pytest.mark.parametrize(
+    "damage",
+    [_truncated, lambda data: b"", _flipped(0.01), _flipped(0.5), _flipped(0.999)],
+    ids=["truncated", "empty", "bit-flipped-header", "bit-flipped-state", "bit-flipped-directory"],
+)
+def test_a_damaged_state_file_is_a_miss_that_is_rebuilt(real_model, tmp_path, damage):
+    llm = real_model.llm
+    system = [{"role": "system", "content": system_rules(True, "quote")}]
+    prefix = _tokens(real_model, system, False)
+    rest = _tokens(real_model, [*system, {"role": "user", "content": "What does the kv cache store?"}], True)[len(prefix):]
+    cache = PrefixCache(llm, real_model.config.path, tmp_path)
+    with real_model._lock:
+        llm.reset()
+        assert cache.ensure(prefix) == "saved"
+        llm.eval(rest)
+        evaluated = _logits(llm)
+        path = cache.path(prefix)
+        path.write_bytes(damage(path.read_bytes()))
+        llm.reset()
+        assert cache.ensure(prefix) == "saved"  # discarded, evaluated, saved whole again
+        llm.eval(rest)
+        assert np.array_equal(_logits(llm), evaluated)
+        llm.reset()
+        assert cache.ensure(prefix) == "loaded"
+
+
+@pytest.mark.real
+def test_a_state_path_that_is_a_folder_is_a_miss_too(real_model, tmp_path):
+    system = [{"role": "system", "content": system_rules(True, "quote")}]
+    prefix = _tokens(real_model, system, False)
+    cache = PrefixCache(real_model.llm, real_model.config.path, tmp_path)
+    cache.path(prefix).mkdir(parents=True)
+    with real_model._lock:
+        real_model.llm.reset()
+        assert cache.ensure(prefix) == "saved"  # evaluated; the folder is left alone and nothing is saved over it
+    assert cache.path(prefix).is_dir()

@@ -22,3 +22,35 @@ def test_scrub_takes_the_urls_secrets_out_of_a_driver_message_and_keeps_its_firs
                "postgresql://reader:reader-secret@127.0.0.1:5432/db; key k3y\nsecond line")
     assert scrub(message, url) == 'connection failed: password "***" rejected for'
     assert scrub("FATAL: role at postgresql://reader:zzz@h/db", url) == "FATAL: role at postgresql://***@h/db"
+
+
+def test_a_libpq_key_value_password_is_redacted_quoted_or_not():
+    text = "cannot use host=db.example port=5432 password=X1secret user=u and sslpassword = 'two words\\' here' dbname=d"
+    out = redact_url(text)
+    assert "X1secret" not in out and "two words" not in out and "here'" not in out, out
+    assert out == "cannot use host=db.example port=5432 password=*** user=u and sslpassword = *** dbname=d"
+
+
+def test_a_url_missing_its_colon_or_with_a_space_in_its_password_loses_the_password():
+    for text, secret in [("--store 'postgresql//u:pwSECRET@h/d' is not", "pwSECRET"),
+                         ("at postgresql://u:pa ssSECRET@127.0.0.1:1/d (refused)", "ssSECRET"),
+                         ("at postgresql://u:p@ss@SECRET@127.0.0.1:1/d", "SECRET"),
+                         ("plain u:pwSECRET@h/d", "pwSECRET")]:
+        out = redact_url(text)
+        assert secret not in out and "***@" in out, out
+
+
+def test_scrub_takes_out_a_key_value_password_and_a_percent_encoded_one():
+    assert scrub('FATAL: password "X 1" for host=h password=\'X 1\'', "host=h password='X 1'") == \
+        'FATAL: password "***" for host=h password=***'
+    assert scrub("auth failed for p@ss", "postgresql://u:p%40ss@h/d") == "auth failed for ***"
+
+
+def test_a_store_that_is_no_url_is_one_line_without_its_password(capsys):
+    from agent.cli import main
+
+    for store in ("host=127.0.0.1 port=1 dbname=d password=PWSECRET", "postgresql//u:PWSECRET@127.0.0.1:1/d",
+                  "postgresql://u:pw PWSECRET@127.0.0.1:1/d"):
+        rc = main(["search", "anything", "--store", store])
+        err = capsys.readouterr().err
+        assert rc == 2 and "PWSECRET" not in err and len(err.strip().splitlines()) == 1, err

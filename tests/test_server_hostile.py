@@ -12,16 +12,23 @@ import time
 
 import pytest
 
-from models.errors import ModelError, ServerUnreachable
+from models.errors import ModelError, ServerInterrupted, ServerUnreachable
 from models.local_server import free_port
 from models.locate import default_model_path
 from models.protocols import GenerationOptions
 from models.server import PROBE, ServerChatModel
-from models.server_api import MAX_RESPONSE_BYTES, ServerConfig
+from models.server_api import MAX_EVENT_BYTES, MAX_RESPONSE_BYTES, ServerConfig, stream_byte_limit
 
 pytestmark = pytest.mark.real
 
 CHAT = [{"role": "user", "content": "What is a KV cache?"}]
+HUGE_TOKEN_BYTES = 20 * 2**20  # the probe's one 20 MB token
+
+
+def _event(text: str) -> bytes:
+    choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": None}
+    body = {"id": "c", "object": "text_completion", "created": 0, "model": "hostile", "choices": [choice]}
+    return b"data: " + json.dumps(body).encode() + b"\n\n"
 MODEL_LIST = {"object": "list", "data": [{"id": "hostile", "object": "model", "owned_by": "me"}]}
 
 
@@ -45,7 +52,8 @@ class Hostile(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _endless(self, content_type: str, head: bytes, piece: bytes, pause: float = 0.0) -> None:
+    def _endless(self, content_type: str, head: bytes, piece: bytes, pause: float = 0.0, stop_after: int = 0,
+                 tail: bytes = b"") -> None:
         self.send_response(200)
         self.send_header("Content-Type", content_type)
         self.send_header("Connection", "close")  # no length: the body ends when the connection does
@@ -54,7 +62,12 @@ class Hostile(http.server.BaseHTTPRequestHandler):
         ended = time.monotonic() + 60
         try:
             self.wfile.write(head)
+            sent = 0
             while time.monotonic() < ended and not self.server.stopping.is_set():
+                if stop_after and sent == stop_after:
+                    self.wfile.write(tail)
+                    break
+                sent += 1
                 self.wfile.write(piece)
                 self.wfile.flush()
                 if pause:
@@ -88,6 +101,17 @@ class Hostile(http.server.BaseHTTPRequestHandler):
         mode = self.server.mode
         if mode == "keep-alive":
             return self._endless("text/event-stream", b"", b": keep-alive\n\n", pause=0.2)
+        if mode == "one-then-keep-alive":
+            return self._endless("text/event-stream", _event("The frobnicator"), b": keep-alive\n\n", pause=0.2)
+        if mode == "trickle":  # a token every 0.3 s, never finishing
+            return self._endless("text/event-stream", b"", _event(" more"), pause=0.3)
+        if mode == "endless-tokens":  # far more than max_tokens, as fast as the socket takes them
+            return self._endless("text/event-stream", b"", _event(" word") * 64)
+        if mode == "huge-token":  # sent a MiB at a time, so the server's own memory does not blur the client's
+            head, tail = _event("\0").split(b"\\u0000")
+            self._endless("text/event-stream", head, b"x" * 2**20, stop_after=HUGE_TOKEN_BYTES // 2**20,
+                          tail=tail + b"data: [DONE]\n\n")
+            return
         events = {
             "wrong-shape": b'data: {"id": "c", "object": "text_completion", "created": 0, "model": "hostile", '
                            b'"choices": [], "usage": 5}\n\n',
@@ -172,6 +196,63 @@ def test_keep_alive_comments_do_not_hold_off_the_first_token_timeout(hostile, mo
     assert "no answer within 1.5 s" in text and "--first-token-timeout" in text
     assert 1.4 < seconds < 5, seconds
     assert model.last_stats.finish_reason == "error"
+
+
+@pytest.fixture(scope="module")
+def timed(hostile):
+    hostile.mode = "good"
+    # The first token's deadline is far from the next one's: a token must bring the watch's wake-up forward.
+    config = ServerConfig(_url(hostile), tokenizer=default_model_path(), first_token_timeout=20.0, token_timeout=1.0,
+                          answer_timeout=3.0)
+    model = ServerChatModel(config)
+    yield model
+    model.close()
+
+
+def _partial(model, max_tokens: int = 8) -> tuple[list[str], BaseException, float]:
+    pieces, started = [], time.monotonic()
+    with pytest.raises(ModelError) as err:
+        for piece in model.stream(CHAT, GenerationOptions(max_tokens=max_tokens)):
+            pieces.append(piece)
+    return pieces, err.value, time.monotonic() - started
+
+
+def test_keep_alive_comments_after_the_first_token_hit_the_token_timeout(hostile, timed):
+    hostile.mode = "one-then-keep-alive"
+    pieces, err, seconds = _partial(timed)
+    text = _one_line(err, _url(hostile))
+    assert pieces == ["The frobnicator"] and isinstance(err, ServerInterrupted)
+    assert "no token for 1 s" in text and "--token-timeout" in text and "partial answer is kept" in text
+    assert 0.9 < seconds < 2.5, seconds
+    assert timed.last_stats.finish_reason == "interrupted"
+
+
+def test_a_trickle_of_tokens_hits_the_answer_timeout(hostile, timed):
+    hostile.mode = "trickle"
+    pieces, err, seconds = _partial(timed, max_tokens=1000)
+    text = _one_line(err, _url(hostile))
+    assert pieces and set(pieces) == {" more"} and isinstance(err, ServerInterrupted)
+    assert "within 3 s" in text and "--answer-timeout" in text
+    assert 2.9 < seconds < 6, seconds
+
+
+def test_one_huge_token_is_refused_at_the_event_cap_without_reading_it(hostile, model):
+    hostile.mode = "huge-token"
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB
+    pieces, err, seconds = _partial(model, max_tokens=256)
+    grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    text = _one_line(err, _url(hostile))
+    assert pieces == [] and f"more than {MAX_EVENT_BYTES // 2**20} MiB in one event" in text, text
+    assert grown_mib < 64 and seconds < 10, (grown_mib, seconds)
+    assert model.last_stats.completion_tokens == 0
+
+
+def test_a_stream_far_longer_than_max_tokens_is_cut(hostile, model):
+    hostile.mode = "endless-tokens"
+    pieces, err, seconds = _partial(model, max_tokens=8)
+    text = _one_line(err, _url(hostile))
+    assert pieces and isinstance(err, ServerInterrupted) and "for an answer of at most 8 tokens" in text, text
+    assert len("".join(pieces).encode()) <= stream_byte_limit(8) and seconds < 10
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ from agent import json_output
 from agent.commands import common
 from agent.commands.common import add_index_options, open_index_from_args
 from agent.errors import UsageError
+from agent.input_files import MAX_ANSWER_BYTES, MAX_SHOWN_BYTES, read_text
 from agent.chats.codec import verification_to_dict
 from rag.verification.answer_check import MAX_ANSWER_CHARS, check_citations, supported_share
 from rag.excerpts.shown_file import read_shown
@@ -46,11 +47,9 @@ def _share(value: str) -> float:
     return x
 
 
-def _read(path: str, what: str) -> str:
-    if path == "-":
-        return sys.stdin.read()
+def _read(path: str, what: str, limit: int, fix: str) -> str:
     try:
-        return Path(path).expanduser().read_text(encoding="utf-8", errors="replace")
+        return read_text(path, f"the {what}", limit, fix)
     except FileNotFoundError:
         raise UsageError(f"{what} file not found: {path}") from None
     except IsADirectoryError:
@@ -80,10 +79,11 @@ def render(report: Verification, share: float | None) -> str:
 def run(args: argparse.Namespace) -> int:
     if args.answer == "-" and args.shown == "-":
         raise UsageError("only one of ANSWER_FILE and --shown can read stdin: give the other as a file")
-    answer = _read(args.answer, "answer")
+    answer = _read(args.answer, "answer", MAX_ANSWER_BYTES, f"smoldocs checks at most {MAX_ANSWER_CHARS} characters: "
+                   "check it in parts")
     if len(answer) > MAX_ANSWER_CHARS:
         raise UsageError(f"the answer is {len(answer)} characters long, more than {MAX_ANSWER_CHARS}: check it in parts")
-    shown_text = _read(args.shown, "--shown")
+    shown_text = _read(args.shown, "--shown", MAX_SHOWN_BYTES, "pass only the excerpts the agent was shown")
     embedder = common.load_embedder_from_args(args)
     index = open_index_from_args(args, embedder=embedder, quiet=True)
     shown = read_shown(shown_text, index)

@@ -47,7 +47,11 @@ def add_model_option(p: argparse.ArgumentParser) -> None:
                         help="context window when the server does not report one (default 2048)")
     server.add_argument("--connect-timeout", metavar="S", type=float, default=None, help="seconds (default 5)")
     server.add_argument("--first-token-timeout", metavar="S", type=float, default=None,
-                        help="seconds to wait for the first piece of an answer (default 120)")  # fmt: skip
+                        help="seconds to wait for the first piece of an answer (default 120)")
+    server.add_argument("--token-timeout", metavar="S", type=float, default=None,
+                        help="seconds to wait for each next piece once the answer began (default 60)")
+    server.add_argument("--answer-timeout", metavar="S", type=float, default=None,
+                        help="seconds a whole answer may take to stream (default 600)")  # fmt: skip
 
 
 def _positive_int(text: str) -> int:
@@ -86,7 +90,7 @@ def server_config(args: argparse.Namespace):
     """The model server's settings from flags already resolved by agent.config (which checked the timeouts)."""
     from models.server_api import ServerConfig
 
-    timeouts = {name: getattr(args, name) for name in ("connect_timeout", "first_token_timeout")
+    timeouts = {name: getattr(args, name) for name in ("connect_timeout", "first_token_timeout", "token_timeout", "answer_timeout")
                 if getattr(args, name, None) is not None}  # fmt: skip
     return ServerConfig(
         base_url=args.base_url,

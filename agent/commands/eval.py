@@ -92,7 +92,7 @@ def settings_from_args(args: argparse.Namespace) -> AgentSettings:
 def run(args: argparse.Namespace) -> int:
     from agent.commands.common import load_embedder_from_args, open_index_from_args
     from agent.errors import UsageError
-    from agent.eval.report import build_report, format_terminal, write_report
+    from agent.eval.report import build_report, check_out_dir, format_terminal, write_report
     from agent.eval.runner import default_question_file, load_question_file, retrieval_rows, run_questions, stratified
     from agent.session import ChatSession
     from agent.commands.common import open_chat_model
@@ -101,9 +101,7 @@ def run(args: argparse.Namespace) -> int:
     path = Path(args.questions) if args.questions else default_question_file(Path(args.docs) if args.docs else None)
     questions = stratified(load_question_file(path), args.limit)
     if args.out:
-        out = Path(args.out)
-        if out.exists() and not out.is_dir():
-            raise UsageError(f"--out {out} is a file: give a folder for report.json and report.md")
+        check_out_dir(args.out)
     settings = settings_from_args(args)
     thresholds = Thresholds(args.min_recall5, args.min_citation_precision, args.max_made_up_rate)
     if args.no_model:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Sequence
 
 from agent import json_output
+from agent.errors import UsageError
 from agent.eval.gate import Thresholds, invariant_failures, threshold_failures
 from agent.eval.metrics import answer_metrics, citation_metrics, cites_gold, cost_metrics, problems, source_metrics
 from agent.eval.records import Record
@@ -254,30 +255,53 @@ def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
     return lines + ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
 
 
-def write_report(out_dir: str | Path, report: dict) -> tuple[Path, Path]:
-    """report.json and report.md in `out_dir`, each written whole or not at all."""
+def check_out_dir(out_dir: str | Path) -> Path:
+    """The --out folder, made and proven writable before a run: a run of hours must not end in a report it cannot
+    write."""
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is a file: give a folder for report.json and report.md")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=out, prefix=".smoldocs-write-check.", suffix=".tmp")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise UsageError(f"--out {out} cannot be written ({exc.strerror or exc}): give a folder you can write to") from None
+    return out
+
+
+def write_report(out_dir: str | Path, report: dict) -> tuple[Path, Path]:
+    """report.json and report.md in `out_dir`, both written whole or neither."""
+    out = Path(out_dir)
     json_path, md_path = out / "report.json", out / "report.md"
-    _write_atomic(json_path, json_output.dumps(report, indent=1) + "\n")
-    _write_atomic(md_path, format_markdown(report) + "\n")
+    _write_together(out, {json_path: json_output.dumps(report, indent=1) + "\n", md_path: format_markdown(report) + "\n"})
     return json_path, md_path
 
 
 def write_probe(out_dir: str | Path, report: dict) -> Path:
     """probe.json (a run without the model) in `out_dir`, written whole or not at all."""
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    _write_atomic(out / "probe.json", json_output.dumps(report, indent=1) + "\n")
+    _write_together(out, {out / "probe.json": json_output.dumps(report, indent=1) + "\n"})
     return out / "probe.json"
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+def _write_together(out: Path, texts: dict[Path, str]) -> None:
+    """Every file written to a temp file in its folder first, then renamed into place: a disk that fills, or a
+    folder that went away, leaves neither a half-written file nor a new report.json beside an old report.md."""
+    temps: list[str] = []
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        out.mkdir(parents=True, exist_ok=True)
+        for path, text in texts.items():
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+            temps.append(tmp)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+        for tmp, path in zip(temps, texts):
+            os.replace(tmp, path)
+    except OSError as exc:
+        raise UsageError(f"could not write the report to {out} ({exc.strerror or exc}): the report printed above is "
+                         "complete; free some space or pass another --out") from None
+    finally:
+        for tmp in temps:
+            Path(tmp).unlink(missing_ok=True)

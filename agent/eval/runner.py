@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from agent.errors import UsageError
+from agent.input_files import MAX_QUESTIONS_BYTES, read_text
 from rag.evaluation.evidence import holds_evidence
 from agent.eval.records import CitedChunk, Record, ToolRound
 from agent.events import Answer, AnswerFinished, AnswerStatus, ErrorEvent, Event, SearchFinished
@@ -26,7 +27,7 @@ def load_question_file(path: str | Path) -> list[Question]:
     """Questions from a JSONL file; a bad line is a one-line error naming the file and line."""
     path = Path(path)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = read_text(str(path), "the questions", MAX_QUESTIONS_BYTES, "split it into smaller files").splitlines()
     except OSError as exc:
         raise UsageError(f"cannot read questions file {path}: {exc.strerror or exc}") from None
     out = []
