@@ -18,7 +18,7 @@ from typing import Mapping
 import platformdirs
 
 from agent.errors import UsageError
-from agent.settings import DECODINGS, POLICIES
+from agent.settings import DECODINGS, POLICIES, RERANK_DEFAULT
 
 CONFIG_ENV = "SMOLDOCS_CONFIG"  # another settings file: tests, or several setups
 API_KEY_ENV = "SMOLDOCS_API_KEY"
@@ -52,6 +52,7 @@ KEYS = (
     Key("n_ctx", int, "--n-ctx", "SMOLDOCS_N_CTX", example="8192"),
     Key("tools", str, "--tools", "SMOLDOCS_TOOLS", "auto", POLICIES, '"auto"'),
     Key("decoding", str, "--decoding", "SMOLDOCS_DECODING", "auto", DECODINGS, '"auto"'),
+    Key("rerank", str, "--rerank", "SMOLDOCS_RERANK", "on" if RERANK_DEFAULT else "off", ("on", "off"), '"on"'),
     Key("temperature", float, "--temperature", None, example="0.2"),
     Key("max_tokens", int, "--max-tokens", None, example="256"),
     Key("connect_timeout", float, "--connect-timeout", "SMOLDOCS_CONNECT_TIMEOUT", 5.0, example="5", seconds=True),

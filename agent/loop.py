@@ -42,7 +42,7 @@ from rag.answering.extractive import Quoter
 from rag.excerpts.document_tool import GET_DOCUMENT_DESCRIPTION, GET_DOCUMENT_NAME, GET_DOCUMENT_SCHEMA, get_document_tool
 from rag.excerpts.packing import Ledger, block
 from rag.excerpts.search_tool import (
-    SEARCH_DOCS_DESCRIPTION, SEARCH_DOCS_NAME, SEARCH_DOCS_SCHEMA, search_docs_tool, search_first_arguments,
+    SEARCH_DOCS_DESCRIPTION, SEARCH_DOCS_NAME, SEARCH_DOCS_SCHEMA, Reorder, search_docs_tool, search_first_arguments,
 )
 from rag.types import Retriever
 from rag.verification.verdicts import Judge
@@ -77,8 +77,10 @@ class Agent:
         judge: Judge | None = None,
         quoter: Quoter | None = None,
         candidates: QuoteCandidates | None = None,
+        reorder: Reorder | None = None,
     ) -> None:
         self.model = model
+        self.reorder = reorder  # search hits reordered before packing (rag.answering.passages); None: as ranked
         self.retriever = retriever
         self.settings = settings
         self.judge: Judge = judge or Verifier(None)
@@ -136,7 +138,7 @@ class Agent:
     # -- tools ----------------------------------------------------------------------------------------------
 
     def _registry(self, ledger: Ledger, budget: int) -> ToolRegistry:
-        tool = search_docs_tool(self.retriever, ledger, self.model.tokenizer, max_tokens=budget)
+        tool = search_docs_tool(self.retriever, ledger, self.model.tokenizer, max_tokens=budget, reorder=self.reorder)
         document = get_document_tool(self.retriever, ledger, self.model.tokenizer, max_tokens=budget)
         return ToolRegistry({
             SEARCH_DOCS_NAME: Tool(SEARCH_DOCS_NAME, SEARCH_DOCS_DESCRIPTION, SEARCH_DOCS_SCHEMA, tool),

@@ -11,7 +11,9 @@ from agent.loop import Agent
 from agent.quoting import QuoteCandidates
 from agent.settings import AgentSettings
 from models.protocols import CancelToken, ChatModel, Embedder
+from models.reranker import optional_reranker
 from rag.answering.extractive import QuoteFallback
+from rag.answering.passages import PassageReranker
 from rag.types import Chunk, Hit, Retriever
 from rag.verification.verdicts import Verdict
 from rag.verification.verifier import Verifier
@@ -70,9 +72,12 @@ class ChatSession:
         # the retriever has them.
         # Both are given the turn's snapshot's term counts when a turn starts (_pin).
         vocabulary = retriever.vocabulary
-        self._quoter, self._candidates = QuoteFallback(embedder, vocabulary), QuoteCandidates(embedder, vocabulary)
+        reranker = optional_reranker(embedder) if self.settings.rerank else None
+        self._quoter = QuoteFallback(embedder, vocabulary, reranker)
+        self._candidates = QuoteCandidates(embedder, vocabulary)
         self.agent = Agent(
             model, retriever, self.settings, judge=Verifier(embedder), quoter=self._quoter, candidates=self._candidates,
+            reorder=PassageReranker(reranker) if reranker is not None else None,
         )
 
     @property

@@ -9,6 +9,7 @@ from models.protocols import GenerationOptions
 
 POLICIES = ("auto", "search-first", "model")
 DECODINGS = ("auto", "free", "guarded", "constrained", "quote", "extractive")
+RERANK_DEFAULT = False  # measured on the real-docs held-back packages (benchmarks/realdocs/RESULTS.md)
 SMALL_MODEL_PARAMS = 1_000_000_000  # below this, `auto` searches first: small models call tools badly
 
 
@@ -45,6 +46,8 @@ class AgentSettings:
     tool_grammar: bool = True  # model policy: force tool calls into the schema's shape
     fallback: bool = True  # extractive quotes when no claim of the model's answer is supported
     few_shot: bool = True  # one worked example after the system rules (measured: fewer made-up numbers)
+    # The cross-encoder (models.reranker) orders the quotes and decides declines; off: the quote scorer's features.
+    rerank: bool = RERANK_DEFAULT
     budgets: Budgets = field(default_factory=Budgets)
     generation: GenerationOptions = field(default_factory=answer_options)
     tool_generation: GenerationOptions = field(default_factory=tool_options)

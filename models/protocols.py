@@ -43,6 +43,15 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
+class Reranker(Protocol):
+    """A cross-encoder: one score per passage for how well it answers the question (a logit). Below `answer_logit`
+    for every passage shown, nothing there answers."""
+
+    answer_logit: float
+
+    def score(self, question: str, passages: Sequence[str]) -> np.ndarray: ...
+
+
 class CancelToken:
     """A flag checked between tokens and between agent steps."""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 
+import numpy as np
 import pytest
 
 from benchmarks.realdocs.checking import check_package
@@ -167,3 +168,42 @@ def test_refit_fits_on_the_fit_packages_only_and_reports_every_package_before_an
     assert held["answerable"] == 1 and held["unanswerable"] == 1 and 0.0 <= held["evidence_sentence"] <= 1.0
     lines = table(packages, cases, CURRENT, after).splitlines()
     assert [line.split(" | ")[0] for line in lines[2:]] == ["| kettle", "| toaster", "| pooled fit", "| pooled held"]
+
+
+def test_train_reranker_runs_end_to_end_on_a_tiny_fit_package(tmp_path, real_tokenizer, real_embedder):
+    pytest.importorskip("torch", reason="the training extra: pip install -e '.[train]'")
+    from benchmarks.realdocs.rerank_data import package_pairs, suite_pairs
+    from benchmarks.realdocs.train_reranker import TrainSettings, main as train_main
+    from models.reranker import load_reranker, read_reranker
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "kettle.md").write_text("# Kettle\n\nThe kettle switches itself off when the water boils. Descale it "
+                                    "every month with white vinegar.\n\n# Lid\n\nThe lid opens with the button on the handle.\n")
+    (docs / "toaster.md").write_text("# Toaster\n\nTurn the dial to six for dark toast. The crumb tray slides out at the back.\n")
+    rows = [{"id": f"k{i}", "q": q, "doc": d, "evidence": e} for i, (q, d, e) in enumerate([
+        ("Do I have to turn the kettle off myself?", "kettle.md", "switches itself off when the water boils"),
+        ("How do I get limescale out of it?", "kettle.md", "Descale it every month with white vinegar"),
+        ("How do I open the lid?", "kettle.md", "The lid opens with the button on the handle"),
+        ("Where do the crumbs go?", "toaster.md", "The crumb tray slides out at the back"),
+        ("How do I get darker toast?", "toaster.md", "Turn the dial to six for dark toast"),
+        ("Can the kettle or the toaster be started from my phone app?", None, None),
+    ])]
+    package = _package(tmp_path, questions=_questions(tmp_path / "q.jsonl", rows), source=docs)
+    cache = tmp_path / "pairs"
+    pairs = package_pairs(package, docs, real_tokenizer, cache, say=lambda line: None)
+    assert {p.qid for p in pairs} == {f"k{i}" for i in range(6)}
+    assert all(p.label == 0 for p in pairs if p.qid == "k5") and all(p.unanswerable == (p.qid == "k5") for p in pairs)
+    assert any(p.label and "switches itself off" in p.text for p in pairs)
+    assert all(p.text.startswith(("Kettle: ", "Lid: ", "Toaster: ")) for p in pairs)  # read under the heading path
+    with pytest.raises(ValueError, match="fit packages only"):
+        suite_pairs([_package(tmp_path, name="held-one", split="held")], real_tokenizer, cache)
+
+    out = tmp_path / "reranker.safetensors"
+    said = []
+    assert train_main([package], real_tokenizer, cache, out, TrainSettings(epochs=1), say=said.append) == 0
+    weights, meta = read_reranker(out)
+    assert meta["trained_on"] == "tiny" and int(meta["questions"]) >= 1 and "answer_logit" in meta
+    assert any(line.startswith("trained on ") for line in said)
+    scorer = load_reranker(real_embedder.tokenize, out)
+    assert np.isfinite(scorer.score("kettle", ["The kettle boils.", "Toast."])).all()

@@ -26,12 +26,14 @@ def run(args: argparse.Namespace) -> int:
     from rag.ingest.corpus import check_docs_dir
 
     # A wrong --docs is a one-line error before the screen opens; model and index errors show inside the app.
-    from agent.commands.common import decoding_from_args, load_embedder_from_args, open_chat_model, store_from_args
+    from agent.commands.common import (
+        decoding_from_args, load_embedder_from_args, open_chat_model, rerank_from_args, store_from_args,
+    )
     from agent.settings import AgentSettings
 
     store = store_from_args(args)
     docs = check_docs_dir(args.docs) if args.docs and not store else None
-    settings = AgentSettings(decoding=decoding_from_args(args))
+    settings = AgentSettings(decoding=decoding_from_args(args), rerank=rerank_from_args(args))
 
     def session_factory(progress=None):
         return open_session(docs, args.model, tools=args.tools or "auto", index_dir=args.index, progress=progress,

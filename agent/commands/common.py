@@ -145,8 +145,8 @@ def _budget(value: str) -> float | None:
 
 
 def add_decoding_options(p: argparse.ArgumentParser) -> None:
-    """--decoding; read back with decoding_from_args."""
-    from agent.settings import DECODINGS
+    """--decoding and --rerank; read back with decoding_from_args and rerank_from_args."""
+    from agent.settings import DECODINGS, RERANK_DEFAULT
 
     p.add_argument(
         "--decoding", choices=DECODINGS, default=None,
@@ -155,8 +155,24 @@ def add_decoding_options(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
+    p.add_argument(
+        "--rerank", choices=("on", "off"), default=None,
+        help="on: the trained cross-encoder picks the quotes and decides when the docs do not answer; off: the "
+             "quote scorer's word and meaning features (default: settings file, else "
+             + ("on" if RERANK_DEFAULT else "off") + ")",
+    )  # fmt: skip
+
+
 def decoding_from_args(args: argparse.Namespace) -> str:
     return args.decoding or "auto"
+
+
+def rerank_from_args(args: argparse.Namespace) -> bool:
+    """--rerank (or the settings file's `rerank`), else the default."""
+    from agent.settings import RERANK_DEFAULT
+
+    value = getattr(args, "rerank", None)
+    return RERANK_DEFAULT if value is None else value == "on"
 
 
 def load_tokenizer_from_args(args: argparse.Namespace):

@@ -73,10 +73,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def settings_from_args(args: argparse.Namespace) -> AgentSettings:
     """AgentSettings with the command-line overrides applied to the defaults."""
-    from agent.commands.common import decoding_from_args
+    from agent.commands.common import decoding_from_args, rerank_from_args
 
     settings = AgentSettings(
-        policy=args.tools or "auto", decoding=decoding_from_args(args), fallback=args.fallback, few_shot=args.few_shot
+        policy=args.tools or "auto", decoding=decoding_from_args(args), rerank=rerank_from_args(args), fallback=args.fallback, few_shot=args.few_shot
     )
     if args.k is not None:
         settings = replace(settings, k=args.k)

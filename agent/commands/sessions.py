@@ -19,7 +19,9 @@ def open_cli_session(args: argparse.Namespace, tools: str = "auto", decoding: st
         args, tokenizer=model.tokenizer, embedder=embedder,
         embed_budget=getattr(args, "embed_budget", None), embed_first=getattr(args, "question", None),
     )
-    settings = AgentSettings(policy=tools, decoding=decoding)
+    from agent.commands.common import rerank_from_args
+
+    settings = AgentSettings(policy=tools, decoding=decoding, rerank=rerank_from_args(args))
     changes = {name: getattr(args, name, None) for name in ("temperature", "max_tokens")}
     changes = {name: value for name, value in changes.items() if value is not None}
     if changes:  # from config.toml or the environment: `ask` has no such flags

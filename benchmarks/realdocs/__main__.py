@@ -15,6 +15,7 @@ USAGE = """\
   cold    time a first search on each package's folder as if never indexed (chunked, nothing embedded yet)
   score   index each package and print Recall@5 per retriever, quoted evidence, declines and timing (default)
   refit   fit the quote scorer and the answerability rule on the fit packages; print every package before/after
+  train-reranker  train the cross-encoder on the fit packages (PyTorch, the training extra) and write its file
 """
 
 
@@ -23,7 +24,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m benchmarks.realdocs", description="The real-docs development suite.", epilog=USAGE,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("command", nargs="?", default="score", choices=("build", "check", "cold", "score", "refit"))
+    parser.add_argument("command", nargs="?", default="score", choices=("build", "check", "cold", "score", "refit", "train-reranker"))
     parser.add_argument("--packages", nargs="+", default=None, help="only these packages (default: all)")
     parser.add_argument("--split", default="all", choices=SPLITS, help="fit, held or all packages (default: all)")
     parser.add_argument("--limit", type=int, default=None, help="score: at most this many questions per package")
@@ -33,6 +34,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="also take <package>.jsonl question files from this folder (repeatable)")
     parser.add_argument("--cases-cache", type=Path, default=None,
                         help="refit: keep each package's scored sentences in this folder and reuse them")
+    parser.add_argument("--rerank", choices=("on", "off", "quotes", "passages"), default="off",
+                        help="score: the cross-encoder (models/reranker.safetensors) on quotes and declines, on "
+                             "passages before packing, or on both (on)")
+    parser.add_argument("--out", type=Path, default=None, help="train-reranker: write the model here (default: the shipped file)")
+    parser.add_argument("--epochs", type=int, default=None, help="train-reranker: passes over the pairs")
+    parser.add_argument("--layers", type=int, default=None, help="train-reranker: MiniLM layers kept")
     args = parser.parse_args(argv)
     try:
         packages = choose_packages(load_packages(questions_dirs=[QUESTIONS_DIR, *args.questions_dir]), args.packages, args.split)
@@ -62,9 +69,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         from models.embedder import load_embedder
 
         return refit_main(packages, load_tokenizer(), load_embedder(), args.cases_cache)
+    if args.command == "train-reranker":
+        return _train(packages, args)
     from benchmarks.realdocs.scoring import score_suite
 
-    return score_suite(packages, load_tokenizer(), limit=args.limit, as_json=args.json, write=args.write)
+    return score_suite(packages, load_tokenizer(), limit=args.limit, as_json=args.json, write=args.write,
+                       rerank=args.rerank)
+
+
+def _train(packages, args) -> int:
+    import dataclasses
+
+    from benchmarks.realdocs.suite import suite_dir
+    from benchmarks.realdocs.train_reranker import TrainSettings, main as train_main
+    from models.reranker import RERANKER_FILE
+    from models.tokenizer import load_tokenizer
+
+    fit = [p for p in packages if p.split == "fit"]
+    changes = {k: v for k, v in (("epochs", args.epochs), ("layers", args.layers), ("limit", args.limit)) if v is not None}
+    settings = dataclasses.replace(TrainSettings(), **changes)
+    cache = args.cases_cache or suite_dir() / "rerank-pairs"
+    return train_main(fit, load_tokenizer(), cache, args.out or RERANKER_FILE, settings)
 
 
 if __name__ == "__main__":

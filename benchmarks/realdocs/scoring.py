@@ -97,12 +97,14 @@ def quoted_sentences(text: str) -> list[str]:
     return [m.group("sentence") for b in blocks if (m := _QUOTE.match(b.strip()))]
 
 
-def answer_question(index, tokenizer, embedder, question: Question) -> Answered:
-    """The default answer with no model call: the agent's first search, then the quoted fallback, verified."""
+def answer_question(index, tokenizer, embedder, question: Question, reranker=None, passages=None) -> Answered:
+    """The default answer with no model call: the agent's first search, then the quoted fallback, verified.
+    `reranker`: the cross-encoder that orders the quotes and decides declines (None: the quote scorer alone);
+    `passages`: what reorders the hits before packing (rag.answering.passages.PassageReranker; None: the hybrid's order)."""
     started = time.perf_counter()
-    result = search_first(index, Ledger(), tokenizer, question.q, K)
+    result = search_first(index, Ledger(), tokenizer, question.q, K, reorder=passages)
     shown = {c.n: c for c in result.citations}
-    quoted = QuoteFallback(embedder, index.vocabulary)(question.q, shown, index.chunk) if shown else None
+    quoted = QuoteFallback(embedder, index.vocabulary, reranker)(question.q, shown, index.chunk) if shown else None
     if quoted is not None:
         Verifier(embedder)(quoted.text, shown, index.chunk)  # the shown answer is verified before it is shown
     seconds = time.perf_counter() - started
@@ -118,7 +120,7 @@ def answer_question(index, tokenizer, embedder, question: Question) -> Answered:
 
 
 def score_package(package: Package, folder: Path, tokenizer, embedder, limit: int | None = None,
-                  say: Callable[[str], None] = print) -> PackageScore:
+                  say: Callable[[str], None] = print, reranker=None, passages=None) -> PackageScore:
     """Index (or load) one package's folder and score its questions."""
     questions = [q for path in package.questions for q in load_questions(path)][:limit]
     memo = MemoEmbedder(embedder)
@@ -143,7 +145,7 @@ def score_package(package: Package, folder: Path, tokenizer, embedder, limit: in
         recall_at_5={m: doc_rows[m].recall_at_5 for m in RETRIEVERS if m in doc_rows},
         graded=doc_rows[RETRIEVERS[0]].n if RETRIEVERS[0] in doc_rows else 0, index=info,
     )
-    score.answers = [answer_question(index, tokenizer, memo, q) for q in questions]
+    score.answers = [answer_question(index, tokenizer, memo, q, reranker, passages) for q in questions]
     return score
 
 
@@ -222,12 +224,21 @@ def index_table(scores: Sequence[PackageScore]) -> str:
 
 
 def score_suite(packages: Sequence[Package], tokenizer, root: Path | None = None, limit: int | None = None,
-        as_json: bool = False, write: Path | None = None, say: Callable[[str], None] = print) -> int:
+        as_json: bool = False, write: Path | None = None, say: Callable[[str], None] = print,
+        rerank: str = "off") -> int:
     """Score every package that has its folder; print the tables (or JSON), and with `write` save them as
     Markdown with the date, commit and load average. 1 when a package could not be scored."""
     load_before = load_average()
     started = time.perf_counter()
     embedder = load_embedder()
+    reranker = passages = None
+    if rerank != "off":
+        from models.reranker import load_reranker
+        from rag.answering.passages import PassageReranker
+
+        scorer = load_reranker(embedder.tokenize)
+        reranker = scorer if rerank in ("on", "quotes") else None
+        passages = PassageReranker(scorer) if rerank in ("on", "passages") else None
     scores, status = [], 0
     for package in packages:
         folder = package.folder(root)
@@ -235,7 +246,7 @@ def score_suite(packages: Sequence[Package], tokenizer, root: Path | None = None
             say(f"{package.name}: no folder {folder}: run `python -m benchmarks.realdocs build` first")
             status = 1
             continue
-        scores.append(score_package(package, folder, tokenizer, embedder, limit, say))
+        scores.append(score_package(package, folder, tokenizer, embedder, limit, say, reranker, passages))
     if as_json:
         say(json.dumps([{**asdict(s), "rates": s.rates()} for s in scores], indent=1))
     elif scores:

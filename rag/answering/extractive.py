@@ -7,7 +7,7 @@ from typing import Iterable, Mapping, Protocol
 
 import numpy as np
 
-from models.protocols import Embedder
+from models.protocols import Embedder, Reranker
 from rag.answering.answerability import Answerability, assess, sentence_cosines
 from rag.verification.claim_terms import terms
 from rag.verification.claims import split_claims
@@ -31,6 +31,12 @@ MAX_OVERLAP = 0.8  # a sentence sharing more of its words with one already chose
 # the quoted text 60 -> 61 of 76 held back; on the real-docs fit packages 0 / 1 / 2 give 0.54 / 0.58 / 0.60: a fifth
 # quote buys 0.02, not kept; docs/decisions.md).
 OTHER_EXCERPT = 1
+# With the cross-encoder (models.reranker): the quote scorer's best RERANK_CANDIDATES sentences are read with the
+# question by the reranker, and its logit orders them. Nothing reaching the reranker's answer_logit (chosen in
+# training on fit questions kept out of it): the excerpts do not answer, a decline. A sentence QUOTE_MARGIN below
+# the best one is not quoted.
+RERANK_CANDIDATES = 24
+QUOTE_MARGIN = 4.0
 
 
 @dataclass(frozen=True)
@@ -78,15 +84,48 @@ class QuoteFallback:
     rag.answering.answerability says the shown excerpts answer the question. `vocabulary`: the index's term counts
     (HybridIndex.vocabulary; None: the decision rests on the quote scores alone)."""
 
-    def __init__(self, embedder: Embedder | None, vocabulary: DocumentFrequencies | None = None) -> None:
+    def __init__(self, embedder: Embedder | None, vocabulary: DocumentFrequencies | None = None,
+                 reranker: Reranker | None = None) -> None:
         self.embedder = embedder
         self.vocabulary = vocabulary
+        self.reranker = reranker
 
     def __call__(self, question: str, shown: Mapping[int, CitationLike], lookup: Lookup) -> QuotedAnswer | None:
         ranked = rank_sentences(question, shown, lookup, self.embedder)
+        if self.reranker is not None:
+            return self._reranked(question, ranked, self.reranker)
         if not assess_ranked(question, ranked, self.embedder, self.vocabulary).answerable:
             return None
         return quoted_answer(select(ranked, self.embedder is not None, other_excerpt=OTHER_EXCERPT))
+
+    def _answers(self, question: str, ranked: "RankedSentences", logits: np.ndarray, reranker: Reranker) -> bool:
+        if DECLINE_BY == "reranker":
+            return float(logits.max()) >= reranker.answer_logit
+        return assess_ranked(question, ranked, self.embedder, self.vocabulary).answerable
+
+    def _reranked(self, question: str, ranked: "RankedSentences", reranker: Reranker) -> QuotedAnswer | None:
+        """The cross-encoder decides: nothing scoring ANSWER_LOGIT is a decline; its order picks the quotes."""
+        logits = rerank(question, ranked, reranker)
+        if not len(logits) or not self._answers(question, ranked, logits, reranker):
+            return None
+        by_reranker = RankedSentences(ranked.candidates, ranked.features, logits)
+        chosen = select(by_reranker, self.embedder is not None, other_excerpt=OTHER_EXCERPT,
+                        min_score=float(logits.max()) - QUOTE_MARGIN, close=logits)
+        text, numbers = quoted(chosen)
+        return QuotedAnswer(text, numbers) if text else None
+
+
+DECLINE_BY = "rule"  # "rule": rag.answering.answerability decides (the reranker only orders); "reranker": its answer_logit
+
+
+def rerank(question: str, ranked: "RankedSentences", reranker: Reranker, k: int = RERANK_CANDIDATES) -> np.ndarray:
+    """The reranker's logit for the quote scorer's best `k` sentences (each under its heading path); -inf for the rest."""
+    logits = np.full(len(ranked.candidates), -np.inf, dtype=np.float32)
+    if not ranked.candidates:
+        return logits
+    best = np.argsort(-ranked.scores, kind="stable")[:k]
+    logits[best] = reranker.score(question, [ranked.candidates[i].in_context for i in best])
+    return logits
 
 
 def assess_ranked(
@@ -139,14 +178,16 @@ def best_quotes(
 
 def select(
     ranked: RankedSentences, with_cosine: bool, max_sentences: int = 3, min_score: float = MIN_SCORE, other_excerpt: int = 0,
-    weights: dict[str, float] | None = None,
+    weights: dict[str, float] | None = None, close: np.ndarray | None = None,
 ) -> list[Quote]:
     """best_quotes' choice among sentences already scored (rag.evaluation.quote_eval measures it on the same rows);
-    `weights`: the ones `ranked` was scored with (None: WEIGHTS)."""
+    `weights`: the ones `ranked` was scored with (None: WEIGHTS); `close`: what must reach `min_score` for a
+    sentence to be quoted (None: its coverage and cosine part of the score)."""
     found, scores = ranked.candidates, ranked.scores
     if not found or max_sentences <= 0:
         return []
-    close = scores_of(ranked.features, with_cosine, weights, only=("coverage", "cosine"))
+    if close is None:
+        close = scores_of(ranked.features, with_cosine, weights, only=("coverage", "cosine"))
     order = sorted(range(len(found)), key=lambda i: (-scores[i], found[i].n, i))
     chosen: list[Quote] = []
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Protocol
 
 import jsonschema
 
@@ -101,6 +101,14 @@ def search_problem(arguments: Any) -> str | None:
     return f"invalid {SEARCH_DOCS_NAME} arguments: " + "; ".join(problems) + f"; {USAGE}"
 
 
+class Reorder(Protocol):
+    """What reorders search hits before packing: the first `pool` hits in, the best `k` out."""
+
+    pool: int
+
+    def __call__(self, query: str, hits: list[Hit], k: int) -> list[Hit]: ...
+
+
 @dataclass(frozen=True)
 class SearchResult:
     """What one call returns: `text` is what the model sees."""
@@ -129,6 +137,9 @@ class SearchDocsTool:
     render: Callable[[int, Any], str] = block  # sourced_block adds each excerpt's source id, section and lines
     name: str = SEARCH_DOCS_NAME
     schema: dict = field(default_factory=lambda: SEARCH_DOCS_SCHEMA)
+    # Reorders the hits before packing (rag.answering.passages.PassageReranker): called with the query, the
+    # retriever's first `reorder.pool` hits and k; None: the retriever's order.
+    reorder: Reorder | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int) or self.max_tokens < 0:
@@ -152,7 +163,10 @@ class SearchDocsTool:
         unknown = _unknown_doc_ids(self.retriever, doc_ids)
         if unknown:
             return SearchResult(text=f"Error: {unknown}", error=unknown)
-        hits = list(self.retriever.search(query, k=k, doc_ids=doc_ids))
+        if self.reorder is None:
+            hits = list(self.retriever.search(query, k=k, doc_ids=doc_ids))
+        else:
+            hits = self.reorder(query, list(self.retriever.search(query, k=max(k, self.reorder.pool), doc_ids=doc_ids)), k)
         if not hits:
             return SearchResult(text=NO_RESULTS, hits=hits)
         packed, citations = self._packer.assemble(
@@ -210,9 +224,10 @@ def search_docs_tool(
     order: str = "rank",
     jaccard_threshold: float | None = DEFAULT_JACCARD,
     render: Callable[[int, Any], str] = block,
+    reorder: Reorder | None = None,
 ) -> SearchDocsTool:
     """The search_docs tool bound to a retriever and one run's ledger; call it with the arguments dict."""
-    return SearchDocsTool(retriever, ledger, counter, max_tokens, order, jaccard_threshold, render)
+    return SearchDocsTool(retriever, ledger, counter, max_tokens, order, jaccard_threshold, render, reorder=reorder)
 
 
 def search_first_arguments(question: str, k: int = DEFAULT_K) -> dict[str, Any]:
@@ -222,10 +237,11 @@ def search_first_arguments(question: str, k: int = DEFAULT_K) -> dict[str, Any]:
 
 def search_first(
     retriever: Retriever, ledger: Ledger, counter: CountsTokens, question: str, k: int = DEFAULT_K,
-    max_tokens: int = DEFAULT_MAX_TOKENS,
+    max_tokens: int = DEFAULT_MAX_TOKENS, reorder: Reorder | None = None,
 ) -> SearchResult:
     """The search-first step outside an agent turn (the eval's probe, quote_eval): the question as the query."""
-    return search_docs_tool(retriever, ledger, counter, max_tokens=max_tokens)(search_first_arguments(question, k))
+    tool = search_docs_tool(retriever, ledger, counter, max_tokens=max_tokens, reorder=reorder)
+    return tool(search_first_arguments(question, k))
 
 
 def _reasons(packed: PackedContext) -> str:
