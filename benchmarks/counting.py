@@ -90,12 +90,13 @@ def run(quick: bool = False, smoke: bool = False) -> list[dict]:
     from agent.context import ContextWindow
     from rag.excerpts.packing import Ledger, Packer, block
 
+    quick = quick or smoke
     model = workload.chat_model()
     tokenizer = model.tokenizer
     repeats = 1 if smoke else 5 if quick else 21
     messages, options = workload.answer_prompt(k=1 if smoke else 5)
-    options = replace(options, max_tokens=4 if smoke else 64) if quick or smoke else options
-    answer = answer_ms(model, messages, options, 1 if quick or smoke else 3)
+    options = replace(options, max_tokens=4 if smoke else 64) if quick else options
+    answer = answer_ms(model, messages, options, 1 if quick else 3)
     label = f"share of a {options.max_tokens}-token answer"
     rows = []
 

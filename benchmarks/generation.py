@@ -125,6 +125,7 @@ def copy_guard_row(model, repeats: int, max_tokens: int = 48, k: int = 5) -> dic
 
 def run(quick: bool = False, smoke: bool = False) -> list[dict]:
     """Rows of the table; smoke: a few tokens once, to prove the module runs (its figures mean nothing)."""
+    quick = quick or smoke
     model = workload.chat_model()
     llm = model.llm
     messages, recorded = workload.answer_prompt(k=1 if smoke else 5)  # smoke: one excerpt, a short prompt
