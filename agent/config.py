@@ -96,7 +96,9 @@ def read_file(path: Path) -> dict:
         data = tomllib.loads(raw.decode("utf-8"))
     # ValueError: also int() refusing a 5,000-digit number; RecursionError: nesting thousands deep.
     except (tomllib.TOMLDecodeError, UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise ConfigError(f"the settings file {path} is not valid TOML ({exc}): fix it, e.g. base_url = \"http://127.0.0.1:8080/v1\"") from None
+        raise ConfigError(
+            f"the settings file {path} is not valid TOML ({exc}): fix it, e.g. base_url = \"http://127.0.0.1:8080/v1\""
+        ) from None
     values = {}
     for name, value in data.items():
         if name in ("api_key", "key", "openai_api_key"):

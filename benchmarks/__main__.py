@@ -3,6 +3,7 @@
 Usage (from the repo root):
     .venv/bin/python -m benchmarks              # everything; several minutes on 2 cores
     .venv/bin/python -m benchmarks --quick      # fewer repeats, shorter answers, no 100k corpus: about a minute
+    .venv/bin/python -m benchmarks --smoke      # every module once on a tiny workload: proves they run (the tests do)
     .venv/bin/python -m benchmarks --json       # the same rows as JSON (machine, load average, module times)
     .venv/bin/python -m benchmarks --only generation,followup   # some modules: see MODULES
 
@@ -23,7 +24,8 @@ import traceback
 from benchmarks.measure import load_average, machine
 from benchmarks.table import render, to_json, verdict
 
-# Module name -> what it measures; each has run(quick: bool) -> list[dict] rows.
+# Module name -> what it measures; each has run(quick: bool, smoke: bool) -> list[dict] rows.
+# smoke: a tiny workload, seconds each, so the test suite runs every module and a broken one fails CI.
 MODULES = {
     "generation": "decode tokens/s vs bare llama.cpp; decode traffic vs memory bandwidth",
     "followup": "time to first token of a follow-up question vs eval of its new tokens; cache reset",
@@ -41,11 +43,11 @@ MODULES = {
 }
 
 
-def run_module(name: str, quick: bool) -> tuple[list[dict], float, str | None]:
+def run_module(name: str, quick: bool, smoke: bool = False) -> tuple[list[dict], float, str | None]:
     """(rows, seconds, error) of one module; an import or run failure becomes one FAILED row."""
     start = time.perf_counter()
     try:
-        rows = importlib.import_module(f"benchmarks.{name}").run(quick=quick)
+        rows = importlib.import_module(f"benchmarks.{name}").run(quick=quick or smoke, smoke=smoke)
         error = None
     except Exception as exc:  # report and go on: one broken module must not hide the others' figures
         traceback.print_exc(file=sys.stderr)
@@ -72,6 +74,7 @@ def selected(only: str | None, skip: str | None) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats, shorter answers, no 100k corpus")
+    parser.add_argument("--smoke", action="store_true", help="a tiny workload, to check every module runs; figures mean nothing")
     parser.add_argument("--json", action="store_true", help="print JSON instead of the text table")
     parser.add_argument("--only", metavar="NAMES", help="comma-separated modules to run")
     parser.add_argument("--skip", metavar="NAMES", help="comma-separated modules to leave out")
@@ -84,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     modules: dict[str, dict] = {}
     for name in names:
         print(f"benchmarks: {name} ({MODULES[name]}) ...", file=sys.stderr, flush=True)
-        module_rows, seconds, error = run_module(name, args.quick)
+        module_rows, seconds, error = run_module(name, args.quick, args.smoke)
         rows += module_rows
         modules[name] = {"seconds": round(seconds, 1), "error": error}
         print(f"benchmarks: {name} took {seconds:.0f} s", file=sys.stderr, flush=True)
@@ -93,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
 
     facts = machine()
     meta = {
-        "mode": "quick" if args.quick else "full",
+        "mode": "smoke" if args.smoke else "quick" if args.quick else "full",
         "load_average_before": [round(x, 2) for x in load_before],
         "load_average_after": [round(x, 2) for x in load_after],
         "seconds": round(total, 1),

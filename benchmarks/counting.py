@@ -11,6 +11,8 @@ import time
 from dataclasses import replace
 
 from benchmarks import workload
+from benchmarks.workload import implements
+from models.protocols import Tokenizer
 from benchmarks.measure import median
 from benchmarks.table import row
 
@@ -25,6 +27,7 @@ class TallyingTokenizer:
         self._tokenizer = tokenizer
         self.calls = 0
         self.tokens = 0
+        implements(self, Tokenizer)
 
     def __getattr__(self, name):
         return getattr(self._tokenizer, name)
@@ -82,15 +85,17 @@ def answer_ms(model, messages, options, repeats: int) -> float:
     return 1000 * median(times)
 
 
-def run(quick: bool = False) -> list[dict]:
+def run(quick: bool = False, smoke: bool = False) -> list[dict]:
+    """Rows of the table; smoke: each count once and a four-token answer, to prove the module runs."""
     from agent.context import ContextWindow
     from rag.excerpts.packing import Ledger, Packer, block
 
+    quick = quick or smoke
     model = workload.chat_model()
     tokenizer = model.tokenizer
-    repeats = 5 if quick else 21
-    messages, options = workload.answer_prompt()
-    options = replace(options, max_tokens=64) if quick else options
+    repeats = 1 if smoke else 5 if quick else 21
+    messages, options = workload.answer_prompt(k=1 if smoke else 5)
+    options = replace(options, max_tokens=4 if smoke else 64) if quick else options
     answer = answer_ms(model, messages, options, 1 if quick else 3)
     label = f"share of a {options.max_tokens}-token answer"
     rows = []
@@ -105,7 +110,7 @@ def run(quick: bool = False) -> list[dict]:
     window = ContextWindow(tokenizer)
     budget = window.prepare(workload.QUESTION, []).evidence_budget
     index = workload.docs_index()
-    for k in (5, 10, 20):
+    for k in (5,) if smoke else (5, 10, 20):
         hits = index.search(workload.QUESTION, k=k)
         tally = TallyingTokenizer(tokenizer)
         Packer(tally).assemble(workload.QUESTION, hits, budget)

@@ -85,10 +85,11 @@ def _configs(quick: bool, n_texts: int) -> list[tuple[int, int, int]]:
     return configs
 
 
-def run(quick: bool = False) -> list[dict]:
-    """Rows with keys what / ours / baseline / ratio / target (ratio = ours / baseline)."""
+def run(quick: bool = False, smoke: bool = False) -> list[dict]:
+    """Rows with keys what / ours / baseline / ratio / target (ratio = ours / baseline); smoke: a few texts."""
+    quick = quick or smoke
     rows: list[dict] = []
-    n_chunks, n_queries, repeats = (16, 64, 1) if quick else (48, 256, 2)
+    n_chunks, n_queries, repeats = (4, 8, 1) if smoke else (16, 64, 1) if quick else (48, 256, 2)
 
     with tempfile.TemporaryDirectory(prefix="smoldocs-bench-") as tmp:
         built = ensure_minilm_gguf(folder=Path(tmp))
@@ -131,13 +132,15 @@ def run(quick: bool = False) -> list[dict]:
                     # The configured setting has the target; the others are the sweep that chose it.
                     target="ratio >= 0.9" if default else "info: one setting changed",
                 ))
-        rows += _q8_rows(built, embedder(DEFAULT_BATCH_TOKENS, default_threads()), chunks, Path(tmp), quick, repeats)
+        rows += _q8_rows(built, embedder(DEFAULT_BATCH_TOKENS, default_threads()), chunks, Path(tmp), quick, repeats,
+                         smoke)
         for e in embedders.values():
             e.close()
     return rows
 
 
-def _q8_rows(f16: CachedGGUF, configured: LlamaEmbedder, chunks: list[str], tmp: Path, quick: bool, repeats: int) -> list[dict]:
+def _q8_rows(f16: CachedGGUF, configured: LlamaEmbedder, chunks: list[str], tmp: Path, quick: bool, repeats: int,
+             smoke: bool = False) -> list[dict]:
     """Q8_0 weights against the f16 file: speed on the same chunks, closeness of the vectors, and (full run)
     Recall@5 of the hybrid index over docs_corpus built with each."""
     q8_file = ensure_minilm_gguf(folder=tmp, quant="q8_0")
@@ -145,12 +148,13 @@ def _q8_rows(f16: CachedGGUF, configured: LlamaEmbedder, chunks: list[str], tmp:
     rows = []
     try:
         f16_rate = q8_rate = 0.0
-        for _ in range(max(2, repeats)):  # interleaved, best of each: the machine's load moves under both alike
+        # interleaved, best of each: the machine's load moves under both alike
+        for _ in range(1 if smoke else max(2, repeats)):
             f16_rate = max(f16_rate, _rate(configured.embed, chunks, 1))
             q8_rate = max(q8_rate, _rate(q8.embed, chunks, 1))
         rows.append(dict(what="embeddings/s, Q8_0 weights vs f16 (as configured), same chunks", ours=q8_rate,
                          baseline=f16_rate, ratio=q8_rate / f16_rate, target="info: Q8_0 taken only if faster"))
-        sample = make_chunks(configured, 40 if quick else 200)
+        sample = make_chunks(configured, 8 if smoke else 40 if quick else 200)
         cos = (q8.embed(sample) * configured.embed(sample)).sum(axis=1)
         rows.append(dict(what=f"cosine Q8_0 vs f16 vectors, min over {len(sample)} chunks", ours=float(cos.min()),
                          baseline=None, ratio=None, target="ours >= 0.995"))

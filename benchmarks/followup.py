@@ -40,7 +40,9 @@ def first_delta(deltas) -> float:
     return seconds if seconds is not None else float("nan")
 
 
-def run(quick: bool = False) -> list[dict]:
+def run(quick: bool = False, smoke: bool = False) -> list[dict]:
+    """Rows of the table; smoke: one excerpt, four-token answers, to prove the module runs."""
+    quick = quick or smoke
     model = workload.chat_model()
     llm, tokenizer = model.llm, model.tokenizer
     repeats = 1 if quick else 5
@@ -48,7 +50,8 @@ def run(quick: bool = False) -> list[dict]:
     # A real chat: turn 1 is answered by the model, so the cache holds what a chat leaves behind.
     recorder = workload.PromptRecorder(model, live=True)
     # Quick: two excerpts instead of five, so each prompt evaluation takes about half as long.
-    session = workload.session(recorder, k=2 if quick else 5, answer_tokens=16 if quick else None)
+    session = workload.session(recorder, k=1 if smoke else 2 if quick else 5,
+                               answer_tokens=4 if smoke else 16 if quick else None)
     llm.reset()
     workload.finish(session.ask(workload.QUESTION))
     after_turn_1 = [int(t) for t in llm._input_ids]

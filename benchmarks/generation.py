@@ -105,10 +105,10 @@ def grammar_rows(model, messages, options, repeats: int) -> list[dict]:
     return rows
 
 
-def copy_guard_row(model, repeats: int, max_tokens: int = 48) -> dict:
+def copy_guard_row(model, repeats: int, max_tokens: int = 48, k: int = 5) -> dict:
     """Decode speed of quote decoding (the copy guard on) against free decoding of the same quote prompt, `> ` and
     all: what keeping every reference verbatim costs per token. Target: >= 0.9."""
-    messages, recorded = workload.answer_prompt(decoding="quote")
+    messages, recorded = workload.answer_prompt(k=k, decoding="quote")
     guarded = replace(recorded, max_tokens=max_tokens)
     free = replace(guarded, guard=None)
     prompt, added, _ = model.tokenizer._renderer.render(messages)
@@ -123,15 +123,17 @@ def copy_guard_row(model, repeats: int, max_tokens: int = 48) -> dict:
                median(a), median(b), "ratio >= 0.9", unit="tok/s")
 
 
-def run(quick: bool = False) -> list[dict]:
+def run(quick: bool = False, smoke: bool = False) -> list[dict]:
+    """Rows of the table; smoke: a few tokens once, to prove the module runs (its figures mean nothing)."""
+    quick = quick or smoke
     model = workload.chat_model()
     llm = model.llm
-    messages, recorded = workload.answer_prompt()
+    messages, recorded = workload.answer_prompt(k=1 if smoke else 5)  # smoke: one excerpt, a short prompt
     # Our layer against the bare loop without a grammar on either side; what the grammars cost is a row of its own.
     options = replace(recorded, grammar=None, guard=None)
     # Many short runs beat a few long ones on a noisy machine: the median shrugs off a run that was preempted.
-    options = replace(options, max_tokens=24 if quick else 128)
-    repeats = 3 if quick else 6
+    options = replace(options, max_tokens=4 if smoke else 24 if quick else 128)
+    repeats = 1 if smoke else 3 if quick else 6
     tokens = model.tokenizer.chat_tokens(messages)
     stop = model.tokenizer._renderer.render(messages)[2]  # the template's stop strings, as our layer adds them
     seed = options.seed if options.seed is not None else model.config.seed
@@ -160,9 +162,9 @@ def run(quick: bool = False) -> list[dict]:
     if not quick:
         rows.append(thread_row(model, tokens, options, stop, seed, 4))
         rows += grammar_rows(model, messages, options, 4)
-    rows.append(copy_guard_row(model, 3 if quick else 6))
+    rows.append(copy_guard_row(model, repeats, max_tokens=4, k=1) if smoke else copy_guard_row(model, 3 if quick else 6))
     size = Path(model.config.path).stat().st_size
-    bandwidth = copy_bandwidth(128 if quick else 512, 3 if quick else 7)
+    bandwidth = copy_bandwidth(8 if smoke else 128 if quick else 512, 1 if smoke else 3 if quick else 7)
     effective = size * ours_rate / 1e9
     rows.append(row(f"decode weight traffic GB/s ({size / 1e6:.0f} MB file x tok/s) vs numpy copy GB/s",
                     effective, bandwidth, "info: 1.0 = memory-bound", unit="GB/s"))

@@ -45,8 +45,20 @@ def _rows_and_questions(tokenizer, embedder) -> tuple[np.ndarray, list[str], lis
     return matrix / np.linalg.norm(matrix, axis=1, keepdims=True), questions, used
 
 
-def run(quick: bool = False) -> list[dict]:
-    """Rows: the build time, then recall@10 and query p50 at each ef_search (quick: the first two only)."""
+def _docs_corpus_rows(tokenizer, embedder) -> tuple[np.ndarray, list[str], list[str]]:
+    """The smoke workload: the bundled docs_corpus index's rows and its first five questions."""
+    from rag.evaluation.questions import load_questions
+    from rag.indexing.build import open_index
+
+    matrix = np.asarray(open_index(None, tokenizer, embedder).dense.matrix, dtype=np.float32)
+    return matrix, [q.q for q in load_questions()[:5]], ["docs_corpus"]
+
+
+def run(quick: bool = False, smoke: bool = False) -> list[dict]:
+    """Rows: the build time, then recall@10 and query p50 at each ef_search (quick: the first two only).
+
+    Smoke: docs_corpus's rows and five of its questions at the first ef_search, to prove the module runs
+    without the real-docs suite built (its figures mean nothing)."""
     import psycopg
 
     from models.embedder import load_embedder
@@ -54,7 +66,8 @@ def run(quick: bool = False) -> list[dict]:
     from tests.pg_support import running_server
 
     embedder = load_embedder()
-    matrix, questions, used = _rows_and_questions(load_tokenizer(), embedder)
+    rows_of = _docs_corpus_rows if smoke else _rows_and_questions
+    matrix, questions, used = rows_of(load_tokenizer(), embedder)
     queries = np.asarray(embedder.embed(questions), dtype=np.float32)
     queries /= np.linalg.norm(queries, axis=1, keepdims=True)
     truth = [set(np.argsort(-(matrix @ q), kind="stable")[:10].tolist()) for q in queries]
@@ -69,7 +82,7 @@ def run(quick: bool = False) -> list[dict]:
         conn.execute("CREATE INDEX ON vectors USING hnsw (embedding vector_cosine_ops)")
         rows.append(row(f"HNSW build, {label} (s)", time.perf_counter() - start, section=SECTION))
         conn.execute("VACUUM ANALYZE vectors")
-        for ef in EF_SEARCH[:2] if quick else EF_SEARCH:
+        for ef in EF_SEARCH[:1] if smoke else EF_SEARCH[:2] if quick else EF_SEARCH:
             conn.execute(f"SET hnsw.ef_search = {ef}")
             recall, ms = [], []
             for q, best in zip(queries, truth):

@@ -70,10 +70,12 @@ async def drive_tui(questions: list[str], store_root: str, answer_tokens: int | 
     return {"turns_shown": turns, "statuses": statuses}
 
 
-def run(quick: bool = False) -> list[dict]:
+def run(quick: bool = False, smoke: bool = False) -> list[dict]:
+    """Rows of the table; smoke: one question with an eight-token answer, to prove the module runs."""
+    quick = quick or smoke
     questions = [workload.QUESTION] if quick else [workload.QUESTION, workload.FOLLOW_UP]
     with tempfile.TemporaryDirectory(prefix="smoldocs-bench-chats-") as store:
-        cap = ["--answer-tokens", "48"] if quick else []
+        cap = ["--answer-tokens", "8" if smoke else "48"] if quick else []
         tui = run_child([sys.executable, "-m", "benchmarks.memory", "--store", store, *cap, *questions])
     lines = [line for line in tui.output.splitlines() if line.startswith("{")]
     if tui.returncode != 0 or not lines:

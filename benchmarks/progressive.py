@@ -121,8 +121,12 @@ def folder_rows(n_files: int, work: Path, baseline: bool = True) -> list[dict]:
     return rows
 
 
-def run(quick: bool = False) -> list[dict]:
-    sizes = [2000] + ([5000, 10000] if os.environ.get("SMOLDOCS_BENCH_FULL") and not quick else [])
+def run(quick: bool = False, smoke: bool = False) -> list[dict]:
+    """Rows of the table; smoke: a 20-file folder, ours alone (two children, not four), to prove the module runs."""
+    if smoke:
+        sizes = [20]
+    else:
+        sizes = [2000] + ([5000, 10000] if os.environ.get("SMOLDOCS_BENCH_FULL") and not quick else [])
     work = Path(tempfile.mkdtemp(prefix="smoldocs-progressive-"))
     try:
         rows: list[dict] = []

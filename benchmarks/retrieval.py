@@ -24,6 +24,8 @@ from rank_bm25 import BM25Okapi
 
 from benchmarks.measure import load_average, percentile
 from benchmarks.table import render, row
+from benchmarks.workload import implements
+from models.protocols import Embedder
 from rag.indexing import store
 from rag.ingest.chunking import indexed_text
 from rag.retrieval.fusion import fuse, top_rows
@@ -124,36 +126,40 @@ class _Known:
 
     def __init__(self, vectors: dict, embedder) -> None:
         self.vectors, self.model_id, self.dim = vectors, embedder.model_id, embedder.dim
+        implements(self, Embedder)
 
     def embed(self, texts):
         return np.vstack([self.vectors[t] for t in texts])
 
 
-def run(quick: bool = False) -> list[dict]:
-    """Rows with keys what / ours / baseline / ratio / target (ratio = ours / baseline)."""
+def run(quick: bool = False, smoke: bool = False) -> list[dict]:
+    """Rows with keys what / ours / baseline / ratio / target (ratio = ours / baseline); smoke: one doc, three
+    queries, 1k synthetic chunks, to prove the module runs."""
+    quick = quick or smoke
     from models.embedder import load_embedder
     from models.tokenizer import load_tokenizer
 
     tokenizer, embedder = load_tokenizer(), load_embedder()
     questions = [q.q for q in load_questions()]
-    n_queries = 20 if quick else len(questions)
+    n_queries = 3 if smoke else 20 if quick else len(questions)
     queries = questions[:n_queries]
     rows: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="smoldocs-bench-") as tmp:
         # Quick: the build is timed on a few docs (chunks/s is the figure), queries run on the cached full index.
-        docs = _subset_docs(Path(tmp) / "docs", QUICK_BUILD_DOCS) if quick else None
+        n_docs = 1 if smoke else QUICK_BUILD_DOCS
+        docs = _subset_docs(Path(tmp) / "docs", n_docs) if quick else None
         index_dir = Path(tmp) / "index"
         start = time.perf_counter()
         built = open_index(docs, tokenizer, embedder, index_dir=index_dir)
         build_s = time.perf_counter() - start
         update = built.update
-        name = f"{QUICK_BUILD_DOCS} docs of docs_corpus" if quick else "docs_corpus"
+        name = f"{n_docs} docs of docs_corpus" if quick else "docs_corpus"
         rows.append(row(f"index build, {name}, {update.files} files -> {len(built)} chunks (s)", build_s,
                         section=SECTION))
         rows.append(row("  build rate, chunks/s (chunk + embed + save)", len(built) / build_s, section=SECTION))
         rows.append(row("  embedding rate, chunks/s", update.chunks_embedded / update.embed_seconds, section=SECTION))
         reopen = []
-        for _ in range(3):
+        for _ in range(1 if smoke else 3):
             start = time.perf_counter()
             again = open_index(docs, tokenizer, embedder, index_dir=index_dir)
             reopen.append(time.perf_counter() - start)
@@ -163,14 +169,14 @@ def run(quick: bool = False) -> list[dict]:
     index = open_index(None, tokenizer, embedder) if quick else built
     rows += query_rows(f"docs_corpus {len(index)} chunks", index, queries, "", len(queries))
 
-    sizes = (10_000,) if quick else (10_000, 100_000)
+    sizes = (1_000,) if smoke else (10_000,) if quick else (10_000, 100_000)
     targets = {10_000: "ours <= 15", 100_000: "ours <= 100"}
     for n in sizes:
         rss_before = rss_mb()
         start = time.perf_counter()
         big = HybridIndex(synthetic_chunks(index.chunks, n), synthetic_embeddings(index.dense.matrix, n), embedder)
         load_s = time.perf_counter() - start
-        rows += query_rows(f"{n // 1000}k chunks", big, queries, targets[n], 10 if n > 10_000 else len(queries))
+        rows += query_rows(f"{n // 1000}k chunks", big, queries, targets.get(n, ""), 10 if n > 10_000 else len(queries))
         rows.append(row(f"  open stored index, {n // 1000}k chunks (s) (baseline: build from chunk texts)",
                         _reopen_seconds(big), load_s, section=SECTION))
         held = (big.dense.matrix.nbytes + big.bm25.nbytes) / 2**20

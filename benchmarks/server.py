@@ -16,15 +16,16 @@ from benchmarks.table import row
 SECTION = "server"
 
 
-def run(quick: bool = False) -> list[dict]:
+def run(quick: bool = False, smoke: bool = False) -> list[dict]:
+    """Rows of the table; smoke: four tokens once each side, to prove the module runs."""
     from models.local_server import LocalServer
     from models.server import ServerChatModel
     from models.server_api import ServerConfig
 
     local = workload.chat_model()
-    messages, recorded = workload.answer_prompt()
-    options = replace(recorded, grammar=None, guard=None, max_tokens=24 if quick else 128)
-    repeats = 3 if quick else 6
+    messages, recorded = workload.answer_prompt(k=1 if smoke else 5)
+    options = replace(recorded, grammar=None, guard=None, max_tokens=4 if smoke else 24 if quick else 128)
+    repeats = 1 if smoke else 3 if quick else 6
     threads = local.config.llama_kwargs()["n_threads"]
     with LocalServer(local.config.path, n_ctx=local.n_ctx, n_threads=threads) as server:
         remote = ServerChatModel(ServerConfig(server.base_url, tokenizer=local.config.path))

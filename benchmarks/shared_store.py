@@ -120,18 +120,19 @@ def _clients(url: str, embedder, queries: list[str], n: int, seconds: float) -> 
     return len(latencies) / elapsed, percentile(latencies, 95), errors[0]
 
 
-def run(quick: bool = False, size: int | None = None) -> list[dict]:
+def run(quick: bool = False, size: int | None = None, smoke: bool = False) -> list[dict]:
+    """Rows of the table; smoke: 1,000 chunks, three queries, short client runs, to prove the module runs."""
     from models.embedder import load_embedder
     from models.tokenizer import load_tokenizer
     from rag.indexing.build import open_index
     from tests.pg_support import running_server
 
-    n = size or (20_000 if quick else 100_000)
+    n = size or (1_000 if smoke else 20_000 if quick else 100_000)
     label = f"{n // 1000}k chunks"
     tokenizer, embedder = load_tokenizer(), load_embedder()
     base = open_index(None, tokenizer, embedder)
     questions = [q.q for q in load_questions()]
-    queries = questions[: 30 if quick else 80]
+    queries = questions[: 3 if smoke else 30 if quick else 80]
     known = _Known({q: embedder.embed([q]) for q in questions}, embedder)
     chunks, embeddings = synthetic_chunks(base.chunks, n), synthetic_embeddings(base.dense.matrix, n)
     rows: list[dict] = []
@@ -199,7 +200,8 @@ def run(quick: bool = False, size: int | None = None) -> list[dict]:
                         section=SECTION))
 
         for clients in CLIENTS:
-            qps, p95, errors = _clients(url, known, queries, clients, 2.0 if quick else CLIENT_SECONDS)
+            seconds = 0.3 if smoke else 2.0 if quick else CLIENT_SECONDS
+            qps, p95, errors = _clients(url, known, queries, clients, seconds)
             rows.append(row(f"{clients} concurrent clients, hybrid, {label}: queries/s", qps, section=SECTION))
             rows.append(row(f"  p95 ms, {clients} clients", p95, section=SECTION))
             rows.append(row(f"  errors, {clients} clients", errors, target="ours <= 0", section=SECTION))

@@ -10,6 +10,8 @@ import random
 
 from benchmarks.measure import interleaved, machine, median, timed
 from benchmarks.table import render, row, to_json
+from benchmarks.workload import implements
+from models.protocols import Embedder
 from rag.verification import support
 from rag.evaluation.calibration_set import load_items
 from rag.citations import Citation
@@ -47,6 +49,7 @@ class _Counting:
 
     def __init__(self, inner):
         self.inner, self.model_id, self.dim, self.sizes = inner, inner.model_id, inner.dim, []
+        implements(self, Embedder)
 
     def embed(self, texts):
         self.sizes.append(len(texts))
@@ -78,11 +81,13 @@ def _cold(fn, work, embedder):
     return once
 
 
-def run(quick: bool = False) -> list[dict]:
+def run(quick: bool = False, smoke: bool = False) -> list[dict]:
+    """Rows of the table; smoke: two answers once, to prove the module runs."""
     from models.embedder import load_embedder
 
+    quick = quick or smoke
     embedder = load_embedder()
-    workloads = answers(4 if quick else 12)
+    workloads = answers(2 if smoke else 4 if quick else 12)
     repeats = 1 if quick else 3
     _verify(workloads[0], embedder)  # warm-up: the first decode allocates buffers
     counting = _Counting(embedder)

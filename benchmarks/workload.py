@@ -6,11 +6,22 @@ import functools
 from dataclasses import replace
 from typing import Iterator, Sequence
 
-from models.protocols import CancelToken, GenerationOptions, GenerationStats, Message
+from models.protocols import CancelToken, ChatModel, GenerationOptions, GenerationStats, Message, protocol_gaps
 
 QUESTION = "How does the KV cache speed up generation?"
 FOLLOW_UP = "How much memory does it take for SmolLM2?"
 CANNED_ANSWER = "The KV cache stores the keys and values of earlier tokens, so they are not computed again [1]."
+
+
+def implements(obj, protocol: type):
+    """`obj`, once it has every member of `protocol` with the same parameters; else a TypeError naming the gaps.
+
+    The benchmarks wrap the real parts in small recorders: each checks itself when built, so a changed seam
+    stops them at once instead of measuring something else (or failing deep inside the agent)."""
+    gaps = protocol_gaps(obj, protocol)
+    if gaps:
+        raise TypeError(f"{type(obj).__name__} does not implement models.protocols.{protocol.__name__}: {'; '.join(gaps)}")
+    return obj
 
 
 @functools.lru_cache(maxsize=1)
@@ -31,9 +42,12 @@ def docs_index():
 
 
 class PromptRecorder:
-    """A ChatModel for the agent that records every prompt; live: the real model answers, else a canned reply."""
+    """A ChatModel for the agent that records every prompt; live: the real model answers, else a canned reply.
 
-    def __init__(self, model, live: bool = False) -> None:
+    It declares every ChatModel member itself (no __getattr__ passing through): a member the protocol gains
+    stops the benchmarks here, by name, instead of an AttributeError deep inside the agent."""
+
+    def __init__(self, model: ChatModel, live: bool = False) -> None:
         self.model = model
         self.live = live
         self.name = model.name
@@ -41,11 +55,19 @@ class PromptRecorder:
         self.tokenizer = model.tokenizer
         self.n_params = model.n_params
         self.supports_grammar = model.supports_grammar
+        self.supports_guard = model.supports_guard
         self.prompts: list[tuple[list[Message], GenerationOptions]] = []
+        self.prefixes: list[list[Message]] = []  # what the agent asked to keep the KV state of
+        implements(self, ChatModel)
 
     @property
     def last_stats(self) -> GenerationStats:
         return self.model.last_stats if self.live else GenerationStats()
+
+    def cache_prefix(self, messages: Sequence[Message]) -> None:
+        """Recorded, not passed on: the benchmarks time the model without the rules' KV state on disk (as before
+        the agent asked for it); end_to_end measures what that cache saves on a cold start."""
+        self.prefixes.append([dict(m) for m in messages])
 
     def stream(
         self, messages: Sequence[Message], options: GenerationOptions = GenerationOptions(), cancel: CancelToken | None = None

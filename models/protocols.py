@@ -163,3 +163,41 @@ class ChatModel(Protocol):
         options: GenerationOptions = GenerationOptions(),
         cancel: CancelToken | None = None,
     ) -> Iterator[str]: ...
+
+
+def protocol_gaps(obj: object, protocol: type) -> list[str]:
+    """What `obj` lacks of `protocol`, one line each: a missing member, or a method whose parameters differ.
+
+    isinstance() on a runtime-checkable protocol only checks that the names exist. Wrappers and fakes call this
+    where they are built, so a changed seam breaks them there, by name, instead of deep inside a run."""
+    import inspect
+
+    gaps = []
+    for name in _protocol_members(protocol):
+        if not hasattr(obj, name):
+            gaps.append(f"missing {name}")
+            continue
+        wanted = getattr(protocol, name, None)
+        if inspect.isfunction(wanted):
+            theirs = _parameters(inspect.signature(wanted), drop_self=True)
+            ours = _parameters(inspect.signature(getattr(obj, name)), drop_self=False)
+            if ours != theirs:
+                gaps.append(f"{name}({', '.join(p[0] for p in ours)}) differs from {name}({', '.join(p[0] for p in theirs)})")
+    return gaps
+
+
+def _protocol_members(protocol: type) -> list[str]:
+    """The public attributes and methods a protocol declares, its bases' included."""
+    names: dict[str, None] = {}
+    for base in reversed(protocol.__mro__):
+        if base in (object, Protocol) or not getattr(base, "_is_protocol", False):
+            continue
+        for name in [*getattr(base, "__annotations__", {}), *vars(base)]:
+            if not name.startswith("_"):
+                names[name] = None
+    return list(names)
+
+
+def _parameters(signature, drop_self: bool) -> list[tuple[str, object, bool]]:
+    params = list(signature.parameters.values())[1 if drop_self else 0 :]
+    return [(p.name, p.kind, p.default is not p.empty) for p in params]

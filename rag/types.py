@@ -205,7 +205,7 @@ class RetrieverDefaults:
         return sorted({c.doc_id for c in self.chunks}) if self.chunks else None
 
     def source(self, doc_id: str) -> SourceInfo:
-    
+
         return SourceInfo()
 
     @property

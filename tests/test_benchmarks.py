@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import types
+from typing import Protocol
 
 import pytest
 
@@ -15,7 +16,9 @@ from benchmarks.counting import TallyingTokenizer, full_prompt
 from benchmarks.followup import common_prefix
 from benchmarks.measure import interleaved, percentile
 from benchmarks.table import render, row, to_json, verdict
-from models.fakes import WordTokenizer
+from benchmarks.workload import PromptRecorder
+from models.fakes import HashEmbedder, ScriptedChatModel, WordTokenizer
+from models.protocols import ChatModel, Embedder, Tokenizer, protocol_gaps
 
 
 def test_ratio_is_ours_over_baseline_and_absent_without_a_baseline():
@@ -72,8 +75,8 @@ def test_json_keeps_every_row_with_its_verdict_and_no_nan():
 
 
 def test_a_failing_module_becomes_one_failed_row_and_the_run_goes_on(monkeypatch, capsys):
-    good = types.SimpleNamespace(run=lambda quick: [row("fine", 1.0, 1.0, "ratio >= 0.95")])
-    bad = types.SimpleNamespace(run=lambda quick: 1 / 0)
+    good = types.SimpleNamespace(run=lambda quick, smoke: [row("fine", 1.0, 1.0, "ratio >= 0.95")])
+    bad = types.SimpleNamespace(run=lambda quick, smoke: 1 / 0)
     monkeypatch.setitem(sys.modules, "benchmarks.fake_good", good)
     monkeypatch.setitem(sys.modules, "benchmarks.fake_bad", bad)
     monkeypatch.setattr(runner, "MODULES", {"fake_bad": "breaks", "fake_good": "works"})
@@ -147,3 +150,43 @@ def test_a_child_is_timed_to_its_first_output_with_its_own_peak_rss(monkeypatch,
 def test_a_failing_child_reports_its_exit_status_and_errors():
     run = run_child([sys.executable, "-c", "import sys; sys.exit('boom')"], timeout=60)
     assert run.returncode == 1 and "boom" in run.errors and run.first_output is None
+
+
+def test_the_recorders_the_benchmarks_wrap_implement_the_model_protocols():
+    from benchmarks.retrieval import _Known
+    from benchmarks.verify import _Counting
+
+    wrappers = [
+        (PromptRecorder(ScriptedChatModel()), ChatModel),
+        (TallyingTokenizer(WordTokenizer()), Tokenizer),
+        (_Counting(HashEmbedder()), Embedder),
+        (_Known({}, HashEmbedder()), Embedder),
+    ]
+    for wrapper, protocol in wrappers:
+        assert protocol_gaps(wrapper, protocol) == [] and isinstance(wrapper, protocol)
+
+
+def test_protocol_gaps_name_a_missing_member_and_a_changed_signature():
+    class Stale:  # a ChatModel from before cache_prefix, with an older stream()
+        name, n_ctx, n_params, supports_grammar, supports_guard = "stale", 2048, None, True, True
+        tokenizer, last_stats = WordTokenizer(), None
+
+        def stream(self, messages, options=None):
+            yield ""
+
+    assert protocol_gaps(Stale(), ChatModel) == [
+        "missing cache_prefix",
+        "stream(messages, options) differs from stream(messages, options, cancel)",
+    ]
+
+
+def test_a_recorder_is_refused_when_built_once_the_protocol_gains_a_member(monkeypatch):
+    """What broke four benchmark modules unseen now stops them where the recorder is made, naming the member."""
+    from benchmarks import workload
+
+    class Grown(ChatModel, Protocol):
+        def warm_up(self) -> None: ...
+
+    monkeypatch.setattr(workload, "ChatModel", Grown)
+    with pytest.raises(TypeError, match="PromptRecorder does not implement models.protocols.Grown: missing warm_up"):
+        PromptRecorder(ScriptedChatModel())

@@ -95,5 +95,6 @@ def chat_json(chat: SavedChat, lookup: Callable[[str], Chunk | None] | None = No
     turns = []
     for turn in chat.turns:
         stale = stale_citations(turn.answer, turn.events, lookup) if lookup else {}
-        turns.append({"question": turn.question, "answer": answer_to_dict(turn.answer), "stale": {str(n): why for n, why in sorted(stale.items())}})
+        stale_numbers = {str(n): why for n, why in sorted(stale.items())}
+        turns.append({"question": turn.question, "answer": answer_to_dict(turn.answer), "stale": stale_numbers})
     return {"chat_id": chat.info.chat_id, "title": chat.info.title, "meta": chat.meta, "turns": turns}

@@ -15,19 +15,19 @@ import os
 import re
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 from agent.chats.codec import event_from_dict, event_to_dict
 from agent.chats.export import chat_json, chat_markdown
 from agent.chats.saved import ChatInfo, SavedChat, SavedTurn
 from agent.errors import AgentError, UsageError
-from agent.events import Answer, AnswerFinished, Event, SearchFinished, TextDelta, TurnStarted
+from agent.events import Event, TextDelta, TurnStarted
 from models.paths import data_dir
 from rag.indexing.store import atomic_write
-from rag.types import Chunk, Hit
+from rag.types import Chunk
 
 FORMAT_VERSION = 1
 

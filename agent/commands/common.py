@@ -150,8 +150,9 @@ def add_decoding_options(p: argparse.ArgumentParser) -> None:
 
     p.add_argument(
         "--decoding", choices=DECODINGS, default=None,
-        help="auto (default): extractive below 1B parameters, free above; free: unconstrained; guarded: free text in which only shown [n] can be written; "
-             "constrained: every sentence ends with a shown [n]; extractive: no model text, only the best quotes",
+        help="auto (default): extractive below 1B parameters, free above; free: unconstrained; guarded: free text in "
+             "which only shown [n] can be written; constrained: every sentence ends with a shown [n]; extractive: no "
+             "model text, only the best quotes",
     )  # fmt: skip
 
 

@@ -12,7 +12,6 @@ Text the answer keeps apart as an unverified draft is passed separately and neve
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Sequence
 
 from agent.eval.metrics import ratio

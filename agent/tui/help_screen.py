@@ -44,7 +44,8 @@ def help_text() -> Content:
     lines = [Content.assemble(("Keys", "bold underline")), *_rows(KEYS, 12), Content("")]
     lines += [Content.assemble(("Commands", "bold underline")), *_rows(SLASH, 16), Content("")]
     lines += [Content.assemble(("Citations", "bold underline")), v.verdict_legend()]
-    lines.append(Content("  made up: no excerpt has that number\n  unresolved: the chunk is not in the index\n  Click a marker to open its source."))
+    lines.append(Content("  made up: no excerpt has that number\n  unresolved: the chunk is not in the index\n"
+                         "  Click a marker to open its source."))
     return Content("\n").join(lines)
 
 

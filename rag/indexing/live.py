@@ -32,7 +32,8 @@ PUBLISH_EVERY = 1.0  # seconds between snapshots while embedding: search improve
 SAVE_EVERY = 20.0  # seconds between checkpoints of the embeddings: a quit loses at most this much work
 IDLE_WAIT = 5.0
 
-Reopen = Callable[..., HybridIndex]  # (progress, chunk_budget, stop) -> the folder's index, new chunks unembedded  # the folder's index now, chunks without embeddings left at zero
+# (progress, chunk_budget, stop) -> the folder's index now, new chunks unembedded (their embeddings left at zero)
+Reopen = Callable[..., HybridIndex]
 
 
 class LiveIndex:

@@ -87,7 +87,8 @@ def fence_unit(ls: Lines, i: int, j: int, marker: str, start: int | None = None)
 
 
 def parse_units(text: str, syntax: str = "md") -> list[Unit]:
-    """Split Markdown or reStructuredText (`syntax` "md" or "rst") into units in document order; blank lines and thematic breaks fall between units."""
+    """Split Markdown or reStructuredText (`syntax` "md" or "rst") into units in document order; blank lines and
+    thematic breaks fall between units."""
     ls = Lines(text)
     lines = ls.lines
     units: list[Unit] = []

@@ -482,8 +482,8 @@ def _reversed(claim_text: str, context_text: str) -> str:
     # pivot with the object of another.
     theirs = _pivots(context_text, by_clause=True)
     for pivot, left, right in _pivots(claim_text, by_clause=True):
-        same_object = [l for p, l, r in theirs if p == pivot and (right & r) - l and not left & l]
-        same_subject = [r for p, l, r in theirs if p == pivot and (left & l) - r and not right & r]
+        same_object = [tl for p, tl, tr in theirs if p == pivot and (right & tr) - tl and not left & tl]
+        same_subject = [tr for p, tl, tr in theirs if p == pivot and (left & tl) - tr and not right & tr]
         if same_object and same_subject:
             return (f"the cited text says {' '.join(sorted(same_object[0]))} {pivot} {' '.join(sorted(right))}, "
                     f"not {' '.join(sorted(left))}")  # fmt: skip

@@ -10,10 +10,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Callable, Mapping, Protocol, Sequence
+from typing import Mapping, Protocol, Sequence
 
 from rag.citations import CitationLike, Lookup
-from rag.types import Chunk
 
 
 class Verdict(StrEnum):

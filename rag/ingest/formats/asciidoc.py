@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from rag.ingest.blocks import ADOC_DELIMITER, Lines, Unit, fence_end, fence_unit
+from rag.ingest.blocks import Lines, Unit, fence_end, fence_unit
 
 _ONE_LINE_TITLE = re.compile(r"^(={1,6}|#{1,6})[ \t]+(\S.*?)(?:[ \t]+\1)?[ \t]*$")
 UNDERLINE_LEVELS = {"=": 1, "-": 2, "~": 3, "^": 4, "+": 5}
