@@ -1,0 +1,285 @@
+"""Man pages: the roff of the man(7) macros read into a Layout, in Python, so no groff is needed.
+
+`.SH`/`.SS` become headings (levels 1 and 2; no title heading, so a citation reads `ls(1) · OPTIONS`); each
+item of a `.TP`/`.IP` list is one paragraph, its tag on the first line, so no chunk parts an option from its
+text; `.nf`/`.EX` blocks are kept as preformatted text. Font, size and motion escapes are dropped and special
+characters (`\\-`, `\\(em`, `\\[aq]`) become their Unicode. Macros this reader does not know are dropped with
+their arguments: a page is never rejected for one. mdoc(7) pages (`.Dd`/`.Sh`) are told apart by `is_mdoc`.
+Chosen over rendering with `man -Tutf8`/groff by measurement (README, "Man pages and info manuals").
+"""
+
+from __future__ import annotations
+
+import re
+
+from rag.ingest.formats import Layout
+from rag.ingest.formats.rendered import Block, rendered_layout
+
+SPECIAL = {
+    "em": "\u2014", "en": "\u2013", "hy": "-", "mi": "-", "aq": "'", "dq": '"', "lq": "\u201c", "rq": "\u201d",
+    "oq": "\u2018", "cq": "\u2019", "bu": "\u2022", "co": "\u00a9", "rg": "\u00ae", "tm": "\u2122", "ti": "~",
+    "ha": "^", "ga": "`", "rs": "\\", "sl": "/", "mu": "\u00d7", "di": "\u00f7", "+-": "\u00b1", ">=": "\u2265",
+    "<=": "\u2264", "!=": "\u2260", "->": "\u2192", "<-": "\u2190", "de": "\u00b0", "sc": "\u00a7", "ba": "|",
+    "br": "|", "ul": "_", "ru": "_", "lB": "[", "rB": "]", "lC": "{", "rC": "}", "la": "\u27e8", "ra": "\u27e9",
+    "Fo": "\u00ab", "Fc": "\u00bb", "fo": "\u2039", "fc": "\u203a", "pc": "\u00b7", "aa": "\u00b4", "at": "@",
+    "sh": "#", "Do": "$", "ct": "\u00a2", "Po": "\u00a3", "Eu": "\u20ac", "eu": "\u20ac", "Ye": "\u00a5",
+    "%": "", "dg": "\u2020", "dd": "\u2021", "ps": "\u00b6", "OK": "\u2713", "eq": "=", "pl": "+", "**": "*",
+}
+STRINGS = {"lq": "\u201c", "rq": "\u201d", "Aq": "'", "R": "\u00ae", "Tm": "\u2122", "C+": "C++", "Lq": "\u201c",
+           "Rq": "\u201d", "aq": "'", "Ba": "|", "Am": "&", "Le": "\u2264", "Ge": "\u2265", "Pi": "\u03c0"}
+_ESCAPE = re.compile(
+    r"\\(?:"
+    r"(?P<font>f(?:\[[^\]\n]*\]|\(..|.))"
+    r"|(?P<size>s[-+]?(?:\d|\(\d\d|\[[^\]\n]*\]|'[^'\n]*'))"
+    r"|(?P<special>\((?P<two>..)|\[(?P<name>[^\]\n]*)\])"
+    r"|(?P<string>\*(?:\((?P<s2>..)|\[(?P<sn>[^\]\n]*)\]|(?P<s1>.)))"
+    r"|(?P<register>n[-+]?(?:\(..|\[[^\]\n]*\]|.))"
+    r"|(?P<quoted>[hvwlLNoXbDSRxZC]'[^'\n]*')"
+    r"|(?P<bracketed>[mMFY](?:\[[^\]\n]*\]|\(..|.)|[kz].|[gV](?:\(..|\[[^\]\n]*\]|.))"
+    r"|(?P<char>.)"
+    r")"
+)
+_SIMPLE = {"-": "-", "e": "\\", "\\": "\\", "&": "", ")": "", " ": " ", "~": " ", "0": " ", "|": "", "^": "",
+           "%": "", ":": "", "'": "\u00b4", "`": "`", ".": ".", "t": " ", "/": "", ",": "", "d": "", "u": "",
+           "r": "", "p": "", "a": "", "!": "", "{": "", "}": "", "?": "", "E": "\\"}
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_SPACES = re.compile(r"[ \t]+")
+_ARG = re.compile(r'"((?:[^"]|"")*)"?|(\S+)')
+HEADINGS = {"SH": 1, "SS": 2, "Sh": 1, "Ss": 2}
+PARAGRAPH = frozenset({"PP", "LP", "P", "HP", "Pp", "Lp"})
+FONTS = frozenset({"B", "I", "R", "SB", "SM", "BR", "RB", "IR", "RI", "BI", "IB", "CW", "CR", "CB", "CI"})
+NOFILL_START, NOFILL_END = frozenset({"nf", "EX", "Bd"}), frozenset({"fi", "EE", "Ed"})
+_MDOC = re.compile(r"^\.(?:Dd|Dt|Sh|Nm|Os)\b", re.MULTILINE)
+_MAN = re.compile(r"^\.(?:TH|SH)\b", re.MULTILINE)
+
+
+def unescape(text: str) -> str:
+    """Text with roff escapes read: special characters as Unicode, fonts, sizes and motions dropped."""
+    if "\\" not in text:
+        return _CONTROLS.sub("", text)
+    return _CONTROLS.sub("", _ESCAPE.sub(_escape, text))
+
+
+def _escape(m: re.Match) -> str:
+    if m.group("special"):
+        name = m.group("two") or m.group("name") or ""
+        if name.startswith("u") and len(name) >= 5:
+            try:
+                return "".join(chr(int(part, 16)) for part in name[1:].split("_"))
+            except (ValueError, OverflowError):
+                return ""
+        return SPECIAL.get(name, "")
+    if m.group("string"):
+        return STRINGS.get(m.group("s2") or m.group("sn") or m.group("s1") or "", "")
+    if m.group("char") is not None:
+        return _SIMPLE.get(m.group("char"), m.group("char"))
+    return ""
+
+
+def split_args(rest: str) -> list[str]:
+    """A macro's arguments: space separated, "double quoted" with spaces, `""` a quote inside quotes."""
+    return [m.group(1).replace('""', '"') if m.group(1) is not None else m.group(2) for m in _ARG.finditer(rest)]
+
+
+def is_mdoc(text: str) -> bool:
+    """True for a page written in the mdoc(7) macros (BSD pages: `.Dd`, `.Sh`) rather than man(7)."""
+    head = text[:20000]
+    return bool(_MDOC.search(head)) and not _MAN.search(head)
+
+
+def _strip_comment(line: str) -> str:
+    i = line.find('\\"')
+    while i > 0 and line[i - 1] == "\\" and (i < 2 or line[i - 2] != "\\"):  # `\\"` is a backslash and a quote
+        i = line.find('\\"', i + 1)
+    return line if i < 0 else line[:i]
+
+
+class _Reader:
+    """Macros in, blocks out: text gathers into the open paragraph until a macro closes it."""
+
+    def __init__(self) -> None:
+        self.blocks: list[Block] = []
+        self.words: list[str] = []
+        self.tag: str | None = None  # the tag of the open .TP/.IP item
+        self.line = 0
+        self.nofill = False
+        self.pending_tag = 0  # .TP: the next text line is the tag
+        self.pending_heading = 0  # .SH with no arguments: the next text line is the title
+        self.skip_until = ""  # inside .de/.ig: skip until this line
+        self.page_name = ""  # mdoc: the first `.Nm` argument
+
+    def flush(self) -> None:
+        if self.nofill:
+            text = "\n".join(self.words).strip("\n")
+            if text.strip():
+                self.blocks.append(Block("pre", text.rstrip(), self.line or 1))
+        else:
+            text = _SPACES.sub(" ", " ".join(self.words).replace("\0", "")).strip()
+            tag = _SPACES.sub(" ", self.tag or "").strip()
+            if tag and text:
+                text = f"{tag}\n{text}"
+            elif tag:
+                text = tag
+            if text:
+                self.blocks.append(Block("para", text, self.line or 1))
+        self.words.clear()
+        self.tag = None
+        self.line = 0
+
+    def text(self, words: str, n: int) -> None:
+        if self.pending_heading:
+            self.heading(self.pending_heading, words, n)
+            return
+        if self.pending_tag:
+            self.pending_tag = 0
+            self.tag = words
+            self.line = self.line or n
+            return
+        if not self.line:
+            self.line = n
+        if self.words and not self.nofill and self.words[-1].endswith("\0"):  # \c joins the next line
+            self.words[-1] = self.words[-1][:-1] + words
+        else:
+            self.words.append(words)
+
+    def heading(self, level: int, title: str, n: int) -> None:
+        self.flush()
+        self.pending_heading = 0
+        title = _SPACES.sub(" ", title).strip()
+        if title:
+            self.blocks.append(Block("heading", title, n, level))
+
+    def macro(self, name: str, args: list[str], n: int) -> None:
+        if name in HEADINGS:
+            if args:
+                self.heading(HEADINGS[name], " ".join(unescape(a) for a in args), n)
+            else:
+                self.flush()
+                self.pending_heading = HEADINGS[name]
+        elif name in PARAGRAPH or name in ("TP", "TQ", "IP", "It"):
+            if name == "TQ" and self.tag is not None and not self.words:  # one more tag for the same text
+                self.pending_tag = 1
+                self.tag += ", "
+                return
+            self.flush()
+            if name == "TP":
+                self.pending_tag = 1
+            elif name == "IP" and args:
+                self.tag = unescape(args[0])
+                self.line = n
+            elif name == "It" and args:
+                self.tag = _mdoc_words(args)
+                self.line = n
+        elif name in FONTS:
+            self.text(_font_words(name, args), n)
+        elif name in ("sp", "br", "RS", "RE", "in", "ti") and self.nofill:
+            self.words.append("")
+        elif name in NOFILL_START:
+            self.flush()
+            self.nofill = True
+        elif name in NOFILL_END:
+            self.flush()
+            self.nofill = False
+        elif name in ("UR", "MT") and args:
+            self.text(f"<{unescape(args[0])}>", n)
+        elif name in ("UE", "ME") and args:
+            self.text(unescape(" ".join(args)), n)
+        elif name == "SY" and args:
+            self.flush()
+            self.text(unescape(args[0]), n)
+        elif name == "OP" and args:
+            self.text("[" + " ".join(unescape(a) for a in args) + "]", n)
+        elif name in ("de", "de1", "am", "ig"):
+            self.skip_until = ".." if name != "ig" or not args else "." + args[0]
+        elif name in MDOC_INLINE:
+            if name == "Nm":  # mdoc names the page once and then writes a bare `.Nm` for it
+                self.page_name = self.page_name or (args[0] if args else "")
+                args = args or [self.page_name]
+            self.text(_mdoc_words([name, *args]), n)
+        # Every other macro (.TH, .PD, .ad, .ds, .if, pod2man's .IX, ones a page defines itself) holds no text.
+
+    def feed(self, line: str, n: int) -> None:
+        if self.skip_until:
+            if line.strip() == self.skip_until or line.startswith(self.skip_until + " "):
+                self.skip_until = ""
+            return
+        line = _strip_comment(line)
+        if line[:1] in (".", "'"):
+            body = line[1:].lstrip()
+            name, _, rest = body.partition(" ")
+            if "\t" in name:
+                name, _, more = name.partition("\t")
+                rest = more + " " + rest
+            if name:
+                self.macro(name, split_args(rest), n)
+            return
+        if self.nofill:
+            if not self.line:
+                self.line = n
+            self.words.append(unescape(line.replace("\\c", "")).rstrip())
+            return
+        if not line.strip():
+            self.flush()  # a blank line in fill mode is a paragraph break
+            return
+        joined = line.rstrip().endswith("\\c")
+        words = unescape(line.rstrip()[:-2] if joined else line)
+        self.text(words + ("\0" if joined else ""), n)
+
+
+MDOC_INLINE = frozenset({"Nm", "Fl", "Ar", "Op", "Cm", "Pa", "Xr", "Ev", "Va", "Dv", "Er", "Ic", "Li", "Sy", "Em",
+                         "Ql", "Dq", "Sq", "Pq", "Ns", "No", "Nd", "Fn", "Fa", "Ft", "Fd", "Ad", "An", "Lk", "Mt",
+                         "Aq", "Bq", "Brq", "Qq", "Ux", "Bx", "At", "St", "Tn", "Ms", "Vt", "Cd", "In", "Ot", "Xo",
+                         "Xc", "Oo", "Oc", "Qo", "Qc", "Do", "Dc", "Po", "Pc"})
+_MDOC_WORDS = {"Oo": "[", "Oc": "]", "Qo": '"', "Qc": '"', "Do": "\u201c", "Dc": "\u201d", "Po": "(", "Pc": ")",
+               "Ux": "UNIX", "Bx": "BSD"}
+_MDOC_FLAGS = {"Fl": "-", "Op": "[", "Dq": "\u201c", "Sq": "\u2018", "Pq": "(", "Aq": "\u27e8", "Bq": "[",
+               "Brq": "{", "Qq": '"'}
+_MDOC_CLOSE = {"Op": "]", "Dq": "\u201d", "Sq": "\u2019", "Pq": ")", "Aq": "\u27e9", "Bq": "]", "Brq": "}", "Qq": '"'}
+
+
+def _mdoc_words(args: list[str]) -> str:
+    """An mdoc line's text: macro names dropped, `Fl x` as `-x`, `Xr ls 1` as `ls(1)`, quotes and brackets kept."""
+    out: list[str] = []
+    closers: list[str] = []
+    i = 0
+    while i < len(args):
+        word = args[i]
+        if word == "Xr" and i + 2 < len(args) + 1 and i + 1 < len(args):
+            section = args[i + 2] if i + 2 < len(args) else ""
+            out.append(f"{unescape(args[i + 1])}({section})" if section else unescape(args[i + 1]))
+            i += 3
+            continue
+        if word in _MDOC_FLAGS:
+            nxt = args[i + 1] if i + 1 < len(args) else ""
+            if word == "Fl":
+                out.append("-" + (unescape(nxt) if nxt and nxt not in MDOC_INLINE else ""))
+                i += 2 if nxt and nxt not in MDOC_INLINE else 1
+                continue
+            out.append(_MDOC_FLAGS[word])
+            closers.append(_MDOC_CLOSE[word])
+        elif word in _MDOC_WORDS:
+            out.append(_MDOC_WORDS[word])
+        elif word in MDOC_INLINE or word in ("It", "Ta"):
+            pass
+        else:
+            out.append(unescape(word))
+        i += 1
+    text = " ".join(w for w in out if w)
+    for closer in reversed(closers):
+        text += closer
+    return re.sub(r"([\[(\u201c\u2018\u27e8{-]) ", r"\1", text)
+
+
+def _font_words(name: str, args: list[str]) -> str:
+    """`.B a b` is `a b`; `.BR a b` alternates fonts, so its words are joined without spaces: `a(1)`."""
+    words = [unescape(a) for a in args]
+    return "".join(words) if len(name) == 2 and name not in ("SB", "SM", "CW") else " ".join(words)
+
+
+def man_layout(text: str) -> Layout:
+    """The Layout of a man(7) page (also of an mdoc(7) page, read with the same macros where they agree)."""
+    reader = _Reader()
+    for n, line in enumerate(text.split("\n"), 1):
+        reader.feed(line, n)
+    reader.flush()
+    return rendered_layout(reader.blocks)
