@@ -86,8 +86,8 @@ def test_an_mdoc_page_is_read_with_its_options():
 def test_a_folder_of_man_pages_skips_hostile_ones_each_with_its_reason(man_tree):
     corpus = load_corpus(man_tree)
     docs = _docs(corpus)
-    assert set(docs) == {"man1/bsdtool.1", "man1/lsx.1", "man1/unknown.1", "man1/withfrag.1", "man1/zipped.1.gz",
-                         "man8/toold.8"}
+    assert set(docs) == {"man1/bsdtool.1", "man1/lsx.1", "man1/tabled.1", "man1/unknown.1", "man1/withfrag.1",
+                         "man1/zipped.1.gz", "man8/toold.8"}
     assert corpus.skipped == {".so loop": 2, ".so outside the man tree": 2, "binary": 1, "damaged .gz": 1,
                               "man page alias (.so)": 2, "not text": 1, "translated man page": 1}
     assert not any("root:" in text for text in docs.values())
@@ -166,3 +166,11 @@ def test_a_bad_man_section_is_one_clear_line(man_tree, monkeypatch, capsys):
         main(["search", "--man", "1;8", "x"])
     assert exc.value.code == 2
     assert "--man takes man sections such as 1 or 1,8" in capsys.readouterr().err
+
+
+def test_asciidoctor_and_sed_shapes_definitions_strings_tables_and_terms():
+    text = man_layout(_page("man1/tabled.1")).text
+    assert "tz=UTC\nThis option disables the conversion" in text  # a term over .RS is the tag of its text
+    assert "The tabled program reads its tables:" in text  # .ds sd, written \*(sd
+    assert "ext4 | ext4(5)" in text and "Filesystem" in text and "allbox" not in text and "T{" not in text
+    assert "a page with tables" in text and "ad l" not in text  # `.  .` closes the .am definition

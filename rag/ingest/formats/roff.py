@@ -49,18 +49,27 @@ HEADINGS = {"SH": 1, "SS": 2, "Sh": 1, "Ss": 2}
 PARAGRAPH = frozenset({"PP", "LP", "P", "HP", "Pp", "Lp"})
 FONTS = frozenset({"B", "I", "R", "SB", "SM", "BR", "RB", "IR", "RI", "BI", "IB", "CW", "CR", "CB", "CI"})
 NOFILL_START, NOFILL_END = frozenset({"nf", "EX", "Bd"}), frozenset({"fi", "EE", "Ed"})
+_TBL_TAB = re.compile(r"\btab\s*\((.)\)")
+_DEFINITION_END = re.compile(r"^[.']\s*\.\s*$")
+MAX_TAG_CHARS = 80
+MAX_DEFINITION_LINES = 500  # the longest .de in /usr/share/man/man1 is far shorter; an unclosed one must not eat the page
 _MDOC = re.compile(r"^\.(?:Dd|Dt|Sh|Nm|Os)\b", re.MULTILINE)
 _MAN = re.compile(r"^\.(?:TH|SH)\b", re.MULTILINE)
 
 
-def unescape(text: str) -> str:
-    """Text with roff escapes read: special characters as Unicode, fonts, sizes and motions dropped."""
+def unescape(text: str, strings: dict[str, str] | None = None) -> str:
+    """Text with roff escapes read: special characters as Unicode, fonts, sizes and motions dropped.
+
+    `strings`: those the page defined with `.ds` (sed.1 writes `\\*(sd` for its own name), over the usual ones.
+    """
     if "\\" not in text:
         return _CONTROLS.sub("", text)
+    if strings:
+        return _CONTROLS.sub("", _ESCAPE.sub(lambda m: _escape(m, strings), text))
     return _CONTROLS.sub("", _ESCAPE.sub(_escape, text))
 
 
-def _escape(m: re.Match) -> str:
+def _escape(m: re.Match, strings: dict[str, str] | None = None) -> str:
     if m.group("special"):
         name = m.group("two") or m.group("name") or ""
         if name.startswith("u") and len(name) >= 5:
@@ -70,7 +79,8 @@ def _escape(m: re.Match) -> str:
                 return ""
         return SPECIAL.get(name, "")
     if m.group("string"):
-        return STRINGS.get(m.group("s2") or m.group("sn") or m.group("s1") or "", "")
+        name = m.group("s2") or m.group("sn") or m.group("s1") or ""
+        return strings[name] if strings and name in strings else STRINGS.get(name, "")
     if m.group("char") is not None:
         return _SIMPLE.get(m.group("char"), m.group("char"))
     return ""
@@ -107,6 +117,13 @@ class _Reader:
         self.pending_heading = 0  # .SH with no arguments: the next text line is the title
         self.skip_until = ""  # inside .de/.ig: skip until this line
         self.page_name = ""  # mdoc: the first `.Nm` argument
+        self.strings: dict[str, str] = {}  # defined by the page with .ds
+        self.skipped_lines = 0
+        self.table = ""  # in a tbl table: "format" (its option and format lines) or "data"
+        self.tab = "\t"  # what separates a table's cells: tab(:) says ":"
+
+    def un(self, text: str) -> str:
+        return unescape(text, self.strings)
 
     def flush(self) -> None:
         if self.nofill:
@@ -149,10 +166,10 @@ class _Reader:
         if title:
             self.blocks.append(Block("heading", title, n, level))
 
-    def macro(self, name: str, args: list[str], n: int) -> None:
+    def macro(self, name: str, args: list[str], n: int, rest: str = "") -> None:
         if name in HEADINGS:
             if args:
-                self.heading(HEADINGS[name], " ".join(unescape(a) for a in args), n)
+                self.heading(HEADINGS[name], " ".join(self.un(a) for a in args), n)
             else:
                 self.flush()
                 self.pending_heading = HEADINGS[name]
@@ -165,15 +182,20 @@ class _Reader:
             if name == "TP":
                 self.pending_tag = 1
             elif name == "IP" and args:
-                self.tag = unescape(args[0])
+                self.tag = self.un(args[0])
                 self.line = n
             elif name == "It" and args:
-                self.tag = _mdoc_words(args)
+                self.tag = _mdoc_words(args, self.un)
                 self.line = n
         elif name in FONTS:
-            self.text(_font_words(name, args), n)
+            self.text(_font_words(name, args, self.un), n)
         elif name in ("sp", "br", "RS", "RE", "in", "ti") and self.nofill:
             self.words.append("")
+        elif name == "RS" and self.words and self.tag is None and len(" ".join(self.words)) <= MAX_TAG_CHARS:
+            # Asciidoctor's lists: a term alone on its line, then its text indented: the term is a tag.
+            self.tag, self.words = " ".join(self.words), []
+        elif name in ("sp", "RE"):
+            self.flush()
         elif name in NOFILL_START:
             self.flush()
             self.nofill = True
@@ -181,29 +203,57 @@ class _Reader:
             self.flush()
             self.nofill = False
         elif name in ("UR", "MT") and args:
-            self.text(f"<{unescape(args[0])}>", n)
+            self.text(f"<{self.un(args[0])}>", n)
         elif name in ("UE", "ME") and args:
-            self.text(unescape(" ".join(args)), n)
+            self.text(self.un(" ".join(args)), n)
         elif name == "SY" and args:
             self.flush()
-            self.text(unescape(args[0]), n)
+            self.text(self.un(args[0]), n)
         elif name == "OP" and args:
-            self.text("[" + " ".join(unescape(a) for a in args) + "]", n)
+            self.text("[" + " ".join(self.un(a) for a in args) + "]", n)
+        elif name in ("TS", "T&"):
+            self.flush()
+            self.table, self.tab = "format", "\t"
+        elif name == "TE":
+            self.flush()
+            self.table = ""
+        elif name in ("ds", "ds1") and args:
+            value = rest.strip().partition(" ")[2].lstrip()
+            self.strings[args[0]] = self.un(value[1:] if value.startswith('"') else value)
         elif name in ("de", "de1", "am", "ig"):
             self.skip_until = ".." if name != "ig" or not args else "." + args[0]
         elif name in MDOC_INLINE:
             if name == "Nm":  # mdoc names the page once and then writes a bare `.Nm` for it
                 self.page_name = self.page_name or (args[0] if args else "")
                 args = args or [self.page_name]
-            self.text(_mdoc_words([name, *args]), n)
+            self.text(_mdoc_words([name, *args], self.un), n)
         # Every other macro (.TH, .PD, .ad, .ds, .if, pod2man's .IX, ones a page defines itself) holds no text.
+
+    def table_line(self, line: str, n: int) -> None:
+        """A line of a tbl(1) table (`.TS` to `.TE`): options and format lines dropped, cells joined by ` | `."""
+        if self.table == "format":
+            tab = _TBL_TAB.search(line)
+            self.tab = tab.group(1) if tab else self.tab
+            if line.rstrip().endswith("."):
+                self.table = "data"
+            return
+        cells = [self.un(c.replace("T{", "").replace("T}", "")).strip() for c in line.split(self.tab)]
+        text = " | ".join(c for c in cells if c and c not in ("_", "="))
+        if text and text not in ("T{", "T}", "_", "="):
+            self.text(text, n)
 
     def feed(self, line: str, n: int) -> None:
         if self.skip_until:
-            if line.strip() == self.skip_until or line.startswith(self.skip_until + " "):
-                self.skip_until = ""
+            # A definition ends at `..` (also written `.  .`); one never closed ends after MAX_DEFINITION_LINES.
+            self.skipped_lines += 1
+            ends = _DEFINITION_END.match(line) if self.skip_until == ".." else line.split()[:1] == [self.skip_until]
+            if ends or self.skipped_lines > MAX_DEFINITION_LINES:
+                self.skip_until, self.skipped_lines = "", 0
             return
         line = _strip_comment(line)
+        if self.table and not line.startswith((".TE", ".T&")) and not (line[:1] in (".", "'") and self.table == "data"):
+            self.table_line(line, n)
+            return
         if line[:1] in (".", "'"):
             body = line[1:].lstrip()
             name, _, rest = body.partition(" ")
@@ -211,25 +261,25 @@ class _Reader:
                 name, _, more = name.partition("\t")
                 rest = more + " " + rest
             if name:
-                self.macro(name, split_args(rest), n)
+                self.macro(name, split_args(rest), n, rest)
             return
         if self.nofill:
             if not self.line:
                 self.line = n
-            self.words.append(unescape(line.replace("\\c", "")).rstrip())
+            self.words.append(self.un(line.replace("\\c", "")).rstrip())
             return
         if not line.strip():
             self.flush()  # a blank line in fill mode is a paragraph break
             return
         joined = line.rstrip().endswith("\\c")
-        words = unescape(line.rstrip()[:-2] if joined else line)
+        words = self.un(line.rstrip()[:-2] if joined else line)
         self.text(words + ("\0" if joined else ""), n)
 
 
 MDOC_INLINE = frozenset({"Nm", "Fl", "Ar", "Op", "Cm", "Pa", "Xr", "Ev", "Va", "Dv", "Er", "Ic", "Li", "Sy", "Em",
                          "Ql", "Dq", "Sq", "Pq", "Ns", "No", "Nd", "Fn", "Fa", "Ft", "Fd", "Ad", "An", "Lk", "Mt",
                          "Aq", "Bq", "Brq", "Qq", "Ux", "Bx", "At", "St", "Tn", "Ms", "Vt", "Cd", "In", "Ot", "Xo",
-                         "Xc", "Oo", "Oc", "Qo", "Qc", "Do", "Dc", "Po", "Pc"})
+                         "Xc", "Sx", "Dl", "Pf", "%A", "%T", "%D", "%R", "%O", "%B", "%J", "%N", "%V", "%U", "%Q", "%P", "%C", "Oo", "Oc", "Qo", "Qc", "Do", "Dc", "Po", "Pc"})
 _MDOC_WORDS = {"Oo": "[", "Oc": "]", "Qo": '"', "Qc": '"', "Do": "\u201c", "Dc": "\u201d", "Po": "(", "Pc": ")",
                "Ux": "UNIX", "Bx": "BSD"}
 _MDOC_FLAGS = {"Fl": "-", "Op": "[", "Dq": "\u201c", "Sq": "\u2018", "Pq": "(", "Aq": "\u27e8", "Bq": "[",
@@ -237,7 +287,7 @@ _MDOC_FLAGS = {"Fl": "-", "Op": "[", "Dq": "\u201c", "Sq": "\u2018", "Pq": "(", 
 _MDOC_CLOSE = {"Op": "]", "Dq": "\u201d", "Sq": "\u2019", "Pq": ")", "Aq": "\u27e9", "Bq": "]", "Brq": "}", "Qq": '"'}
 
 
-def _mdoc_words(args: list[str]) -> str:
+def _mdoc_words(args: list[str], un=unescape) -> str:
     """An mdoc line's text: macro names dropped, `Fl x` as `-x`, `Xr ls 1` as `ls(1)`, quotes and brackets kept."""
     out: list[str] = []
     closers: list[str] = []
@@ -246,13 +296,13 @@ def _mdoc_words(args: list[str]) -> str:
         word = args[i]
         if word == "Xr" and i + 2 < len(args) + 1 and i + 1 < len(args):
             section = args[i + 2] if i + 2 < len(args) else ""
-            out.append(f"{unescape(args[i + 1])}({section})" if section else unescape(args[i + 1]))
+            out.append(f"{un(args[i + 1])}({section})" if section else un(args[i + 1]))
             i += 3
             continue
         if word in _MDOC_FLAGS:
             nxt = args[i + 1] if i + 1 < len(args) else ""
             if word == "Fl":
-                out.append("-" + (unescape(nxt) if nxt and nxt not in MDOC_INLINE else ""))
+                out.append("-" + (un(nxt) if nxt and nxt not in MDOC_INLINE else ""))
                 i += 2 if nxt and nxt not in MDOC_INLINE else 1
                 continue
             out.append(_MDOC_FLAGS[word])
@@ -262,7 +312,7 @@ def _mdoc_words(args: list[str]) -> str:
         elif word in MDOC_INLINE or word in ("It", "Ta"):
             pass
         else:
-            out.append(unescape(word))
+            out.append(un(word))
         i += 1
     text = " ".join(w for w in out if w)
     for closer in reversed(closers):
@@ -270,9 +320,9 @@ def _mdoc_words(args: list[str]) -> str:
     return re.sub(r"([\[(\u201c\u2018\u27e8{-]) ", r"\1", text)
 
 
-def _font_words(name: str, args: list[str]) -> str:
+def _font_words(name: str, args: list[str], un=unescape) -> str:
     """`.B a b` is `a b`; `.BR a b` alternates fonts, so its words are joined without spaces: `a(1)`."""
-    words = [unescape(a) for a in args]
+    words = [un(a) for a in args]
     return "".join(words) if len(name) == 2 and name not in ("SB", "SM", "CW") else " ".join(words)
 
 
