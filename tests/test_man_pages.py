@@ -174,3 +174,9 @@ def test_asciidoctor_and_sed_shapes_definitions_strings_tables_and_terms():
     assert "The tabled program reads its tables:" in text  # .ds sd, written \*(sd
     assert "ext4 | ext4(5)" in text and "Filesystem" in text and "allbox" not in text and "T{" not in text
     assert "a page with tables" in text and "ad l" not in text  # `.  .` closes the .am definition
+
+
+def test_only_the_nroff_branch_of_a_conditional_is_read():
+    """Asciidoctor writes each bullet for nroff (`.ie n \\{`) and again for troff (`.el \\{`): one bullet shows."""
+    text = man_layout(_page("man1/tabled.1")).text
+    assert "\u2022Architectures (arch) is a multivalue option" in text and text.count("\u2022") == 1

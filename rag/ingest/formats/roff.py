@@ -119,6 +119,7 @@ class _Reader:
         self.page_name = ""  # mdoc: the first `.Nm` argument
         self.strings: dict[str, str] = {}  # defined by the page with .ds
         self.skipped_lines = 0
+        self.branch_depth = 0  # open braces of a skipped conditional block
         self.table = ""  # in a tbl table: "format" (its option and format lines) or "data"
         self.tab = "\t"  # what separates a table's cells: tab(:) says ":"
 
@@ -211,6 +212,10 @@ class _Reader:
             self.text(self.un(args[0]), n)
         elif name == "OP" and args:
             self.text("[" + " ".join(self.un(a) for a in args) + "]", n)
+        elif name in ("el", "ie", "if") and "\\{" in rest and (name == "el" or args[:1] == ["t"]):
+            # The branch for troff (`.if t`) or the `.el` of an `.ie` whose nroff branch was read: Asciidoctor
+            # writes every bullet twice, once in each.
+            self.branch_depth = rest.count("\\{") - rest.count("\\}")
         elif name in ("TS", "T&"):
             self.flush()
             self.table, self.tab = "format", "\t"
@@ -243,6 +248,9 @@ class _Reader:
             self.text(text, n)
 
     def feed(self, line: str, n: int) -> None:
+        if self.branch_depth:  # inside a conditional block that nroff would not take
+            self.branch_depth += line.count("\\{") - line.count("\\}")
+            return
         if self.skip_until:
             # A definition ends at `..` (also written `.  .`); one never closed ends after MAX_DEFINITION_LINES.
             self.skipped_lines += 1
