@@ -17,7 +17,8 @@ from rag.ingest.chunking import chunk_layout
 from rag.ingest.corpus import load_corpus
 from rag.ingest.formats import parse_text
 from rag.ingest.formats.manuals import display_name, man_parts
-from rag.ingest.formats.roff import is_mdoc, man_layout, unescape
+from rag.ingest.formats.mdoc import is_mdoc
+from rag.ingest.formats.roff import man_layout, unescape
 from rag.ingest.man_pages import MAX_MAN_PAGE_BYTES, ManSource, man_trees, parse_sections
 
 DATA = Path(__file__).parent / "data"

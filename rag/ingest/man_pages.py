@@ -84,7 +84,7 @@ def man_trees(env: dict[str, str] | None = None) -> tuple[Path, ...]:
     spec = env.get("MANPATH", "").strip(":")
     if not spec and shutil.which("manpath"):
         try:
-            spec = subprocess.run(["manpath", "-q"], capture_output=True, text=True, timeout=10).stdout.strip()
+            spec = subprocess.run(["manpath", "-q"], capture_output=True, text=True, timeout=10, check=False).stdout.strip()
         except (OSError, subprocess.SubprocessError):
             spec = ""
     folders = spec.split(":") if spec else list(DEFAULT_MANPATH)

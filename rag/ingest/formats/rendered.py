@@ -5,8 +5,8 @@ Each block keeps the source line it starts on, so chunks of the rendered text st
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from rag.ingest.blocks import Unit
 from rag.ingest.formats import Layout

@@ -4,7 +4,8 @@
 item of a `.TP`/`.IP` list is one paragraph, its tag on the first line, so no chunk parts an option from its
 text; `.nf`/`.EX` blocks are kept as preformatted text. Font, size and motion escapes are dropped and special
 characters (`\\-`, `\\(em`, `\\[aq]`) become their Unicode. Macros this reader does not know are dropped with
-their arguments: a page is never rejected for one. mdoc(7) pages (`.Dd`/`.Sh`) are told apart by `is_mdoc`.
+their arguments: a page is never rejected for one. mdoc(7) pages (BSD's `.Dd`/`.Sh`) are read by the same reader,
+with rag.ingest.formats.mdoc's inline macros.
 Chosen over rendering with `man -Tutf8`/groff by measurement (README, "Man pages and info manuals").
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 import re
 
 from rag.ingest.formats import Layout
+from rag.ingest.formats.mdoc import MDOC_INLINE, mdoc_words
 from rag.ingest.formats.rendered import Block, rendered_layout
 
 SPECIAL = {
@@ -53,8 +55,6 @@ _TBL_TAB = re.compile(r"\btab\s*\((.)\)")
 _DEFINITION_END = re.compile(r"^[.']\s*\.\s*$")
 MAX_TAG_CHARS = 80
 MAX_DEFINITION_LINES = 500  # the longest .de in /usr/share/man/man1 is far shorter; an unclosed one must not eat the page
-_MDOC = re.compile(r"^\.(?:Dd|Dt|Sh|Nm|Os)\b", re.MULTILINE)
-_MAN = re.compile(r"^\.(?:TH|SH)\b", re.MULTILINE)
 
 
 def unescape(text: str, strings: dict[str, str] | None = None) -> str:
@@ -89,12 +89,6 @@ def _escape(m: re.Match, strings: dict[str, str] | None = None) -> str:
 def split_args(rest: str) -> list[str]:
     """A macro's arguments: space separated, "double quoted" with spaces, `""` a quote inside quotes."""
     return [m.group(1).replace('""', '"') if m.group(1) is not None else m.group(2) for m in _ARG.finditer(rest)]
-
-
-def is_mdoc(text: str) -> bool:
-    """True for a page written in the mdoc(7) macros (BSD pages: `.Dd`, `.Sh`) rather than man(7)."""
-    head = text[:20000]
-    return bool(_MDOC.search(head)) and not _MAN.search(head)
 
 
 def _strip_comment(line: str) -> str:
@@ -186,7 +180,7 @@ class _Reader:
                 self.tag = self.un(args[0])
                 self.line = n
             elif name == "It" and args:
-                self.tag = _mdoc_words(args, self.un)
+                self.tag = mdoc_words(args, self.un)
                 self.line = n
         elif name in FONTS:
             self.text(_font_words(name, args, self.un), n)
@@ -224,14 +218,14 @@ class _Reader:
             self.table = ""
         elif name in ("ds", "ds1") and args:
             value = rest.strip().partition(" ")[2].lstrip()
-            self.strings[args[0]] = self.un(value[1:] if value.startswith('"') else value)
+            self.strings[args[0]] = self.un(value.removeprefix('"'))
         elif name in ("de", "de1", "am", "ig"):
             self.skip_until = ".." if name != "ig" or not args else "." + args[0]
         elif name in MDOC_INLINE:
             if name == "Nm":  # mdoc names the page once and then writes a bare `.Nm` for it
                 self.page_name = self.page_name or (args[0] if args else "")
                 args = args or [self.page_name]
-            self.text(_mdoc_words([name, *args], self.un), n)
+            self.text(mdoc_words([name, *args], self.un), n)
         # Every other macro (.TH, .PD, .ad, .ds, .if, pod2man's .IX, ones a page defines itself) holds no text.
 
     def table_line(self, line: str, n: int) -> None:
@@ -282,50 +276,6 @@ class _Reader:
         joined = line.rstrip().endswith("\\c")
         words = self.un(line.rstrip()[:-2] if joined else line)
         self.text(words + ("\0" if joined else ""), n)
-
-
-MDOC_INLINE = frozenset({"Nm", "Fl", "Ar", "Op", "Cm", "Pa", "Xr", "Ev", "Va", "Dv", "Er", "Ic", "Li", "Sy", "Em",
-                         "Ql", "Dq", "Sq", "Pq", "Ns", "No", "Nd", "Fn", "Fa", "Ft", "Fd", "Ad", "An", "Lk", "Mt",
-                         "Aq", "Bq", "Brq", "Qq", "Ux", "Bx", "At", "St", "Tn", "Ms", "Vt", "Cd", "In", "Ot", "Xo",
-                         "Xc", "Sx", "Dl", "Pf", "%A", "%T", "%D", "%R", "%O", "%B", "%J", "%N", "%V", "%U", "%Q", "%P", "%C", "Oo", "Oc", "Qo", "Qc", "Do", "Dc", "Po", "Pc"})
-_MDOC_WORDS = {"Oo": "[", "Oc": "]", "Qo": '"', "Qc": '"', "Do": "\u201c", "Dc": "\u201d", "Po": "(", "Pc": ")",
-               "Ux": "UNIX", "Bx": "BSD"}
-_MDOC_FLAGS = {"Fl": "-", "Op": "[", "Dq": "\u201c", "Sq": "\u2018", "Pq": "(", "Aq": "\u27e8", "Bq": "[",
-               "Brq": "{", "Qq": '"'}
-_MDOC_CLOSE = {"Op": "]", "Dq": "\u201d", "Sq": "\u2019", "Pq": ")", "Aq": "\u27e9", "Bq": "]", "Brq": "}", "Qq": '"'}
-
-
-def _mdoc_words(args: list[str], un=unescape) -> str:
-    """An mdoc line's text: macro names dropped, `Fl x` as `-x`, `Xr ls 1` as `ls(1)`, quotes and brackets kept."""
-    out: list[str] = []
-    closers: list[str] = []
-    i = 0
-    while i < len(args):
-        word = args[i]
-        if word == "Xr" and i + 2 < len(args) + 1 and i + 1 < len(args):
-            section = args[i + 2] if i + 2 < len(args) else ""
-            out.append(f"{un(args[i + 1])}({section})" if section else un(args[i + 1]))
-            i += 3
-            continue
-        if word in _MDOC_FLAGS:
-            nxt = args[i + 1] if i + 1 < len(args) else ""
-            if word == "Fl":
-                out.append("-" + (un(nxt) if nxt and nxt not in MDOC_INLINE else ""))
-                i += 2 if nxt and nxt not in MDOC_INLINE else 1
-                continue
-            out.append(_MDOC_FLAGS[word])
-            closers.append(_MDOC_CLOSE[word])
-        elif word in _MDOC_WORDS:
-            out.append(_MDOC_WORDS[word])
-        elif word in MDOC_INLINE or word in ("It", "Ta"):
-            pass
-        else:
-            out.append(un(word))
-        i += 1
-    text = " ".join(w for w in out if w)
-    for closer in reversed(closers):
-        text += closer
-    return re.sub(r"([\[(\u201c\u2018\u27e8{-]) ", r"\1", text)
 
 
 def _font_words(name: str, args: list[str], un=unescape) -> str:
