@@ -181,3 +181,21 @@ def test_only_the_nroff_branch_of_a_conditional_is_read():
     """Asciidoctor writes each bullet for nroff (`.ie n \\{`) and again for troff (`.el \\{`): one bullet shows."""
     text = man_layout(_page("man1/tabled.1")).text
     assert "\u2022Architectures (arch) is a multivalue option" in text and text.count("\u2022") == 1
+
+
+def test_search_info_finds_a_node_cited_as_the_manual(fake_models, monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("INFOPATH", str(DATA / "info"))
+    assert main(["search", "--info", "sort modification time", "--index", str(tmp_path / "i"), "--json"]) == 0
+    hit = read_output("search", capsys.readouterr().out)["hits"][0]
+    assert hit["uri"] in ("(minicore)", "(minicore-z)") and hit["heading"] == "lsx invocation"
+
+
+def test_a_live_index_of_man_pages_is_not_watched(man_tree, tmp_path):
+    """--man's root can be "/" when manpath has several trees: the chat app must never watch it."""
+    from rag.indexing.live import open_live_index
+
+    live = open_live_index(ManSource((man_tree,)), WordTokenizer(), HashEmbedder(64), index_dir=tmp_path / "i")
+    try:
+        assert live.watcher is None and "lsx(1)" in {c.uri for c in live.chunks}
+    finally:
+        live.close()
