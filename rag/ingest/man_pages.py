@@ -148,8 +148,12 @@ def resolve_so(name: str, tree: Path) -> Path:
     raise Skip(".so to a missing page")
 
 
-def include_so(text: str, path: Path, seen: tuple[str, ...] = ()) -> str:
-    """The page with every `.so` line replaced by the page it names, within the man tree; a loop is a Skip."""
+def include_so(text: str, path: Path, seen: tuple[str, ...] = (), indexed: frozenset[str] | set[str] = frozenset()) -> str:
+    """The page with every `.so` line replaced by the page it names, within the man tree; a loop is a Skip.
+
+    A page in `indexed` (real paths) is read as itself, so including it again would only duplicate it: zshall(1)
+    `.so`s all fifteen zsh pages, and its own overview is what it adds.
+    """
     if "\n.so" not in "\n" + text:
         return text
     real = os.path.realpath(path)
@@ -163,7 +167,8 @@ def include_so(text: str, path: Path, seen: tuple[str, ...] = ()) -> str:
             out.append(line)
             continue
         target = resolve_so(m.group(1), tree)
-        out.append(include_so(_decode(read_bytes(target, MAX_MAN_PAGE_BYTES)), target, (*seen, real)))
+        if os.path.realpath(target) not in indexed:
+            out.append(include_so(_decode(read_bytes(target, MAX_MAN_PAGE_BYTES)), target, (*seen, real), indexed))
     return "\n".join(out)
 
 
@@ -185,8 +190,10 @@ def read_manual(doc_id: str, path: Path, included: set[str] | None = None) -> st
         data = read_bytes(path, MAX_INFO_BYTES) if info_name(doc_id) is not None else b""
         return _decode(data.replace(b"\0\b[index\0\b]", b"").replace(b"\0\b[/index\0\b]", b""))
     text = _decode(read_bytes(path, MAX_MAN_PAGE_BYTES))
-    whole = include_so(text, path)  # a loop or a link out of the tree is a Skip before an alias is
     alias = so_target(text)
-    if alias is not None and included is not None and os.path.realpath(resolve_so(alias, tree_of(path))) in included:
+    if alias is None:
+        return include_so(text, path, indexed=included or frozenset())
+    whole = include_so(text, path)  # a loop or a link out of the tree is a Skip before an alias is
+    if included is not None and os.path.realpath(resolve_so(alias, tree_of(path))) in included:
         raise Skip("man page alias (.so)")
     return whole
