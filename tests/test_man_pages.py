@@ -201,3 +201,17 @@ def test_a_live_index_of_man_pages_is_not_watched(man_tree, tmp_path):
         assert live.watcher is None and "lsx(1)" in {c.uri for c in live.chunks}
     finally:
         live.close()
+
+
+def test_a_chat_session_over_man_pages_reads_only_the_chosen_sections(man_tree, tmp_path):
+    """The chat app passes --man's pages on as they are: as a folder they would be every page (or all of /)."""
+    from agent.session import open_session
+    from models.fakes import ScriptedChatModel
+
+    source = ManSource((man_tree,), parse_sections("8"))
+    session = open_session(source, open_model=ScriptedChatModel, live=True, index_dir=tmp_path / "i",
+                           open_embedder=lambda: HashEmbedder(64))
+    try:
+        assert {c.doc_id for c in session.retriever.chunks} == {"man8/toold.8"}
+    finally:
+        session.close()
