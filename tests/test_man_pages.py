@@ -215,3 +215,9 @@ def test_a_chat_session_over_man_pages_reads_only_the_chosen_sections(man_tree, 
         assert {c.doc_id for c in session.retriever.chunks} == {"man8/toold.8"}
     finally:
         session.close()
+
+
+def test_mcp_refuses_man_pages_in_one_line(man_tree, monkeypatch, capsys):
+    monkeypatch.setenv("MANPATH", str(man_tree))
+    assert main(["mcp", "--man"]) == 2
+    assert "smoldocs mcp does not serve --man yet" in capsys.readouterr().err
