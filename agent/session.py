@@ -215,7 +215,10 @@ def open_session(
 
         index = PgIndex(store, embedder, current_only=current_only)
         return ChatSession(model, index, embedder=embedder, settings=settings, docs_dir=index.index_dir)
-    docs = Path(docs_dir) if docs_dir else default_docs_dir()
+    from rag.ingest.man_pages import ManSource
+
+    # --man's pages stay a ManSource: as a Path they would be every file under their root, / when there are several
+    docs = docs_dir if isinstance(docs_dir, ManSource) else Path(docs_dir) if docs_dir else default_docs_dir()
     opener = open_live_index if live else open_index
     index = opener(docs, model.tokenizer, embedder, index_dir=index_dir, progress=progress, current_only=current_only)
     return ChatSession(model, index, embedder=embedder, settings=settings, docs_dir=docs)

@@ -12,6 +12,9 @@ from rag.retrieval.hybrid import HybridIndex
 
 def add_docs_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--docs", metavar="DIR", default=None, help="folder of docs to search (default: bundled docs_corpus/)")
+    from agent.commands.manuals import add_manual_options
+
+    add_manual_options(p)
 
 
 def add_store_option(p: argparse.ArgumentParser) -> None:

@@ -23,6 +23,11 @@ def run(args: argparse.Namespace) -> int:
 
     from rag.ingest.corpus import check_docs_dir
 
+    from agent.errors import UsageError
+    from rag.ingest.man_pages import ManSource
+
+    if isinstance(args.docs, ManSource):  # its resources and change checks read files as a folder's, not pages
+        raise UsageError("smoldocs mcp does not serve --man yet: pass --docs DIR to a folder of docs")
     store = common.store_from_args(args)
     if args.docs is not None and store is None:
         check_docs_dir(args.docs)  # a mistyped folder is one line, before anything is served

@@ -349,7 +349,10 @@ def open_live_index(
     live = LiveIndex(index, embedder, reopen, progress=progress)
     for message in told:  # passed on through the live index, so a re-index does not repeat them
         live.emit(IndexProgress("notice", message=message))
-    if watch and index.docs_dir is not None:
+    from rag.ingest.man_pages import ManSource
+
+    # --man's pages change only when packages are installed, and their root may be "/" (several man trees).
+    if watch and index.docs_dir is not None and not isinstance(docs_dir, ManSource):
         ignored = [index.index_dir] if index.index_dir is not None else []
         live.watcher = FolderWatcher(index.docs_dir, live.changed, live.gone, ignore_paths=ignored).start()
     return live.start()

@@ -17,6 +17,7 @@ from models.protocols import Counter
 from rag.ingest.blocks import Unit
 from rag.errors import BudgetError
 from rag.ingest.formats import Layout, parse_text
+from rag.ingest.formats.manuals import display_name
 from rag.types import Chunk
 
 CHUNKER_VERSION = 3  # 3: AsciiDoc titles, lists and blocks; HTML and PDF layouts
@@ -70,12 +71,13 @@ def chunk_layout(doc_id: str, layout: Layout, counter: Counter, max_tokens: int 
     ChunkSettings(max_tokens)  # validates the budget
     cutter = _Cutter(layout.text, counter, max_tokens)
     chunks: list[Chunk] = []
+    uri = display_name(doc_id)  # `ls(1)` for a man page; a file's id otherwise
     for path, units in _groups(list(layout.units)):
         for a, b in cutter.cut(units):
             body, first, last = cutter.render(a, b)
             if body:
                 cid = chunk_id(doc_id, len(chunks))
-                chunks.append(Chunk(cid, doc_id, doc_id, body, path, *_provenance(layout, first, last)))
+                chunks.append(Chunk(cid, doc_id, uri, body, path, *_provenance(layout, first, last)))
     return chunks
 
 

@@ -17,6 +17,8 @@ from typing import Callable
 import rag
 from rag.errors import DocsNotFound
 from rag.ingest.formats import FILE_FORMATS, SUFFIXES, TEXT_FORMATS, stream_digest
+from rag.ingest.formats.manuals import is_manual, man_parts
+from rag.ingest.man_pages import ManSource, Skip, read_manual
 
 TEXT_SUFFIXES = tuple(TEXT_FORMATS)
 # Folders that hold generated output or tooling, never docs a user wrote.
@@ -79,7 +81,10 @@ def decode_text(data: bytes) -> str:
 
 
 def check_docs_dir(docs_dir: str | os.PathLike[str]) -> Path:
-    """The resolved folder, or one clear error if it is not a readable folder."""
+    """The resolved folder, or one clear error if it is not a readable folder (`--man`'s pages: as they are)."""
+    if isinstance(docs_dir, ManSource):
+        check_docs_dir(docs_dir.root)
+        return docs_dir  # type: ignore[return-value] - path-like, and load_corpus reads only its pages
     if not str(docs_dir).strip():  # Path("") is the current folder: a stray --docs "" once indexed all of it
         raise DocsNotFound("--docs is empty: pass --docs DIR to a folder of docs, or leave it out for the bundled docs")
     path = Path(docs_dir).expanduser()
@@ -209,6 +214,27 @@ def _sniffed(head: bytes) -> bytes:
     return head[: len(head) // 2 * 2].decode("utf-16", errors="replace").encode("utf-8")
 
 
+def _candidates(docs_dir, root: Path, skipped: dict[str, int]):
+    """(id, path) of the files to read: every file of a folder, or the chosen pages of `--man`'s man trees.
+
+    Translated man pages (`de/man1/ls.1.gz`) are counted and left out; `--docs /usr/share/man/de` reads them.
+    """
+    source = docs_dir if isinstance(docs_dir, ManSource) else None
+    top = source.root if source is not None else root
+    for tree in source.trees if source is not None else (root,):
+        prefix = "" if tree == top else tree.relative_to(top).as_posix() + "/"
+        for doc_id, path in iter_candidate_files(tree, skipped):
+            doc_id = prefix + doc_id
+            man = man_parts(doc_id)
+            if source is not None and not source.wants(doc_id):
+                if man is None:
+                    _count(skipped, "not a man page")
+            elif man is not None and man[2]:
+                _count(skipped, "translated man page")
+            else:
+                yield doc_id, path
+
+
 def load_corpus(docs_dir: str | os.PathLike[str], on_document: Callable[[int], None] | None = None) -> Corpus:
     """Read every text file under `docs_dir`, calling on_document(count so far) as each is read.
 
@@ -217,7 +243,22 @@ def load_corpus(docs_dir: str | os.PathLike[str], on_document: Callable[[int], N
     root = check_docs_dir(docs_dir)
     skipped: dict[str, int] = {}
     documents: list[Document] = []
-    for doc_id, path in iter_candidate_files(root, skipped):
+    candidates = list(_candidates(docs_dir, root, skipped))
+    man_pages = {os.path.realpath(path) for doc_id, path in candidates if man_parts(doc_id) is not None}
+    for doc_id, path in candidates:
+        if is_manual(doc_id):  # man pages and info manuals: read by name, maybe gzipped, `.so` followed
+            try:
+                text = read_manual(doc_id, path, man_pages)
+            except Skip as why:
+                _count(skipped, str(why))
+                continue
+            if not text.strip():
+                _count(skipped, "empty")
+                continue
+            documents.append(Document(doc_id=doc_id, path=path, text=text, sha256=file_digest(text.encode())))
+            if on_document is not None:
+                on_document(len(documents))
+            continue
         if path.suffix.lower() in FILE_FORMATS:  # a PDF is read when it is chunked, if it changed: hash it only
             try:
                 documents.append(Document(doc_id=doc_id, path=path, text="", sha256=stream_digest(path)))

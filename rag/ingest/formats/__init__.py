@@ -54,7 +54,13 @@ def reader_of(doc_id: str) -> str | None:
 
 
 def syntax_for(doc_id: str, text: str = "") -> str:
-    """The syntax a document is parsed as: md, rst, adoc, html or pdf (unknown suffixes: md)."""
+    """The syntax a document is parsed as: md, rst, adoc, html, pdf, man or info (unknown suffixes: md)."""
+    from rag.ingest.formats.manuals import info_name, man_parts
+
+    if man_parts(doc_id) is not None:
+        return "man"
+    if info_name(doc_id) is not None:
+        return "info"
     suffix = suffix_of(doc_id)
     syntax = TEXT_FORMATS.get(suffix) or FILE_FORMATS.get(suffix, "md")
     if syntax == "txt":
@@ -76,6 +82,14 @@ def parse_text(doc_id: str, text: str) -> Layout:
         from rag.ingest.formats.html import html_layout
 
         return html_layout(text)
+    if syntax == "man":
+        from rag.ingest.formats.roff import man_layout
+
+        return man_layout(text)
+    if syntax == "info":
+        from rag.ingest.formats.info import info_layout
+
+        return info_layout(text)
     if syntax == "adoc":
         from rag.ingest.formats.asciidoc import parse_adoc
 

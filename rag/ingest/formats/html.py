@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import re
 import warnings
-from dataclasses import dataclass
 from typing import Iterator
 
 from bs4 import BeautifulSoup, Comment, Declaration, Doctype, NavigableString, ProcessingInstruction, Tag
 
-from rag.ingest.blocks import Unit
 from rag.ingest.formats import Layout
+from rag.ingest.formats.rendered import Block, rendered_layout
 
 DROPPED_TAGS = frozenset({"script", "style", "noscript", "template", "nav", "head", "footer", "svg", "iframe",
                           "button", "select", "input", "textarea"})
@@ -32,19 +31,11 @@ _END = object()  # the end of a node's children
 _PERMALINK = "\u00b6"  # Sphinx's ¶ after every heading and signature
 
 
-@dataclass
-class _Block:
-    kind: str  # "heading" | "para" | "pre"
-    text: str
-    line: int  # 1-based source line where it starts
-    level: int = 0
-
-
 class _Walker:
     """Collects blocks in document order; inline text gathers into the open paragraph."""
 
     def __init__(self) -> None:
-        self.blocks: list[_Block] = []
+        self.blocks: list[Block] = []
         self.words: list[str] = []
         self.line = 0
         self.prefix = ""
@@ -52,7 +43,7 @@ class _Walker:
     def flush(self) -> None:
         text = _SPACE.sub(" ", "".join(self.words)).replace(_PERMALINK, "").strip()
         if text:
-            self.blocks.append(_Block("para", self.prefix + text, self.line or 1))
+            self.blocks.append(Block("para", self.prefix + text, self.line or 1))
         self.words.clear()
         self.prefix = ""
         self.line = 0
@@ -83,12 +74,12 @@ class _Walker:
                 self.flush()
                 title = _SPACE.sub(" ", child.get_text(" ")).replace(_PERMALINK, "").strip()
                 if title:
-                    self.blocks.append(_Block("heading", title, line, HEADINGS[name]))
+                    self.blocks.append(Block("heading", title, line, HEADINGS[name]))
             elif name in PREFORMATTED:
                 self.flush()
                 text = child.get_text().strip("\n").rstrip()
                 if text.strip():
-                    self.blocks.append(_Block("pre", text, line))
+                    self.blocks.append(Block("pre", text, line))
             elif name == "br":
                 self.words.append("\n")
             elif name in ("li", "dt"):
@@ -116,7 +107,7 @@ def _dropped(tag: Tag) -> bool:
     return "headerlink" in classes or "footer" in classes  # Sphinx permalinks; the page footer as a class
 
 
-def html_blocks(html: str) -> list[_Block]:
+def html_blocks(html: str) -> list[Block]:
     """The blocks of an HTML page; the <title> becomes the first heading when the page has no h1-h6."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # bs4 warns about markup that looks like a file name or a URL
@@ -127,38 +118,10 @@ def html_blocks(html: str) -> list[_Block]:
     blocks = walker.blocks
     title = soup.title.get_text(" ").strip() if soup.title is not None else ""
     if title and not any(b.kind == "heading" for b in blocks):
-        blocks.insert(0, _Block("heading", _SPACE.sub(" ", title), soup.title.sourceline or 1, 1))
+        blocks.insert(0, Block("heading", _SPACE.sub(" ", title), soup.title.sourceline or 1, 1))
     return blocks
 
 
 def html_layout(html: str) -> Layout:
     """The Layout of an HTML page: rendered text, its units, and the source line of every rendered line."""
-    parts: list[str] = []
-    units: list[Unit] = []
-    sources: list[int] = []
-    pos = 0
-    for block in html_blocks(html):
-        if parts:
-            parts.append("\n\n")
-            pos += 2
-            sources.append(sources[-1])  # the blank line between blocks
-        if block.kind == "heading":
-            text = f"{'#' * block.level} {block.text}"
-            units.append(Unit("heading", pos, pos + len(text), level=block.level, title=block.text))
-        elif block.kind == "pre":
-            fence = "~~~" if "```" in block.text else "```"
-            text = f"{fence}\n{block.text}\n{fence}"
-            body_start = pos + len(fence) + 1
-            units.append(Unit("fence", pos, pos + len(text), body_start=body_start,
-                              body_end=body_start + len(block.text) + 1, opener=fence, closer=fence))
-        else:
-            text = block.text
-            units.append(Unit("para", pos, pos + len(text)))
-        rows = text.count("\n") + 1
-        if block.kind == "pre":  # the fence lines get the <pre> line and the last line of its text
-            sources.extend(block.line + max(0, min(r - 1, rows - 3)) for r in range(rows))
-        else:
-            sources.extend([block.line] * rows)
-        parts.append(text)
-        pos += len(text)
-    return Layout("".join(parts), tuple(units), line_sources=tuple(sources))
+    return rendered_layout(html_blocks(html))

@@ -1,0 +1,293 @@
+"""Man pages: the roff of the man(7) macros read into a Layout, in Python, so no groff is needed.
+
+`.SH`/`.SS` become headings (levels 1 and 2; no title heading, so a citation reads `ls(1) · OPTIONS`); each
+item of a `.TP`/`.IP` list is one paragraph, its tag on the first line, so no chunk parts an option from its
+text; `.nf`/`.EX` blocks are kept as preformatted text. Font, size and motion escapes are dropped and special
+characters (`\\-`, `\\(em`, `\\[aq]`) become their Unicode. Macros this reader does not know are dropped with
+their arguments: a page is never rejected for one. mdoc(7) pages (BSD's `.Dd`/`.Sh`) are read by the same reader,
+with rag.ingest.formats.mdoc's inline macros.
+Chosen over rendering with `man -Tutf8`/groff by measurement (README, "Man pages and info manuals").
+"""
+
+from __future__ import annotations
+
+import re
+
+from rag.ingest.formats import Layout
+from rag.ingest.formats.mdoc import MDOC_INLINE, mdoc_words
+from rag.ingest.formats.rendered import Block, rendered_layout
+
+SPECIAL = {
+    "em": "\u2014", "en": "\u2013", "hy": "-", "mi": "-", "aq": "'", "dq": '"', "lq": "\u201c", "rq": "\u201d",
+    "oq": "\u2018", "cq": "\u2019", "bu": "\u2022", "co": "\u00a9", "rg": "\u00ae", "tm": "\u2122", "ti": "~",
+    "ha": "^", "ga": "`", "rs": "\\", "sl": "/", "mu": "\u00d7", "di": "\u00f7", "+-": "\u00b1", ">=": "\u2265",
+    "<=": "\u2264", "!=": "\u2260", "->": "\u2192", "<-": "\u2190", "de": "\u00b0", "sc": "\u00a7", "ba": "|",
+    "br": "|", "ul": "_", "ru": "_", "lB": "[", "rB": "]", "lC": "{", "rC": "}", "la": "\u27e8", "ra": "\u27e9",
+    "Fo": "\u00ab", "Fc": "\u00bb", "fo": "\u2039", "fc": "\u203a", "pc": "\u00b7", "aa": "\u00b4", "at": "@",
+    "sh": "#", "Do": "$", "ct": "\u00a2", "Po": "\u00a3", "Eu": "\u20ac", "eu": "\u20ac", "Ye": "\u00a5",
+    "%": "", "dg": "\u2020", "dd": "\u2021", "ps": "\u00b6", "OK": "\u2713", "eq": "=", "pl": "+", "**": "*",
+}
+STRINGS = {"lq": "\u201c", "rq": "\u201d", "Aq": "'", "R": "\u00ae", "Tm": "\u2122", "C+": "C++", "Lq": "\u201c",
+           "Rq": "\u201d", "aq": "'", "Ba": "|", "Am": "&", "Le": "\u2264", "Ge": "\u2265", "Pi": "\u03c0"}
+_ESCAPE = re.compile(
+    r"\\(?:"
+    r"(?P<font>f(?:\[[^\]\n]*\]|\(..|.))"
+    r"|(?P<size>s[-+]?(?:\d|\(\d\d|\[[^\]\n]*\]|'[^'\n]*'))"
+    r"|(?P<special>\((?P<two>..)|\[(?P<name>[^\]\n]*)\])"
+    r"|(?P<string>\*(?:\((?P<s2>..)|\[(?P<sn>[^\]\n]*)\]|(?P<s1>.)))"
+    r"|(?P<register>n[-+]?(?:\(..|\[[^\]\n]*\]|.))"
+    r"|(?P<quoted>[hvwlLNoXbDSRxZC]'[^'\n]*')"
+    r"|(?P<bracketed>[mMFY](?:\[[^\]\n]*\]|\(..|.)|[kz].|[gV](?:\(..|\[[^\]\n]*\]|.))"
+    r"|(?P<char>.)"
+    r")"
+)
+_SIMPLE = {"-": "-", "e": "\\", "\\": "\\", "&": "", ")": "", " ": " ", "~": " ", "0": " ", "|": "", "^": "",
+           "%": "", ":": "", "'": "\u00b4", "`": "`", ".": ".", "t": " ", "/": "", ",": "", "d": "", "u": "",
+           "r": "", "p": "", "a": "", "!": "", "{": "", "}": "", "?": "", "E": "\\"}
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_SPACES = re.compile(r"[ \t]+")
+_ARG = re.compile(r'"((?:[^"]|"")*)"?|(\S+)')
+HEADINGS = {"SH": 1, "SS": 2, "Sh": 1, "Ss": 2}
+PARAGRAPH = frozenset({"PP", "LP", "P", "HP", "Pp", "Lp"})
+FONTS = frozenset({"B", "I", "R", "SB", "SM", "BR", "RB", "IR", "RI", "BI", "IB", "CW", "CR", "CB", "CI"})
+NOFILL_START, NOFILL_END = frozenset({"nf", "EX", "Bd"}), frozenset({"fi", "EE", "Ed"})
+_TBL_TAB = re.compile(r"\btab\s*\((.)\)")
+_DEFINITION_END = re.compile(r"^[.']\s*\.\s*$")
+MAX_TAG_CHARS = 80
+MAX_DEFINITION_LINES = 500  # the longest .de in /usr/share/man/man1 is far shorter; an unclosed one must not eat the page
+
+
+def unescape(text: str, strings: dict[str, str] | None = None) -> str:
+    """Text with roff escapes read: special characters as Unicode, fonts, sizes and motions dropped.
+
+    `strings`: those the page defined with `.ds` (sed.1 writes `\\*(sd` for its own name), over the usual ones.
+    """
+    if "\\" not in text:
+        return _CONTROLS.sub("", text)
+    if strings:
+        return _CONTROLS.sub("", _ESCAPE.sub(lambda m: _escape(m, strings), text))
+    return _CONTROLS.sub("", _ESCAPE.sub(_escape, text))
+
+
+def _escape(m: re.Match, strings: dict[str, str] | None = None) -> str:
+    if m.group("special"):
+        name = m.group("two") or m.group("name") or ""
+        if name.startswith("u") and len(name) >= 5:
+            try:
+                return "".join(chr(int(part, 16)) for part in name[1:].split("_"))
+            except (ValueError, OverflowError):
+                return ""
+        return SPECIAL.get(name, "")
+    if m.group("string"):
+        name = m.group("s2") or m.group("sn") or m.group("s1") or ""
+        return strings[name] if strings and name in strings else STRINGS.get(name, "")
+    if m.group("char") is not None:
+        return _SIMPLE.get(m.group("char"), m.group("char"))
+    return ""
+
+
+def split_args(rest: str) -> list[str]:
+    """A macro's arguments: space separated, "double quoted" with spaces, `""` a quote inside quotes."""
+    return [m.group(1).replace('""', '"') if m.group(1) is not None else m.group(2) for m in _ARG.finditer(rest)]
+
+
+def _strip_comment(line: str) -> str:
+    i = line.find('\\"')
+    while i > 0 and line[i - 1] == "\\" and (i < 2 or line[i - 2] != "\\"):  # `\\"` is a backslash and a quote
+        i = line.find('\\"', i + 1)
+    return line if i < 0 else line[:i]
+
+
+class _Reader:
+    """Macros in, blocks out: text gathers into the open paragraph until a macro closes it."""
+
+    def __init__(self) -> None:
+        self.blocks: list[Block] = []
+        self.words: list[str] = []
+        self.tag: str | None = None  # the tag of the open .TP/.IP item
+        self.line = 0
+        self.nofill = False
+        self.pending_tag = 0  # .TP: the next text line is the tag
+        self.pending_heading = 0  # .SH with no arguments: the next text line is the title
+        self.skip_until = ""  # inside .de/.ig: skip until this line
+        self.page_name = ""  # mdoc: the first `.Nm` argument
+        self.strings: dict[str, str] = {}  # defined by the page with .ds
+        self.skipped_lines = 0
+        self.branch_depth = 0  # open braces of a skipped conditional block
+        self.table = ""  # in a tbl table: "format" (its option and format lines) or "data"
+        self.tab = "\t"  # what separates a table's cells: tab(:) says ":"
+
+    def un(self, text: str) -> str:
+        return unescape(text, self.strings)
+
+    def flush(self) -> None:
+        if self.nofill:
+            text = "\n".join(self.words).strip("\n")
+            if text.strip():
+                self.blocks.append(Block("pre", text.rstrip(), self.line or 1))
+        else:
+            text = _SPACES.sub(" ", " ".join(self.words).replace("\0", "")).strip()
+            tag = _SPACES.sub(" ", self.tag or "").strip()
+            if tag and text:
+                text = f"{tag}\n{text}"
+            elif tag:
+                text = tag
+            if text:
+                self.blocks.append(Block("para", text, self.line or 1))
+        self.words.clear()
+        self.tag = None
+        self.line = 0
+
+    def text(self, words: str, n: int) -> None:
+        if self.pending_heading:
+            self.heading(self.pending_heading, words, n)
+            return
+        if self.pending_tag:
+            self.pending_tag = 0
+            self.tag = words
+            self.line = self.line or n
+            return
+        if not self.line:
+            self.line = n
+        if self.words and not self.nofill and self.words[-1].endswith("\0"):  # \c joins the next line
+            self.words[-1] = self.words[-1][:-1] + words
+        else:
+            self.words.append(words)
+
+    def heading(self, level: int, title: str, n: int) -> None:
+        self.flush()
+        self.pending_heading = 0
+        title = _SPACES.sub(" ", title).strip()
+        if title:
+            self.blocks.append(Block("heading", title, n, level))
+
+    def macro(self, name: str, args: list[str], n: int, rest: str = "") -> None:
+        if name in HEADINGS:
+            if args:
+                self.heading(HEADINGS[name], " ".join(self.un(a) for a in args), n)
+            else:
+                self.flush()
+                self.pending_heading = HEADINGS[name]
+        elif name in PARAGRAPH or name in ("TP", "TQ", "IP", "It"):
+            if name == "TQ" and self.tag is not None and not self.words:  # one more tag for the same text
+                self.pending_tag = 1
+                self.tag += ", "
+                return
+            self.flush()
+            if name == "TP":
+                self.pending_tag = 1
+            elif name == "IP" and args:
+                self.tag = self.un(args[0])
+                self.line = n
+            elif name == "It" and args:
+                self.tag = mdoc_words(args, self.un)
+                self.line = n
+        elif name in FONTS:
+            self.text(_font_words(name, args, self.un), n)
+        elif name in ("sp", "br", "RS", "RE", "in", "ti") and self.nofill:
+            self.words.append("")
+        elif name == "RS" and self.words and self.tag is None and len(" ".join(self.words)) <= MAX_TAG_CHARS:
+            # Asciidoctor's lists: a term alone on its line, then its text indented: the term is a tag.
+            self.tag, self.words = " ".join(self.words), []
+        elif name in ("sp", "RE"):
+            self.flush()
+        elif name in NOFILL_START:
+            self.flush()
+            self.nofill = True
+        elif name in NOFILL_END:
+            self.flush()
+            self.nofill = False
+        elif name in ("UR", "MT") and args:
+            self.text(f"<{self.un(args[0])}>", n)
+        elif name in ("UE", "ME") and args:
+            self.text(self.un(" ".join(args)), n)
+        elif name == "SY" and args:
+            self.flush()
+            self.text(self.un(args[0]), n)
+        elif name == "OP" and args:
+            self.text("[" + " ".join(self.un(a) for a in args) + "]", n)
+        elif name in ("el", "ie", "if") and "\\{" in rest and (name == "el" or args[:1] == ["t"]):
+            # The branch for troff (`.if t`) or the `.el` of an `.ie` whose nroff branch was read: Asciidoctor
+            # writes every bullet twice, once in each.
+            self.branch_depth = rest.count("\\{") - rest.count("\\}")
+        elif name in ("TS", "T&"):
+            self.flush()
+            self.table, self.tab = "format", "\t"
+        elif name == "TE":
+            self.flush()
+            self.table = ""
+        elif name in ("ds", "ds1") and args:
+            value = rest.strip().partition(" ")[2].lstrip()
+            self.strings[args[0]] = self.un(value.removeprefix('"'))
+        elif name in ("de", "de1", "am", "ig"):
+            self.skip_until = ".." if name != "ig" or not args else "." + args[0]
+        elif name in MDOC_INLINE:
+            if name == "Nm":  # mdoc names the page once and then writes a bare `.Nm` for it
+                self.page_name = self.page_name or (args[0] if args else "")
+                args = args or [self.page_name]
+            self.text(mdoc_words([name, *args], self.un), n)
+        # Every other macro (.TH, .PD, .ad, .ds, .if, pod2man's .IX, ones a page defines itself) holds no text.
+
+    def table_line(self, line: str, n: int) -> None:
+        """A line of a tbl(1) table (`.TS` to `.TE`): options and format lines dropped, cells joined by ` | `."""
+        if self.table == "format":
+            tab = _TBL_TAB.search(line)
+            self.tab = tab.group(1) if tab else self.tab
+            if line.rstrip().endswith("."):
+                self.table = "data"
+            return
+        cells = [self.un(c.replace("T{", "").replace("T}", "")).strip() for c in line.split(self.tab)]
+        text = " | ".join(c for c in cells if c and c not in ("_", "="))
+        if text and text not in ("T{", "T}", "_", "="):
+            self.text(text, n)
+
+    def feed(self, line: str, n: int) -> None:
+        if self.branch_depth:  # inside a conditional block that nroff would not take
+            self.branch_depth += line.count("\\{") - line.count("\\}")
+            return
+        if self.skip_until:
+            # A definition ends at `..` (also written `.  .`); one never closed ends after MAX_DEFINITION_LINES.
+            self.skipped_lines += 1
+            ends = _DEFINITION_END.match(line) if self.skip_until == ".." else line.split()[:1] == [self.skip_until]
+            if ends or self.skipped_lines > MAX_DEFINITION_LINES:
+                self.skip_until, self.skipped_lines = "", 0
+            return
+        line = _strip_comment(line)
+        if self.table and not line.startswith((".TE", ".T&")) and not (line[:1] in (".", "'") and self.table == "data"):
+            self.table_line(line, n)
+            return
+        if line[:1] in (".", "'"):
+            body = line[1:].lstrip()
+            name, _, rest = body.partition(" ")
+            if "\t" in name:
+                name, _, more = name.partition("\t")
+                rest = more + " " + rest
+            if name:
+                self.macro(name, split_args(rest), n, rest)
+            return
+        if self.nofill:
+            if not self.line:
+                self.line = n
+            self.words.append(self.un(line.replace("\\c", "")).rstrip())
+            return
+        if not line.strip():
+            self.flush()  # a blank line in fill mode is a paragraph break
+            return
+        joined = line.rstrip().endswith("\\c")
+        words = self.un(line.rstrip()[:-2] if joined else line)
+        self.text(words + ("\0" if joined else ""), n)
+
+
+def _font_words(name: str, args: list[str], un=unescape) -> str:
+    """`.B a b` is `a b`; `.BR a b` alternates fonts, so its words are joined without spaces: `a(1)`."""
+    words = [un(a) for a in args]
+    return "".join(words) if len(name) == 2 and name not in ("SB", "SM", "CW") else " ".join(words)
+
+
+def man_layout(text: str) -> Layout:
+    """The Layout of a man(7) page (also of an mdoc(7) page, read with the same macros where they agree)."""
+    reader = _Reader()
+    for n, line in enumerate(text.split("\n"), 1):
+        reader.feed(line, n)
+    reader.flush()
+    return rendered_layout(reader.blocks)

@@ -1,0 +1,223 @@
+"""Man pages and info manuals as sources: roff read in Python, `.so` followed within the tree, hostile pages skipped."""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+from pathlib import Path
+
+import pytest
+
+from agent.cli import main
+from agent.commands import common
+from json_support import read_output
+from models.fakes import HashEmbedder, WordTokenizer
+from rag.errors import DocsNotFound
+from rag.ingest.chunking import chunk_layout
+from rag.ingest.corpus import load_corpus
+from rag.ingest.formats import parse_text
+from rag.ingest.formats.manuals import display_name, man_parts
+from rag.ingest.formats.mdoc import is_mdoc
+from rag.ingest.formats.roff import man_layout, unescape
+from rag.ingest.man_pages import MAX_MAN_PAGE_BYTES, ManSource, man_trees, parse_sections
+
+DATA = Path(__file__).parent / "data"
+MAN = DATA / "manpages"
+
+
+@pytest.fixture
+def man_tree(tmp_path) -> Path:
+    tree = tmp_path / "man"
+    shutil.copytree(MAN, tree)
+    return tree
+
+
+def _page(name: str) -> str:
+    return (MAN / name).read_text()
+
+
+def _docs(corpus) -> dict[str, str]:
+    return {d.doc_id: d.text for d in corpus.documents}
+
+
+def test_sections_become_headings_and_chunks_cite_the_page_name_and_section(real_tokenizer):
+    chunks = chunk_layout("man1/lsx.1", man_layout(_page("man1/lsx.1")), real_tokenizer)
+    by_heading = {c.heading: c for c in chunks}
+    assert {"NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "OPTIONS > Exit status:", "SEE ALSO"} <= set(by_heading)
+    assert {c.uri for c in chunks} == {"lsx(1)"}
+    assert "sort by time, newest first" in by_heading["OPTIONS"].text
+    assert by_heading["OPTIONS"].line_start > 1  # lines of the roff file, not of the rendered text
+
+
+def test_no_chunk_parts_an_option_from_its_description(real_tokenizer):
+    """Even at a budget that forces a chunk per option, each `.TP` tag keeps the start of its text."""
+    chunks = chunk_layout("man1/lsx.1", man_layout(_page("man1/lsx.1")), real_tokenizer, max_tokens=24)
+    pairs = {"-a, --all": "do not ignore", "-t": "sort by time", "--time-style=TIME_STYLE": "time/date format"}
+    for tag, text in pairs.items():
+        holding = [c for c in chunks if c.text.startswith(tag + "\n") or f"\n{tag}\n" in c.text]
+        assert holding and all(text in c.text for c in holding), (tag, [c.text for c in chunks])
+
+
+def test_roff_escapes_and_fonts_become_plain_text():
+    text = man_layout(_page("man1/lsx.1")).text
+    assert "--time-style=TIME_STYLE" in text and "below \u2014 the default is 'locale'" in text
+    assert "\\f" not in text and "\\-" not in text and "\\(" not in text
+    assert "\u2022\nan item with a bullet tag" in text
+    assert "dir(1), vdir(1)" in text  # .BR joins its words without a space
+    assert unescape(r"\[u00E9]t\(em \s-1SMALL\s0 a\e b") == "\u00e9t\u2014 SMALL a\\ b"
+
+
+def test_unknown_macros_and_control_bytes_are_dropped_and_the_text_kept():
+    text = man_layout(_page("man1/unknown.1")).text
+    assert "Plain text survives \u201cquoted\u201d and \u00e9t" in text and "SMALL" in text
+    assert "nobody defines" in text
+    assert "secret macro body" not in text and "unknown macro" not in text and "another" not in text
+    assert "\x1b" not in text and "\x07" not in text and "a[31mred and that is all" in text
+
+
+def test_an_mdoc_page_is_read_with_its_options():
+    page = _page("man1/bsdtool.1")
+    assert is_mdoc(page) and not is_mdoc(_page("man1/lsx.1"))
+    text = man_layout(page).text
+    assert "The bsdtool utility copies files." in text
+    assert "-x\nDo not cross mount points." in text and "-o file\nWrite to file ." in text
+    assert "lsx(1)" in text
+
+
+def test_a_folder_of_man_pages_skips_hostile_ones_each_with_its_reason(man_tree):
+    corpus = load_corpus(man_tree)
+    docs = _docs(corpus)
+    assert set(docs) == {"man1/bsdtool.1", "man1/lsx.1", "man1/lsxall.1", "man1/tabled.1", "man1/unknown.1", "man1/withfrag.1",
+                         "man1/zipped.1.gz", "man8/toold.8"}
+    assert corpus.skipped == {".so loop": 2, ".so outside the man tree": 2, "binary": 1, "damaged .gz": 1,
+                              "man page alias (.so)": 2, "not text": 1, "translated man page": 1}
+    assert not any("root:" in text for text in docs.values())
+    assert "FRAGVAR" in docs["man1/withfrag.1"]  # a .so line inside a page includes the fragment
+    # ... but not a page indexed as itself: a meta page like zshall(1) would only duplicate it
+    assert "FRAGVAR" in docs["man1/lsxall.1"] and "sort by time" not in docs["man1/lsxall.1"]
+    assert "read the gzipped page" in man_layout(docs["man1/zipped.1.gz"]).text
+
+
+def test_an_alias_of_a_page_outside_the_chosen_sections_is_read_as_that_page(man_tree):
+    corpus = load_corpus(ManSource((man_tree,), parse_sections("1")))
+    docs = _docs(corpus)
+    assert "man8/toold.8" not in docs and "do not descend into directories" in docs["man1/toold-link.1"]
+    assert "man1/lsx-alias.1" not in docs  # its page is read anyway
+
+
+def test_a_so_link_never_leaves_the_man_tree_even_through_a_symlink(man_tree):
+    (man_tree / "man1" / "out").symlink_to("/etc")
+    (man_tree / "man1" / "sneaky.1").write_text(".TH S 1\n.SH NAME\n.so man1/out/passwd\n")
+    corpus = load_corpus(man_tree)
+    assert "man1/sneaky.1" not in _docs(corpus) and corpus.skipped[".so outside the man tree"] == 3
+
+
+def test_translated_pages_are_skipped_unless_their_own_tree_is_given(man_tree):
+    assert "de/man1/lsx.1" not in _docs(load_corpus(man_tree))
+    german = load_corpus(man_tree / "de")
+    assert "Verzeichnisinhalte" in _docs(german)["man1/lsx.1"]
+    assert display_name("de/man1/lsx.1") == "lsx(1) [de]" and man_parts("share/man/man1/ls.1.gz") == ("ls", "1", "")
+
+
+def test_a_huge_page_and_a_gzip_bomb_are_skipped_as_too_large(man_tree):
+    filler = ".PP\n" + "word " * 1000 + "\n"
+    big = ".TH HUGE 1\n.SH NAME\nhuge\n" + filler * (10 * 2**20 // len(filler))  # 10 MB
+    (man_tree / "man1" / "huge.1").write_text(big)
+    (man_tree / "man1" / "bomb.1.gz").write_bytes(gzip.compress(big.encode() * 3))
+    corpus = load_corpus(man_tree)
+    assert corpus.skipped[f"too large (over {MAX_MAN_PAGE_BYTES / 2**20:g} MB)"] == 2
+    assert "man1/huge.1" not in _docs(corpus) and "man1/bomb.1.gz" not in _docs(corpus)
+
+
+def test_man_sections_and_the_man_path():
+    assert parse_sections("1,8") == {"1", "8"} and parse_sections("") == frozenset()
+    with pytest.raises(DocsNotFound, match="--man takes man sections such as 1 or 1,8"):
+        parse_sections("1;rm")
+    assert man_trees({"MANPATH": f"{MAN}:{MAN}/../nowhere:{MAN}"}) == (MAN.resolve(),)
+
+
+def test_info_nodes_become_sections_cited_as_the_manual(real_tokenizer):
+    corpus = load_corpus(DATA / "info")
+    assert {d.doc_id for d in corpus.documents} == {"minicore.info", "minicore-z.info.gz"}
+    layout = parse_text("minicore.info", _docs(corpus)["minicore.info"])
+    chunks = chunk_layout("minicore.info", layout, real_tokenizer)
+    assert {c.uri for c in chunks} == {"(minicore)"}
+    assert {c.heading for c in chunks} == {"Top", "lsx invocation", "lsx invocation > 1.1 Which files are listed",
+                                           "Sorting"}
+    sort = next(c for c in chunks if c.heading == "lsx invocation")
+    assert "'--sort=time'\n     Sort by modification time" in sort.text
+    assert not any("Copyright" in c.text or "Tag Table" in c.text or "\x00" in c.text for c in chunks)
+
+
+@pytest.fixture
+def fake_models(monkeypatch):
+    monkeypatch.setattr(common, "load_tokenizer_from_args", lambda args: WordTokenizer())
+    monkeypatch.setattr(common, "load_embedder_from_args", lambda args: HashEmbedder(512))
+
+
+def test_search_man_finds_an_option_of_the_chosen_section(fake_models, man_tree, monkeypatch, capsys):
+    monkeypatch.setenv("MANPATH", str(man_tree))
+    assert main(["search", "--man", "8", "descend directories other filesystems", "--json"]) == 0
+    hits = read_output("search", capsys.readouterr().out)["hits"]
+    assert hits[0]["uri"] == "toold(8)" and hits[0]["heading"] == "OPTIONS"
+    assert {h["doc_id"] for h in hits} == {"man8/toold.8"}  # --man 8: no page of section 1
+
+
+def test_a_bad_man_section_is_one_clear_line(man_tree, monkeypatch, capsys):
+    monkeypatch.setenv("MANPATH", str(man_tree))
+    with pytest.raises(SystemExit) as exc:
+        main(["search", "--man", "1;8", "x"])
+    assert exc.value.code == 2
+    assert "--man takes man sections such as 1 or 1,8" in capsys.readouterr().err
+
+
+def test_asciidoctor_and_sed_shapes_definitions_strings_tables_and_terms():
+    text = man_layout(_page("man1/tabled.1")).text
+    assert "tz=UTC\nThis option disables the conversion" in text  # a term over .RS is the tag of its text
+    assert "The tabled program reads its tables:" in text  # .ds sd, written \*(sd
+    assert "ext4 | ext4(5)" in text and "Filesystem" in text and "allbox" not in text and "T{" not in text
+    assert "a page with tables" in text and "ad l" not in text  # `.  .` closes the .am definition
+
+
+def test_only_the_nroff_branch_of_a_conditional_is_read():
+    """Asciidoctor writes each bullet for nroff (`.ie n \\{`) and again for troff (`.el \\{`): one bullet shows."""
+    text = man_layout(_page("man1/tabled.1")).text
+    assert "\u2022Architectures (arch) is a multivalue option" in text and text.count("\u2022") == 1
+
+
+def test_search_info_finds_a_node_cited_as_the_manual(fake_models, monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("INFOPATH", str(DATA / "info"))
+    assert main(["search", "--info", "sort modification time", "--index", str(tmp_path / "i"), "--json"]) == 0
+    hit = read_output("search", capsys.readouterr().out)["hits"][0]
+    assert hit["uri"] in ("(minicore)", "(minicore-z)") and hit["heading"] == "lsx invocation"
+
+
+def test_a_live_index_of_man_pages_is_not_watched(man_tree, tmp_path):
+    """--man's root can be "/" when manpath has several trees: the chat app must never watch it."""
+    from rag.indexing.live import open_live_index
+
+    live = open_live_index(ManSource((man_tree,)), WordTokenizer(), HashEmbedder(64), index_dir=tmp_path / "i")
+    try:
+        assert live.watcher is None and "lsx(1)" in {c.uri for c in live.chunks}
+    finally:
+        live.close()
+
+
+def test_a_chat_session_over_man_pages_reads_only_the_chosen_sections(man_tree, tmp_path):
+    """The chat app passes --man's pages on as they are: as a folder they would be every page (or all of /)."""
+    from agent.session import open_session
+    from models.fakes import ScriptedChatModel
+
+    source = ManSource((man_tree,), parse_sections("8"))
+    session = open_session(source, open_model=ScriptedChatModel, live=True, index_dir=tmp_path / "i",
+                           open_embedder=lambda: HashEmbedder(64))
+    try:
+        assert {c.doc_id for c in session.retriever.chunks} == {"man8/toold.8"}
+    finally:
+        session.close()
+
+
+def test_mcp_refuses_man_pages_in_one_line(man_tree, monkeypatch, capsys):
+    monkeypatch.setenv("MANPATH", str(man_tree))
+    assert main(["mcp", "--man"]) == 2
+    assert "smoldocs mcp does not serve --man yet" in capsys.readouterr().err
