@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 # Looked up on `common` at call time, so a test that swaps in fake components reaches every command.
 from agent import json_output

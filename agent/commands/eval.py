@@ -76,7 +76,8 @@ def settings_from_args(args: argparse.Namespace) -> AgentSettings:
     from agent.commands.common import decoding_from_args, rerank_from_args
 
     settings = AgentSettings(
-        policy=args.tools or "auto", decoding=decoding_from_args(args), rerank=rerank_from_args(args), fallback=args.fallback, few_shot=args.few_shot
+        policy=args.tools or "auto", decoding=decoding_from_args(args), rerank=rerank_from_args(args),
+        fallback=args.fallback, few_shot=args.few_shot,
     )
     if args.k is not None:
         settings = replace(settings, k=args.k)
@@ -91,7 +92,6 @@ def settings_from_args(args: argparse.Namespace) -> AgentSettings:
 
 def run(args: argparse.Namespace) -> int:
     from agent.commands.common import load_embedder_from_args, open_index_from_args
-    from agent.errors import UsageError
     from agent.eval.report import build_report, check_out_dir, format_terminal, write_report
     from agent.eval.runner import default_question_file, load_question_file, retrieval_rows, run_questions, stratified
     from agent.session import ChatSession
