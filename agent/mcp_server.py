@@ -13,7 +13,7 @@ from urllib.parse import quote
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable, Protocol
 
 import anyio
 
@@ -289,6 +289,22 @@ class Sessions:
             return state
 
 
+@dataclass
+class ToolCall:
+    """One tool call as a hook around it sees it (agent.serve: the limits and the access log over HTTP)."""
+
+    tool: str
+    arguments: dict[str, Any]
+    ctx: Context
+    hits: int | None = None  # set by the call: the excerpts it showed, or the citations it checked
+
+
+class CallHook(Protocol):
+    """Runs around every tool call: may time it, limit it or log it; returns what `run` returns."""
+
+    async def __call__(self, call: ToolCall, run: Callable[[], Awaitable[str]]) -> str: ...
+
+
 class CheckedTool(Tool):
     """A tool whose raw arguments are checked against its JSON schema by our validator: one clear line each."""
 
@@ -345,9 +361,13 @@ def resource_uri(doc_id: str) -> str:
 
 
 def build_server(
-    live: FolderIndex | StoredDocs, max_tokens: int = DEFAULT_MAX_TOKENS, embedder_for_checks: Embedder | None = None
+    live: FolderIndex | StoredDocs,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    embedder_for_checks: Embedder | None = None,
+    around: CallHook | None = None,
 ) -> MCPServer:
-    """The MCP server over `live`: search_docs, get_document, check_citations, and one resource per document."""
+    """The MCP server over `live`: search_docs, get_document, check_citations, and one resource per document;
+    `around` runs around every tool call (`smoldocs serve`'s limits and access log)."""
     sessions = Sessions()
 
     def _fresh() -> tuple[HybridIndex, str | None]:
@@ -361,43 +381,52 @@ def build_server(
     def _with_note(text: str, note: str | None) -> str:
         return f"{note}\n\n{text}" if note else text
 
-    def _search(state: SessionState, args: dict[str, Any]) -> str:
+    def _search(state: SessionState, args: dict[str, Any], call: ToolCall) -> str:
         with live.lock:
             index, note = _fresh()
             result = SearchDocsTool(index, state.ledger, live.tokenizer, max_tokens, render=sourced_block)(args)
             if result.error is not None:
                 raise ToolError(result.error)
             state.remember(result.citations, index)
+            call.hits = len(result.citations)
         return _with_note(result.text, note)
 
-    def _document(state: SessionState, source_id: str) -> str:
+    def _document(state: SessionState, source_id: str, call: ToolCall) -> str:
         with live.lock:
             index, note = _fresh()
             result = GetDocumentTool(index, state.ledger, live.tokenizer, max_tokens)({"source_id": source_id})
             if result.error is not None:
                 raise ToolError(result.error)
             state.remember(result.citations, index)
+            call.hits = len(result.citations)
         return _with_note(result.text, note)  # source_not_found is a result, not an error
 
-    def _check(state: SessionState, answer: str) -> str:
+    def _check(state: SessionState, answer: str, call: ToolCall) -> str:
         with live.lock:
             index, note = _fresh()
             judge = embedder_for_checks if embedder_for_checks is not None else live.embedder
             report = check_citations(answer, state.shown(), index.chunk, judge, changed=state.changed(index))
         out = verification_to_dict(report) | {"supported_share": supported_share(report)}
+        call.hits = len(out["citations"])
         return _with_note(json.dumps(out, ensure_ascii=False), note)
 
     # The work runs in a thread the call can abandon: a client that cancels or goes away gets no answer, and the
     # server does not wait for the embedder to finish before it can stop.
+    async def _call(work: Callable[..., str], call: ToolCall, value: Any) -> str:
+        async def run() -> str:
+            return await anyio.to_thread.run_sync(work, sessions.get(call.ctx), value, call, abandon_on_cancel=True)
+
+        return await (around(call, run) if around is not None else run())
+
     async def search_docs(query: str, ctx: Context, k: int = 5, doc_ids: list[str] | None = None) -> str:
         args: dict[str, Any] = {"query": query, "k": k, **({"doc_ids": doc_ids} if doc_ids is not None else {})}
-        return await anyio.to_thread.run_sync(_search, sessions.get(ctx), args, abandon_on_cancel=True)
+        return await _call(_search, ToolCall(SEARCH_DOCS_NAME, args, ctx), args)
 
     async def get_document(source_id: str, ctx: Context) -> str:
-        return await anyio.to_thread.run_sync(_document, sessions.get(ctx), source_id, abandon_on_cancel=True)
+        return await _call(_document, ToolCall(GET_DOCUMENT_NAME, {"source_id": source_id}, ctx), source_id)
 
     async def check_citations_tool(answer: str, ctx: Context) -> str:
-        return await anyio.to_thread.run_sync(_check, sessions.get(ctx), answer, abandon_on_cancel=True)
+        return await _call(_check, ToolCall(CHECK_CITATIONS_NAME, {"answer": answer}, ctx), answer)
 
     tools = [
         _tool(search_docs, SEARCH_DOCS_NAME, SEARCH_DOCS_DESCRIPTION, SEARCH_DOCS_SCHEMA, search_problem),
