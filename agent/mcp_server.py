@@ -49,6 +49,7 @@ from rag.excerpts.search_tool import (
 from rag.excerpts.search_tool import search_problem
 
 RESOURCE_PREFIX = "smoldocs://doc/"
+READ_DOCUMENT_NAME = "read_document"  # what a hook sees a resource read as
 # A call waits this long for a re-index of changed files, then answers from the index it has, saying so: longer
 # than any one slice of re-indexing (rag.indexing.live.REFRESH_SLICE, 5 s) plus the folder scan of 2,000 files.
 REFRESH_WAIT = 60.0
@@ -437,8 +438,7 @@ def build_server(
     server = DocsServer(live, name="smoldocs", version=__version__, instructions=INSTRUCTIONS, tools=tools,
                         log_level="WARNING")  # fmt: skip
 
-    @server.resource(RESOURCE_PREFIX + "{+doc_id}", name="document", description="One document of the docs folder")
-    def read_document(doc_id: str) -> str:
+    def _read(doc_id: str, call: ToolCall) -> str:
         with live.lock:
             try:
                 text = live.document(doc_id)
@@ -448,6 +448,17 @@ def build_server(
                 raise ResourceError(f"cannot read {doc_id}: {exc}") from None
         if text is None:
             raise ResourceNotFoundError(f"no document {doc_id!r} in the docs folder: list the resources to see them")
+        call.hits = 1
         return text
+
+    @server.resource(RESOURCE_PREFIX + "{+doc_id}", name="document", description="One document of the docs folder")
+    async def read_document(doc_id: str, ctx: Context) -> str:
+        # Through `around` like a tool call: over HTTP a document read is timed out and logged as one.
+        call = ToolCall(READ_DOCUMENT_NAME, {"doc_id": doc_id}, ctx)
+
+        async def run() -> str:
+            return await anyio.to_thread.run_sync(_read, doc_id, call, abandon_on_cancel=True)
+
+        return await (around(call, run) if around is not None else run())
 
     return server

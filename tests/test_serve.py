@@ -19,7 +19,7 @@ from agent.serve.access_log import FIELDS
 from agent.serve.app import is_loopback
 from agent.serve.limits import MAX_BODY_BYTES, MAX_QUERY_CHARS
 from agent.serve.tokens import TokenFile
-from tests.mcp_support import excerpts
+from tests.mcp_support import ROOT, excerpts
 from tests.serve_support import http_client, make_token, serving
 
 QUERY = "rotary position embedding keys stored in the cache"
@@ -214,6 +214,15 @@ def test_the_log_holds_no_token_and_no_document_text(team, real_index):
         assert len(line) < 20 or line not in written
     assert all(set(line) <= set(FIELDS) for line in _log(log))
 
+
+@pytest.mark.real
+def test_a_document_read_as_a_resource_is_logged_like_a_call(team):
+    served, names, log = team
+    with http_client(served.url, names["bob"]) as client:
+        read = client.read_resource("smoldocs://doc/docs/kv-cache.md")
+    assert read.contents[0].text == (ROOT / "docs_corpus" / "docs" / "kv-cache.md").read_text()
+    line = [line for line in _log(log) if line["event"] == "call" and line["tool"] == "read_document"][-1]
+    assert (line["who"], line["hits"], line["outcome"]) == ("bob", 1, "ok")
 
 @pytest.mark.real
 def test_a_call_over_the_time_limit_is_a_tool_error_and_the_next_call_is_served(tmp_path, real_index):
