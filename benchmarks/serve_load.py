@@ -82,11 +82,13 @@ async def _session(url: str, token: str):
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
 
-    async with create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http:
-        async with streamable_http_client(url, http_client=http) as (read, write):
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                yield session
+    async with (
+        create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http,
+        streamable_http_client(url, http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
 
 
 async def _warm_up(url: str, token: str, query: str) -> None:
@@ -111,7 +113,7 @@ async def _client(url: str, token: str, queries: list[str], offset: int, until: 
             start = time.perf_counter()
             try:
                 result = await session.call_tool("search_docs", {"query": queries[i % len(queries)], "k": K})
-            except Exception as exc:  # a refused or broken request: counted, and the client goes on
+            except Exception as exc:  # noqa: BLE001 - a refused or broken request: counted, and the client goes on
                 errors[f"{type(exc).__name__}: {str(exc)[:60]}"] += 1
             else:
                 if result.is_error:

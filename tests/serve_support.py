@@ -91,13 +91,14 @@ def http_client(url: str, token: str | None):
     """An initialized MCP session over streamable HTTP with `token` (None: no Authorization header)."""
     headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
     try:
-        with start_blocking_portal() as portal:
-            http = portal.wrap_async_context_manager(create_mcp_http_client(headers=headers))
-            with http as client:
-                with portal.wrap_async_context_manager(streamable_http_client(url, http_client=client)) as (read, write):
-                    with portal.wrap_async_context_manager(ClientSession(read, write)) as session:
-                        portal.call(session.initialize)
-                        yield Client(portal, session)
+        with (
+            start_blocking_portal() as portal,
+            portal.wrap_async_context_manager(create_mcp_http_client(headers=headers)) as client,
+            portal.wrap_async_context_manager(streamable_http_client(url, http_client=client)) as (read, write),
+            portal.wrap_async_context_manager(ClientSession(read, write)) as session,
+        ):
+            portal.call(session.initialize)
+            yield Client(portal, session)
     except BaseExceptionGroup as group:  # the SDK's task groups wrap one error in groups: the error, as raised
         while isinstance(group, BaseExceptionGroup) and len(group.exceptions) == 1:
             group = group.exceptions[0]

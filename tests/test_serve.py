@@ -128,7 +128,7 @@ def test_tools_are_listed_and_called_with_a_good_token_and_numbers_last_the_sess
 @pytest.mark.real
 @pytest.mark.parametrize("token", [None, "wrong", "Bearer"])
 def test_no_token_or_a_wrong_one_is_a_401_with_one_log_line_and_no_hint(team, token):
-    served, names, log = team
+    served, _, log = team
     before = len(_log(log))
     headers = ACCEPT | ({"authorization": f"Bearer {token}"} if token else {})
     reply = httpx2.post(served.url, json=INIT, headers=headers)
@@ -136,9 +136,8 @@ def test_no_token_or_a_wrong_one_is_a_401_with_one_log_line_and_no_hint(team, to
     assert reply.json()["error"]["message"] == "unauthorized: send a valid token as `Authorization: Bearer <token>`"
     (line,) = _log(log)[before:]
     assert line["event"] == "refused" and line["status"] == 401 and "who" not in line
-    with pytest.raises(MCPError, match="unauthorized"):
-        with http_client(served.url, token):
-            pass
+    with pytest.raises(MCPError, match="unauthorized"), http_client(served.url, token):
+        pass
 
 
 @pytest.mark.real
@@ -205,7 +204,7 @@ def test_requests_over_a_tokens_share_are_429_and_the_others_are_answered(team):
 def test_the_log_holds_no_token_and_no_document_text(team, real_index):
     served, names, log = team
     with http_client(served.url, names["alice"]) as client:
-        _, text = client.call("search_docs", {"query": QUERY, "k": 3})
+        client.call("search_docs", {"query": QUERY, "k": 3})
         client.call("get_document", {"source_id": "docs/kv-cache.md#1"})
     written = log.read_text() + served.stderr()
     assert names["alice"] not in written and names["bob"] not in written
@@ -228,12 +227,12 @@ def test_a_document_read_as_a_resource_is_logged_like_a_call(team):
 def test_a_call_over_the_time_limit_is_a_tool_error_and_the_next_call_is_served(tmp_path, real_index):
     tokens, log = tmp_path / "tokens", tmp_path / "access.log"
     token = make_token(tokens, "carol")
-    with serving("--tokens", str(tokens), "--access-log", str(log), "--call-timeout", "0.001") as served:
-        with http_client(served.url, token) as client:
-            error, text = client.call("check_citations", {"answer": LONG_ANSWER})
-            assert error and "check_citations took longer than 0.001 s (the server's limit per call)" in text
-            error, _ = client.call("search_docs", {"query": "kv cache", "k": 1})
-            assert error  # every call is over a millisecond: still one clear error each, not a dead session
+    limited = serving("--tokens", str(tokens), "--access-log", str(log), "--call-timeout", "0.001")
+    with limited as served, http_client(served.url, token) as client:
+        error, text = client.call("check_citations", {"answer": LONG_ANSWER})
+        assert error and "check_citations took longer than 0.001 s (the server's limit per call)" in text
+        error, _ = client.call("search_docs", {"query": "kv cache", "k": 1})
+        assert error  # every call is over a millisecond: still one clear error each, not a dead session
     outcomes = [(line["tool"], line["outcome"]) for line in _log(log) if line["event"] == "call"]
     assert outcomes == [("check_citations", "timeout"), ("search_docs", "timeout")]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TextIO
 
 # The only fields a line can have; `record` refuses anything else, so document text cannot slip in by a new field.
@@ -37,7 +37,7 @@ class AccessLog:
 
 def now() -> str:
     """UTC, to the millisecond, ISO 8601."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def elapsed_ms(start: float) -> float:

@@ -14,7 +14,14 @@ from agent.errors import UsageError
 from agent.mcp_server import FolderIndex, StoredDocs, build_server
 from agent.serve.access_log import AccessLog
 from agent.serve.gate import Gate
-from agent.serve.limits import CALL_TIMEOUT_S, MAX_BODY_BYTES, MAX_CONCURRENT_PER_TOKEN, MAX_SESSIONS, SESSION_IDLE_S, CallLimits
+from agent.serve.limits import (
+    CALL_TIMEOUT_S,
+    MAX_BODY_BYTES,
+    MAX_CONCURRENT_PER_TOKEN,
+    MAX_SESSIONS,
+    SESSION_IDLE_S,
+    CallLimits,
+)
 from agent.serve.tokens import TokenFile
 
 PATH = "/mcp"

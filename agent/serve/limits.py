@@ -9,15 +9,17 @@ client waits in that queue plus its own call.
 from __future__ import annotations
 
 import time
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 import anyio
 from mcp.server.mcpserver.exceptions import ToolError
 
 from agent.mcp_server import ToolCall
 from agent.serve.access_log import AccessLog, elapsed_ms
-from rag.excerpts.search_tool import MAX_QUERY_CHARS as MAX_QUERY_CHARS  # the search_docs schema's maxLength
-from rag.verification.answer_check import MAX_ANSWER_CHARS as MAX_ANSWER_CHARS  # check_citations' maxLength
+
+# Re-exported: the query and answer limits are the tools' own (their schemas' maxLength).
+from rag.excerpts.search_tool import MAX_QUERY_CHARS
+from rag.verification.answer_check import MAX_ANSWER_CHARS
 
 MAX_BODY_BYTES = 256 * 1024  # one request's body (HTTP 413): a 20,000-character answer escaped as JSON fits
 MAX_CONCURRENT_PER_TOKEN = 4  # requests in flight for one token (HTTP 429 for the next one)
@@ -25,6 +27,9 @@ CALL_TIMEOUT_S = 30.0  # one tool call, waiting for the index included (an MCP t
 MAX_SESSIONS = 1000  # MCP sessions open at once, all tokens together (the SDK answers 503 beyond it)
 SESSION_IDLE_S = 30 * 60  # an MCP session unused this long is closed, with its ledger
 TOKEN_SCOPE_KEY = "smoldocs.token"  # where the gate leaves the request's token name in the ASGI scope
+
+__all__ = ["CALL_TIMEOUT_S", "MAX_ANSWER_CHARS", "MAX_BODY_BYTES", "MAX_CONCURRENT_PER_TOKEN", "MAX_QUERY_CHARS",
+           "MAX_SESSIONS", "SESSION_IDLE_S", "TOKEN_SCOPE_KEY", "CallLimits", "token_name"]  # fmt: skip
 
 
 def token_name(call: ToolCall) -> str | None:
