@@ -259,3 +259,17 @@ def test_the_load_benchmark_reports_two_clients_for_two_seconds(real_index):
     assert report.p50_ms <= report.p95_ms <= report.p99_ms
     assert report.rss_start_mb > 50 and report.rss_end_mb > 50  # the models are loaded in the server
     assert "2 clients" in render(report)
+
+
+@pytest.mark.real
+def test_a_shared_store_is_served_over_http(pg_url, docs, real_tokenizer, real_embedder, tmp_path):
+    from rag.indexing.pg_ingest import ingest
+
+    ingest(pg_url, docs, real_tokenizer, real_embedder)
+    tokens = tmp_path / "tokens"
+    token = make_token(tokens, "erin")
+    with serving("--tokens", str(tokens), "--store", pg_url) as served, http_client(served.url, token) as client:
+        error, text = client.call("search_docs", {"query": "building the index", "k": 2})
+        assert not error and list(excerpts(text).values())[0] == "guide.md#2"
+        assert "## Building the index" in client.read_resource("smoldocs://doc/guide.md").contents[0].text
+    assert "serving postgresql://" in served.stderr() and token not in served.stderr()
