@@ -28,7 +28,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--new-token", metavar="NAME", default=None,
                    help="make a token called NAME, print it once and store only its hash in --tokens; then exit")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
-    p.add_argument("--port", type=int, default=8765, help="port to listen on (default 8765; 0: any free port)")
+    p.add_argument("--port", type=_port, default=8765, help="port to listen on (default 8765; 0: any free port)")
     p.add_argument("--allow-remote", action="store_true",
                    help="allow a --host other machines can reach (TLS is then a reverse proxy's job)")
     p.add_argument("--access-log", metavar="FILE", type=Path, default=None,
@@ -107,3 +107,12 @@ def _positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {text}")
     return value
 
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number from 0 to 65535 (0: any free port), got {text}")
+    return value
