@@ -61,6 +61,18 @@ def test_a_deleted_line_revokes_its_token_without_a_restart(tmp_path):
     assert checked.name_of(alice) is None and checked.name_of(bob) == "bob"
 
 
+
+def test_a_malformed_tokens_file_is_one_line_at_start_and_ignored_while_serving(tmp_path, capsys):
+    tokens = tmp_path / "tokens"
+    alice = make_token(tokens, "alice")
+    checked = TokenFile(tokens)
+    assert checked.name_of(alice) == "alice"
+    tokens.write_text(tokens.read_text() + "bob:not-a-hash-at-all\n")  # an editor's half-made line
+    assert checked.name_of(alice) == "alice"  # the last good tokens stay in force
+    assert main(["serve", "--tokens", str(tokens)]) == 2
+    err = capsys.readouterr().err
+    assert f"{tokens}, line 2: expected NAME:SHA256" in err and len(err.splitlines()) == 1
+
 @pytest.mark.parametrize(
     "argv, fragment",
     [
