@@ -27,7 +27,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import anyio
-import psutil
 
 from benchmarks.measure import load_average, percentile
 
@@ -52,6 +51,14 @@ class LoadReport:
     rss_end_mb: float
     load_before: tuple[float, float, float]
     load_after: tuple[float, float, float]
+
+
+def rss_bytes(pid: int) -> int:
+    """A process's resident memory now (Linux: VmRSS in /proc; no psutil needed)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no VmRSS for process {pid}")
 
 
 def start_server(folder: Path, docs: Path | None, clients: int) -> tuple[subprocess.Popen, str, list[str]]:
@@ -131,9 +138,8 @@ def measure(clients: int = 16, seconds: float = 30, docs: Path | None = None) ->
     with tempfile.TemporaryDirectory(prefix="smoldocs-serve-load-") as tmp:
         proc, url, tokens = start_server(Path(tmp), docs, clients)
         try:
-            server = psutil.Process(proc.pid)
             anyio.run(_warm_up, url, tokens[0], queries[0])
-            rss_start = server.memory_info().rss
+            rss_start = rss_bytes(proc.pid)
             latencies: list[float] = []
             errors: Counter = Counter()
             before = load_average()
@@ -146,7 +152,7 @@ def measure(clients: int = 16, seconds: float = 30, docs: Path | None = None) ->
 
             anyio.run(load)
             elapsed = time.monotonic() - begin
-            rss_end = server.memory_info().rss
+            rss_end = rss_bytes(proc.pid)
             after = load_average()
         finally:
             proc.terminate()
