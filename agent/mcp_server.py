@@ -15,7 +15,7 @@ from urllib.parse import quote
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable, Protocol
 
 import anyio
 
@@ -51,6 +51,7 @@ from rag.excerpts.search_tool import (
 from rag.excerpts.search_tool import search_problem
 
 RESOURCE_PREFIX = "smoldocs://doc/"
+READ_DOCUMENT_NAME = "read_document"  # what a hook sees a resource read as
 # A call waits this long for a re-index of changed files, then answers from the index it has, saying so: longer
 # than any one slice of re-indexing (rag.indexing.live.REFRESH_SLICE, 5 s) plus the folder scan of 2,000 files.
 REFRESH_WAIT = 60.0
@@ -291,6 +292,22 @@ class Sessions:
             return state
 
 
+@dataclass
+class ToolCall:
+    """One tool call as a hook around it sees it (agent.serve: the limits and the access log over HTTP)."""
+
+    tool: str
+    arguments: dict[str, Any]
+    ctx: Context
+    hits: int | None = None  # set by the call: the excerpts it showed, or the citations it checked
+
+
+class CallHook(Protocol):
+    """Runs around every tool call: may time it, limit it or log it; returns what `run` returns."""
+
+    async def __call__(self, call: ToolCall, run: Callable[[], Awaitable[str]]) -> str: ...
+
+
 class CheckedTool(Tool):
     """A tool whose raw arguments are checked against its JSON schema by our validator: one clear line each."""
 
@@ -370,9 +387,13 @@ def _store_errors_as_tool_errors(fn: Callable) -> Callable:
 
 
 def build_server(
-    live: FolderIndex | StoredDocs, max_tokens: int = DEFAULT_MAX_TOKENS, embedder_for_checks: Embedder | None = None
+    live: FolderIndex | StoredDocs,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    embedder_for_checks: Embedder | None = None,
+    around: CallHook | None = None,
 ) -> MCPServer:
-    """The MCP server over `live`: search_docs, get_document, check_citations, and one resource per document."""
+    """The MCP server over `live`: search_docs, get_document, check_citations, and one resource per document;
+    `around` runs around every tool call (`smoldocs serve`'s limits and access log)."""
     sessions = Sessions()
 
     def _fresh() -> tuple[HybridIndex, str | None]:
@@ -387,45 +408,54 @@ def build_server(
         return f"{note}\n\n{text}" if note else text
 
     @_store_errors_as_tool_errors
-    def _search(state: SessionState, args: dict[str, Any]) -> str:
+    def _search(state: SessionState, args: dict[str, Any], call: ToolCall) -> str:
         with live.lock:
             index, note = _fresh()
             result = SearchDocsTool(index, state.ledger, live.tokenizer, max_tokens, render=sourced_block)(args)
             if result.error is not None:
                 raise ToolError(result.error)
             state.remember(result.citations, index)
+            call.hits = len(result.citations)
         return _with_note(result.text, note)
 
     @_store_errors_as_tool_errors
-    def _document(state: SessionState, source_id: str) -> str:
+    def _document(state: SessionState, source_id: str, call: ToolCall) -> str:
         with live.lock:
             index, note = _fresh()
             result = GetDocumentTool(index, state.ledger, live.tokenizer, max_tokens)({"source_id": source_id})
             if result.error is not None:
                 raise ToolError(result.error)
             state.remember(result.citations, index)
+            call.hits = len(result.citations)
         return _with_note(result.text, note)  # source_not_found is a result, not an error
 
     @_store_errors_as_tool_errors
-    def _check(state: SessionState, answer: str) -> str:
+    def _check(state: SessionState, answer: str, call: ToolCall) -> str:
         with live.lock:
             index, note = _fresh()
             judge = embedder_for_checks if embedder_for_checks is not None else live.embedder
             report = check_citations(answer, state.shown(), index.chunk, judge, changed=state.changed(index))
         out = verification_to_dict(report) | {"supported_share": supported_share(report)}
+        call.hits = len(out["citations"])
         return _with_note(json.dumps(out, ensure_ascii=False), note)
 
     # The work runs in a thread the call can abandon: a client that cancels or goes away gets no answer, and the
     # server does not wait for the embedder to finish before it can stop.
+    async def _call(work: Callable[..., str], call: ToolCall, value: Any) -> str:
+        async def run() -> str:
+            return await anyio.to_thread.run_sync(work, sessions.get(call.ctx), value, call, abandon_on_cancel=True)
+
+        return await (around(call, run) if around is not None else run())
+
     async def search_docs(query: str, ctx: Context, k: int = 5, doc_ids: list[str] | None = None) -> str:
         args: dict[str, Any] = {"query": query, "k": k, **({"doc_ids": doc_ids} if doc_ids is not None else {})}
-        return await anyio.to_thread.run_sync(_search, sessions.get(ctx), args, abandon_on_cancel=True)
+        return await _call(_search, ToolCall(SEARCH_DOCS_NAME, args, ctx), args)
 
     async def get_document(source_id: str, ctx: Context) -> str:
-        return await anyio.to_thread.run_sync(_document, sessions.get(ctx), source_id, abandon_on_cancel=True)
+        return await _call(_document, ToolCall(GET_DOCUMENT_NAME, {"source_id": source_id}, ctx), source_id)
 
     async def check_citations_tool(answer: str, ctx: Context) -> str:
-        return await anyio.to_thread.run_sync(_check, sessions.get(ctx), answer, abandon_on_cancel=True)
+        return await _call(_check, ToolCall(CHECK_CITATIONS_NAME, {"answer": answer}, ctx), answer)
 
     tools = [
         _tool(search_docs, SEARCH_DOCS_NAME, SEARCH_DOCS_DESCRIPTION, SEARCH_DOCS_SCHEMA, search_problem),
@@ -436,8 +466,7 @@ def build_server(
     server = DocsServer(live, name="smoldocs", version=__version__, instructions=INSTRUCTIONS, tools=tools,
                         log_level="WARNING")  # fmt: skip
 
-    @server.resource(RESOURCE_PREFIX + "{+doc_id}", name="document", description="One document of the docs folder")
-    def read_document(doc_id: str) -> str:
+    def _read(doc_id: str, call: ToolCall) -> str:
         with live.lock:
             try:
                 text = live.document(doc_id)
@@ -449,6 +478,17 @@ def build_server(
                 raise ResourceError(f"cannot read {doc_id}: {exc}") from None
         if text is None:
             raise ResourceNotFoundError(f"no document {doc_id!r} in the docs folder: list the resources to see them")
+        call.hits = 1
         return text
+
+    @server.resource(RESOURCE_PREFIX + "{+doc_id}", name="document", description="One document of the docs folder")
+    async def read_document(doc_id: str, ctx: Context) -> str:
+        # Through `around` like a tool call: over HTTP a document read is timed out and logged as one.
+        call = ToolCall(READ_DOCUMENT_NAME, {"doc_id": doc_id}, ctx)
+
+        async def run() -> str:
+            return await anyio.to_thread.run_sync(_read, doc_id, call, abandon_on_cancel=True)
+
+        return await (around(call, run) if around is not None else run())
 
     return server

@@ -9,5 +9,6 @@ COMMANDS = {
     "eval": "agent.commands.eval",
     "check": "agent.commands.check",
     "mcp": "agent.commands.mcp",
+    "serve": "agent.commands.serve",
     "config": "agent.commands.config",
 }

@@ -18,7 +18,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agent.mcp_server import FolderIndex, StoredDocs, build_server
+    from agent.mcp_server import build_server
     from agent.mcp_transport import claim_stdio, client_gone, serve_stdio
 
     from rag.ingest.corpus import check_docs_dir
@@ -35,20 +35,7 @@ def run(args: argparse.Namespace) -> int:
     # agent.mcp_transport), and fd 1 goes to stderr with every loading notice.
     wire = claim_stdio()
 
-    def load():
-        return common.load_tokenizer_from_args(args), common.load_embedder_from_args(args)
-
-    def failed(message: str) -> None:
-        print(f"smoldocs mcp: error: {message}", file=sys.stderr, flush=True)
-
-    # The models load and the index opens behind the handshake: a client never waits for them to say hello.
-    if store is not None:  # a shared store: nothing to index here, only the query embedder to load
-        tokenizer, embedder = load()
-        folder = StoredDocs(common.open_store(store, embedder), tokenizer, embedder)
-        print(f"smoldocs mcp: serving {folder.root} ({len(folder.index)} chunks) on stdio", file=sys.stderr, flush=True)
-    else:
-        folder = FolderIndex(args.docs, load, index_dir=args.index, on_failure=failed)
-        print(f"smoldocs mcp: serving {folder.root} on stdio (indexing in the background)", file=sys.stderr, flush=True)
+    folder = open_served(args, store, "mcp", "on stdio")
     try:
         serve_stdio(build_server(folder), wire)
     except BaseException as exc:  # an exception group from the SDK's task groups, when the client went away
@@ -65,3 +52,25 @@ def run(args: argparse.Namespace) -> int:
     folder.close()
     folder.lock.release()
     return 0
+
+
+def open_served(args: argparse.Namespace, store: str | None, command: str, where: str):
+    """The docs `smoldocs mcp` and `smoldocs serve` serve: a store, opened now, or a folder whose models load and
+    index opens behind the handshake (a client never waits for them to say hello)."""
+    from agent.mcp_server import FolderIndex, StoredDocs
+
+    def load():
+        return common.load_tokenizer_from_args(args), common.load_embedder_from_args(args)
+
+    def failed(message: str) -> None:
+        print(f"smoldocs {command}: error: {message}", file=sys.stderr, flush=True)
+
+    if store is not None:  # a shared store: nothing to index here, only the query embedder to load
+        tokenizer, embedder = load()
+        served = StoredDocs(common.open_store(store, embedder), tokenizer, embedder)
+        print(f"smoldocs {command}: serving {served.root} ({len(served.index)} chunks) {where}", file=sys.stderr,
+              flush=True)  # fmt: skip
+        return served
+    served = FolderIndex(args.docs, load, index_dir=args.index, on_failure=failed)
+    print(f"smoldocs {command}: serving {served.root} {where} (indexing in the background)", file=sys.stderr, flush=True)
+    return served

@@ -1,0 +1,1 @@
+"""`smoldocs serve`: MCP over streamable HTTP for a team: tokens, the gate, limits, the access log."""
