@@ -9,15 +9,7 @@ from rag.excerpts.packing import block, join_blocks, sourced_block
 from rag.excerpts.shown_file import read_shown
 from rag.types import Chunk
 from rag.verification.specifics import specifics
-
-
-class Catalog:
-    def __init__(self, chunks):
-        self.chunks = list(chunks)
-        self._by_id = {c.chunk_id: c for c in chunks}
-
-    def chunk(self, chunk_id):
-        return self._by_id.get(chunk_id)
+from test_check_cli import Catalog
 
 
 @pytest.mark.parametrize("text", ["Fields are separated by ` ` (a single space).", "Use `\t` or `   ` here.", "` `"])
