@@ -173,8 +173,14 @@ def test_a_concurrent_reader_never_sees_half_a_document(pg_url, real_tokenizer):
     thread = threading.Thread(target=read)
     thread.start()
     try:
-        for n in range(30):
+        # 30 swaps at least, then on (each swap a short pause for the reader) until the reader has met both
+        # versions: on a busy machine a reader thread could be scheduled only once in 30 swaps.
+        deadline, n = time.monotonic() + 30, 0
+        while n < 30 or not ({(True, False)} in seen and {(False, True)} in seen) and time.monotonic() < deadline:
             apply_document(conn, versions[(n + 1) % 2])
+            n += 1
+            if n >= 30:
+                time.sleep(0.01)
     finally:
         stop.set()
         thread.join()
