@@ -288,7 +288,8 @@ def thresholds(groups: Sequence[list[Pair]], logits: Sequence[np.ndarray], say: 
             best = float(t)
     declined = float(np.mean([u < best for u in unanswerable])) if unanswerable else None
     wrong = float(np.mean([a < best for a in answerable])) if answerable else None
-    say(f"validation: {len(answerable)} answerable (top-1 evidence {np.mean(top1):.2f}), {len(unanswerable)} unanswerable; "
+    share = f"{np.mean(top1):.2f}" if top1 else "-"
+    say(f"validation: {len(answerable)} answerable (top-1 evidence {share}), {len(unanswerable)} unanswerable; "
         f"answer_logit {best:+.2f}: unanswerable declined {declined}, answerable declined {wrong}")
     return {"answer_logit": best, "top1": float(np.mean(top1)) if top1 else None, "unanswerable_declined": declined,
             "answerable_declined": wrong}
