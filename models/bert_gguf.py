@@ -20,6 +20,7 @@ import zipfile
 import zlib
 from contextlib import suppress
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Iterator
 
@@ -85,6 +86,18 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def source_sha256(path: Path) -> str:
+    """The sha256 of a source zip, hashed once per process while its size and mtime stay the same: the embedder's
+    conversion check and the reranker's trained-on check read the same 83 MB file."""
+    st = Path(path).stat()
+    return _source_sha256(str(path), st.st_size, st.st_mtime_ns)
+
+
+@lru_cache(maxsize=8)
+def _source_sha256(path: str, size: int, mtime_ns: int) -> str:
+    return file_sha256(Path(path))
+
+
 def cached_gguf_path(source_sha256: str, folder: Path | None = None, quant: str = "f16") -> Path:
     folder = folder if folder is not None else cache_dir() / "models"
     return folder / f"{MINILM_NAME}-{quant}-c{CONVERTER_VERSION}-{source_sha256[:16]}.gguf"
@@ -96,7 +109,7 @@ def ensure_minilm_gguf(source: Path | None = None, folder: Path | None = None, q
         raise ValueError(f"unknown embedding weight type {quant!r}: choose one of {', '.join(QUANTS)}")
     source = source if source is not None else minilm_zip()
     try:
-        source_sha = file_sha256(source)
+        source_sha = source_sha256(source)
     except OSError as exc:
         raise ModelNotFound(f"cannot read {source}: {exc.strerror or exc}: reinstall {MINILM_PACKAGE}") from None
     target = cached_gguf_path(source_sha, folder, quant)

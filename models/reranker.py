@@ -203,21 +203,29 @@ def optional_reranker(embedder) -> CrossEncoder | None:
 
     if not isinstance(embedder, LlamaEmbedder) or not RERANKER_FILE.is_file():
         return None
+    known = _LOADED.get(id(embedder))
+    if known is not None and known[0] is embedder:
+        return known[1]  # one per process and embedder: a new chat session does not read the file again
     try:
-        return load_reranker(embedder.tokenize)
+        scorer = load_reranker(embedder.tokenize)
     except ModelNotFound:
         return None
+    _LOADED[id(embedder)] = (embedder, scorer)
+    return scorer
+
+
+_LOADED: dict[int, tuple[object, CrossEncoder]] = {}
 
 
 def load_reranker(tokenize: Callable[[str], list[int]], path: Path = RERANKER_FILE,
                   zip_path: Path | None = None) -> CrossEncoder:
     """The shipped cross-encoder over MiniLM's installed word table; refused when it was trained on another MiniLM."""
-    from models.bert_gguf import file_sha256, minilm_zip
+    from models.bert_gguf import minilm_zip, source_sha256
 
     weights, meta = read_reranker(path)
     zip_path = zip_path or minilm_zip()
     trained_on = meta.get("minilm_sha256", "")
-    if trained_on and trained_on != file_sha256(zip_path):
+    if trained_on and trained_on != source_sha256(zip_path):
         raise ModelNotFound(f"the reranker was trained on another MiniLM ({trained_on[:10]}): run with --rerank off")
     return CrossEncoder(weights, minilm_word_embeddings(zip_path), tokenize, int(meta.get("max_tokens", 128)),
                         float(meta.get("answer_logit", 0.0)))

@@ -13,18 +13,7 @@ import pytest
 
 from agent.cli import main
 from models.fakes import HashEmbedder
-from rag.citations import Citation
-from rag.types import Chunk
-from rag.verification.verifier import verify_answer
-
-
-def check(passage: str, claim: str, embedder=None):
-    """The verdict on `claim [1]` with [1] = `passage`, as `smoldocs check` and the agent's checker make it."""
-    chunk = Chunk("docs/p.md#0", "docs/p.md", "docs/p.md", passage)
-    result = verify_answer(f"{claim} [1]", {1: Citation(1, chunk.chunk_id, chunk.doc_id, chunk.uri)},
-                           {chunk.chunk_id: chunk}.get, embedder)  # fmt: skip
-    (verdict,) = result.claims
-    return verdict
+from test_alignment import check  # the verdict on `claim [1]` with [1] = the passage
 
 
 # (passage, the claim that says its opposite)

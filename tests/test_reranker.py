@@ -247,3 +247,12 @@ def test_search_first_asks_the_reorder_hook_for_a_pool_and_packs_its_choice(real
     result = search_first(retriever, Ledger(), real_tokenizer, "things", 3, reorder=Reverse())
     assert retriever.asked == 25
     assert [c.chunk_id for c in result.citations] == ["d24.md#0", "d23.md#0", "d22.md#0"]
+
+
+@pytest.mark.real
+def test_a_session_reuses_the_reranker_loaded_for_its_embedder(real_embedder):
+    from models.reranker import optional_reranker
+
+    first = optional_reranker(real_embedder)
+    assert first is not None and optional_reranker(real_embedder) is first
+    assert optional_reranker(None) is None  # BM25 only: nothing to read MiniLM's ids with

@@ -22,7 +22,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from benchmarks.realdocs.rerank_data import Pair, by_question
-from models.bert_gguf import file_sha256, minilm_zip
+from models.bert_gguf import minilm_zip, source_sha256
 from models.reranker import HEADS, LN_EPS, RERANKER_FILE, pair_ids
 from models.safetensors import read_safetensors
 
@@ -245,7 +245,7 @@ def write_safetensors(path: Path, tensors: dict[str, np.ndarray], metadata: dict
 def save(model, path: Path, settings: TrainSettings, info: dict, packages: Sequence[str], zip_path: Path | None = None) -> None:
     zip_path = zip_path or minilm_zip()
     meta = {"max_tokens": str(settings.max_tokens), "layers": str(settings.layers), "seed": str(settings.seed),
-            "epochs": str(settings.epochs), "minilm_sha256": file_sha256(zip_path), "trained_on": ",".join(packages),
+            "epochs": str(settings.epochs), "minilm_sha256": source_sha256(zip_path), "trained_on": ",".join(packages),
             "questions": str(info["questions"]), "pairs_per_epoch": str(info["pairs_per_epoch"]),
             "answer_logit": str(info.get("answer_logit", 0.0)), "validation": json.dumps(
                 {k: info.get(k) for k in ("top1", "unanswerable_declined", "answerable_declined")})}
