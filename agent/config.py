@@ -63,6 +63,7 @@ KEYS = (
     Key("api_key_file", Path, None, "SMOLDOCS_API_KEY_FILE", example='"~/.config/smoldocs/api_key"'),
 )
 BY_NAME = {k.name: k for k in KEYS}
+COLLECTIONS = "collections"  # the settings file's table of named docs sources: notes = "~/notes", man = "man:1,8"
 # A day: longer is no timeout at all, and the socket layer overflows on values near 1e10.
 MAX_SECONDS = 86400.0
 
@@ -101,6 +102,9 @@ def read_file(path: Path) -> dict:
         ) from None
     values = {}
     for name, value in data.items():
+        if name == COLLECTIONS:
+            values[name] = _collections(value, path)
+            continue
         if name in ("api_key", "key", "openai_api_key"):
             raise ConfigError(
                 f"{path}: {name}: an API key does not belong in the settings file; put it in a file only you can "
@@ -108,9 +112,22 @@ def read_file(path: Path) -> dict:
             )
         key = BY_NAME.get(name)
         if key is None:
-            raise ConfigError(f"{path}: unknown key {name!r}: remove it; known keys are {', '.join(BY_NAME)}")
+            known = ", ".join([*BY_NAME, f"[{COLLECTIONS}]"])
+            raise ConfigError(f"{path}: unknown key {name!r}: remove it; known keys are {known}")
         values[name] = _convert(key, value, f"{path}: {name}")
     return values
+
+
+def _collections(table, path: Path) -> dict[str, str]:
+    """`[collections]`: each a name and its source, a folder or `man:SECTIONS`, checked to be text."""
+    example = f'[{COLLECTIONS}] then notes = "~/notes" or man = "man:1,8"'
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: {COLLECTIONS} must be a table of names and folders: write it like {example}")
+    for name, source in table.items():
+        if not isinstance(source, str) or not source.strip():
+            raise ConfigError(f"{path}: {COLLECTIONS}.{name} = {source!r} is not a folder in quotes: "
+                              f"write it like {example}")
+    return dict(table)
 
 
 def _convert(key: Key, value, where: str, flag: bool = False):
@@ -166,6 +183,9 @@ def resolve(flags: Mapping[str, object], environ: Mapping[str, str] = os.environ
             values[key.name], sources[key.name] = file_values[key.name], "file"
         else:
             values[key.name], sources[key.name] = key.default, "default"
+    # Named sources come from the file only; a --docs flag (rag.indexing.collections) takes their place.
+    values[COLLECTIONS] = file_values.get(COLLECTIONS, {})
+    sources[COLLECTIONS] = "file" if COLLECTIONS in file_values else "default"
     api_key, api_source = _api_key(flags.get("api_key"), environ, values["api_key_file"], sources["api_key_file"])
     return Effective(values, sources, path, path.is_file(), api_key, api_source)
 

@@ -192,6 +192,8 @@ def open_session(
     live: bool = False,
     store: str | None = None,
     open_embedder: Callable | None = None,
+    collection: str = "",
+    only: Sequence[str] = (),
 ) -> ChatSession:
     """Load the model (`open_model()`, else the GGUF at `model_path`), the embedder and the index of `docs_dir`.
 
@@ -199,6 +201,8 @@ def open_session(
     (rag.indexing.live); call `close()` when done. Otherwise every chunk is embedded before this returns.
     `store`: a PostgreSQL URL; the session searches that shared index (rag.retrieval.pg_search) and reads no files.
     `open_embedder()`: the embedder (an embeddings server); default MiniLM in-process.
+    `docs_dir` may be several named sources (rag.indexing.collections.Collections); `collection` names a single
+    one; `only`: the collections every search stays in (--collection).
     """
     from models.chat import load_chat_model
     from models.embedder import optional_embedder
@@ -218,7 +222,15 @@ def open_session(
     from rag.ingest.man_pages import ManSource
 
     # --man's pages stay a ManSource: as a Path they would be every file under their root, / when there are several
+    from rag.indexing.collections import Collections, Within, open_collections
+
+    if isinstance(docs_dir, Collections):  # several sources: no one folder to show or to keep exports out of
+        opener = open_live_index if live else open_collections
+        index = opener(docs_dir, model.tokenizer, embedder, progress=progress, current_only=current_only)
+        return ChatSession(model, Within(index, only) if only else index, embedder=embedder, settings=settings)
     docs = docs_dir if isinstance(docs_dir, ManSource) else Path(docs_dir) if docs_dir else default_docs_dir()
     opener = open_live_index if live else open_index
-    index = opener(docs, model.tokenizer, embedder, index_dir=index_dir, progress=progress, current_only=current_only)
-    return ChatSession(model, index, embedder=embedder, settings=settings, docs_dir=docs)
+    index = opener(docs, model.tokenizer, embedder, index_dir=index_dir, progress=progress, current_only=current_only,
+                   **({"collection": collection} if collection else {}))
+    return ChatSession(model, Within(index, only) if only else index, embedder=embedder, settings=settings,
+                       docs_dir=docs)

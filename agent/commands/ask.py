@@ -30,6 +30,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_embed_budget_option(p)
     p.add_argument("--tools", choices=POLICIES, default=None, help="who decides the searches (default: auto)")
     add_decoding_options(p)
+    from agent.commands.docs_sources import add_collection_option
+
+    add_collection_option(p)
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
 

@@ -17,6 +17,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_decoding_options(p)
     p.add_argument("--tools", choices=POLICIES, default=None, help="who decides the searches (default: auto)")
     p.add_argument("--theme", default=None, help="a Textual theme, e.g. textual-light (Ctrl+P > Theme switches live)")
+    from agent.commands.docs_sources import add_collection_option
+
+    add_collection_option(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,14 +34,24 @@ def run(args: argparse.Namespace) -> int:
     )
     from agent.settings import AgentSettings
 
+    from agent.commands.docs_sources import collections_from_args
+
     store = store_from_args(args)
     docs = check_docs_dir(args.docs) if args.docs and not store else None
+    index_dir, named = args.index, {}
+    collections = collections_from_args(args) if not store else None
+    if collections is not None and collections.joined:  # several sources: each checked as it opens, one notice
+        docs, index_dir = collections, None
+    elif collections is not None:  # one source: as it always was, its hits named
+        single = collections.items[0]
+        docs, index_dir, named = check_docs_dir(single.source), single.index_dir, {"collection": single.name}
     settings = AgentSettings(decoding=decoding_from_args(args), rerank=rerank_from_args(args))
 
     def session_factory(progress=None):
-        return open_session(docs, args.model, tools=args.tools or "auto", index_dir=args.index, progress=progress,
+        return open_session(docs, args.model, tools=args.tools or "auto", index_dir=index_dir, progress=progress,
                             settings=settings, current_only=args.current_only, open_model=lambda: open_chat_model(args),
-                            live=True, store=store, open_embedder=lambda: load_embedder_from_args(args))
+                            live=True, store=store, open_embedder=lambda: load_embedder_from_args(args),
+                            only=args.collections or (), **named)
 
     app = make_app(session_factory, ChatStore(), theme=args.theme)
     app.run()

@@ -11,7 +11,11 @@ from rag.retrieval.hybrid import HybridIndex
 
 
 def add_docs_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--docs", metavar="DIR", default=None, help="folder of docs to search (default: bundled docs_corpus/)")
+    from agent.commands.docs_sources import DocsAction
+
+    p.add_argument("--docs", metavar="DIR", default=None, action=DocsAction,
+                   help="folder of docs to search (default: bundled docs_corpus/); give it again for more folders, "
+                   "each a collection named after its folder; man:1,8 reads man pages as --man does")
     from agent.commands.manuals import add_manual_options
 
     add_manual_options(p)
@@ -219,9 +223,12 @@ def open_index_from_args(
     With --store the index is the PostgreSQL store: `index` (must_save) brings it up to date with --docs first;
     every other command only reads it.
     """
+    from agent.commands.docs_sources import collections_from_args
     from rag.indexing.build import open_index
+    from rag.indexing.collections import open_collections
 
     store = store_from_args(args)
+    collections = collections_from_args(args) if store is None else None
     if store is not None and not must_save:
         return open_store(store, embedder if embedder is not None else load_embedder_from_args(args),
                           current_only=bool(getattr(args, "current_only", False)))
@@ -234,12 +241,16 @@ def open_index_from_args(
             return ingest_store(store, getattr(args, "docs", None), tokenizer, embedder, rebuild=rebuild, progress=bar)
         finally:
             bar.close()
+    options = dict(rebuild=rebuild, must_save=must_save, current_only=bool(getattr(args, "current_only", False)),
+                   embed_budget=embed_budget, embed_first=embed_first)
     try:
+        if collections is not None and collections.joined:  # several sources, searched as one
+            return open_collections(collections, tokenizer, embedder, progress=bar, **options)
+        single = collections.items[0] if collections is not None else None
         return open_index(
-            getattr(args, "docs", None), tokenizer, embedder,
-            index_dir=getattr(args, "index", None), progress=bar, rebuild=rebuild, must_save=must_save,
-            current_only=bool(getattr(args, "current_only", False)),
-            embed_budget=embed_budget, embed_first=embed_first,
+            single.source if single else getattr(args, "docs", None), tokenizer, embedder,
+            index_dir=single.index_dir if single else getattr(args, "index", None), progress=bar,
+            collection=single.name if single else "", **options,
         )
     finally:
         bar.close()
@@ -253,6 +264,10 @@ def store_from_args(args: argparse.Namespace) -> str | None:
     store = getattr(args, "store", None)
     if not store:
         return None
+    if getattr(args, "more_docs", None):
+        from agent.errors import UsageError
+
+        raise UsageError("--store is filled from one --docs folder: give --docs once with --store")
     if not is_store_url(store):
         from agent.errors import UsageError
 

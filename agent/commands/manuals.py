@@ -21,9 +21,10 @@ class ManAction(argparse.Action):
             source = man_source(values or None)
         except DocsNotFound as exc:
             raise argparse.ArgumentError(self, str(exc)) from None
-        namespace.docs = source
-        if getattr(namespace, "index", None) is None:
-            namespace.index = str(cache_dir() / "indexes" / source.index_key)
+        from agent.commands.docs_sources import add_source
+
+        if add_source(namespace, source) and getattr(namespace, "index", None) is None:
+            namespace.index = namespace.man_index = str(cache_dir() / "indexes" / source.index_key)
 
 
 class InfoAction(argparse.Action):
@@ -35,7 +36,9 @@ class InfoAction(argparse.Action):
         found = [f for f in found if any(f.glob("*.info*"))]
         if not found:
             raise argparse.ArgumentError(self, "no info manuals on this machine: pass --docs DIR instead")
-        namespace.docs = str(found[0])
+        from agent.commands.docs_sources import add_source
+
+        add_source(namespace, str(found[0]))
 
 
 def add_manual_options(p: argparse.ArgumentParser) -> None:

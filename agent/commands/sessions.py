@@ -21,6 +21,10 @@ def open_cli_session(args: argparse.Namespace, tools: str = "auto", decoding: st
     )
     from agent.commands.common import rerank_from_args
 
+    if getattr(args, "collections", None):  # --collection: every search of the session stays inside them
+        from rag.indexing.collections import Within
+
+        index = Within(index, args.collections)
     settings = AgentSettings(policy=tools, decoding=decoding, rerank=rerank_from_args(args))
     changes = {name: getattr(args, name, None) for name in ("temperature", "max_tokens")}
     changes = {name: value for name, value in changes.items() if value is not None}

@@ -42,6 +42,7 @@ class Collection:
     name: str
     source: Path | ManSource
     index_dir: Path | None = None
+    problem: str | None = None  # why the source could not even be found (`man:` on a machine without man pages)
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,7 @@ def source_of(spec: str | os.PathLike[str] | ManSource) -> Path | ManSource:
 
 def default_name(source: Path | ManSource) -> str:
     """A source's name when none is given: `man` for man pages, else the folder's name made plain."""
-    if isinstance(source, ManSource):
+    if isinstance(source, ManSource) or str(source).split(":")[0] == "man":
         return "man"
     base = Path(os.path.abspath(source)).name or "docs"
     plain = re.sub(r"[^A-Za-z0-9_.-]+", "-", base).strip("-.") or "docs"
@@ -105,7 +106,13 @@ def collections_of(named: Sequence[tuple[str | None, str | os.PathLike[str] | Ma
     taken: set[str] = set()
     items = []
     for name, spec in named:
-        source = source_of(spec)
+        problem = None
+        try:
+            source = source_of(spec)
+        except DocsNotFound as exc:
+            if len(named) == 1:
+                raise
+            source, problem = Path(str(spec)), str(exc)  # one notice when opened; the others still answer
         base = check_name(name) if name else default_name(source)
         if name and name in taken:
             raise DocsNotFound(f"collection {name!r} is named twice: give each collection its own name")
@@ -114,7 +121,7 @@ def collections_of(named: Sequence[tuple[str | None, str | os.PathLike[str] | Ma
             n += 1
             unique = f"{base}-{n}"
         taken.add(unique)
-        items.append(Collection(unique, source))
+        items.append(Collection(unique, source, problem=problem))
     return Collections(tuple(replace(c, index_dir=_index_dir(c, index_dir, len(items))) for c in items))
 
 
@@ -142,6 +149,8 @@ def open_collections(collections: Collections, tokenizer, embedder, progress=Non
     failures: list[str] = []
     for c in collections:
         try:
+            if c.problem:
+                raise DocsNotFound(c.problem)
             index = open_index(c.source, tokenizer, embedder, index_dir=c.index_dir, progress=progress,
                                collection=c.name, **options)
         except (RagError, OSError) as exc:
@@ -238,3 +247,47 @@ def narrowed(doc_ids: Sequence[str] | None, allowed: list[str] | None) -> list[s
         return allowed
     inside = set(allowed)
     return [d for d in doc_ids if d in inside]
+
+
+class Within:
+    """A retriever that searches only the named collections: `--collection` for a whole session.
+
+    The documents are looked up at each search, so a file added to a collection by a live re-index is found.
+    What it does not define is the wrapped retriever's.
+    """
+
+    def __init__(self, retriever: Retriever, names: Sequence[str]) -> None:
+        self.retriever = retriever
+        self.names = list(names)
+        collection_doc_ids(retriever, self.names)  # an unknown name is one clear error now, not at the first search
+
+    def _allowed(self) -> list[str] | None:
+        return collection_doc_ids(self.retriever, self.names)
+
+    def search(self, query: str, k: int = 5, doc_ids: Sequence[str] | None = None, **options):
+        ids = narrowed(doc_ids, self._allowed())
+        return [] if ids == [] else self.retriever.search(query, k=k, doc_ids=ids, **options)
+
+    def chunk(self, chunk_id: str):
+        chunk = self.retriever.chunk(chunk_id)
+        return chunk if chunk is not None and self.retriever.collection(chunk.doc_id) in self.names else None
+
+    @property
+    def chunks(self):
+        return [c for c in self.retriever.chunks if self.retriever.collection(c.doc_id) in self.names]
+
+    @property
+    def doc_ids(self) -> list[str] | None:
+        allowed = self._allowed()
+        return self.retriever.doc_ids if allowed is None else allowed
+
+    def __len__(self) -> int:
+        return len(self.retriever)
+
+    def snapshot(self) -> "Within":
+        return Within(self.retriever.snapshot(), self.names)
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.retriever, name)
