@@ -1,4 +1,4 @@
-"""The docs cannot drift: docs/cli.md is what the parser prints."""
+"""The docs cannot drift: docs/cli.md is what the parser prints, the README stays a front door, links resolve."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ README = ROOT / "README.md"
 README_MAX_LINES = 250
 FENCE = re.compile(r"^(```|~~~).*?^\1[^\n]*$", re.M | re.S)
 CODE_SPAN = re.compile(r"`[^`\n]*`")
-LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)]*?)(?:\s+\"[^\"]*\")?\)")  # the target, without a "title"
 HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$", re.M)
 
 
@@ -88,6 +88,37 @@ def test_cli_md_has_every_subcommand():
 
     headings = set(HEADING.findall(FENCE.sub("", (ROOT / "docs" / "cli.md").read_text(encoding="utf-8"))))
     assert {f"smoldocs {name}" for name in COMMANDS} | {"smoldocs"} <= headings
+
+
+def test_readme_is_a_front_door_of_at_most_250_lines():
+    lines = len(README.read_text(encoding="utf-8").splitlines())
+    assert lines <= README_MAX_LINES, f"README.md has {lines} lines (limit {README_MAX_LINES}): move sections to docs/"
+
+
+def test_every_relative_link_in_the_readme_and_docs_resolves():
+    broken = {page.relative_to(ROOT).as_posix(): broken_links(page) for page in _pages()}
+    assert not {page: links for page, links in broken.items() if links}
+
+
+def test_the_readme_links_every_docs_page():
+    linked = {Path(t.partition("#")[0]).name for t in LINK.findall(_prose(README.read_text(encoding="utf-8")))}
+    assert {page.name for page in (ROOT / "docs").glob("*.md")} <= linked
+
+
+def test_a_broken_link_and_a_missing_anchor_are_reported(tmp_path):
+    (tmp_path / "other.md").write_text("# Other page\n\n## Where `files` live\n", encoding="utf-8")
+    page = tmp_path / "page.md"
+    page.write_text(
+        "[ok](other.md#where-files-live) [gone](missing.md) [bad](other.md#nowhere) [web](https://example.org)\n"
+        '[titled](other.md "Other") [spaced](other.md#where files-live)\n'
+        "```sh\n[not a link](nowhere.md)\n```\n`[code](nowhere.md)`\n",
+        encoding="utf-8",
+    )
+    assert broken_links(page) == [
+        "missing.md (no such file)",
+        "other.md#nowhere (no heading with that anchor in other.md)",
+        "other.md#where files-live (no heading with that anchor in other.md)",
+    ]
 
 
 @pytest.mark.parametrize(
