@@ -35,6 +35,7 @@ from rag.ingest.corpus import check_docs_dir, decode_text, default_docs_dir, ite
 from rag.ingest.formats import SUFFIXES, Layout, is_file_format
 from rag.ingest.formats.pdf import pdf_layout
 from rag.indexing.fill import ONE_SHOT_BUDGET, coverage_note
+from rag.indexing.collections import SEPARATOR, Collections
 from rag.indexing.live import LiveIndex, open_live_index
 from rag.excerpts.document_tool import GET_DOCUMENT_DESCRIPTION, GET_DOCUMENT_NAME, GET_DOCUMENT_SCHEMA, GetDocumentTool
 from rag.excerpts.document_tool import document_problem
@@ -96,6 +97,22 @@ def _stamp(root: Path) -> tuple[tuple, dict[str, Path]]:
     return tuple(found), paths
 
 
+def _stamps(collections: Collections) -> tuple[tuple, dict[str, Path]]:
+    """_stamp of every collection's folder, ids as the joined index holds them (`notes:todo.md`); a folder that is
+    missing counts as such, so its coming back is a change."""
+    found, paths = [], {}
+    for c in collections:
+        try:
+            stamp, where = _stamp(Path(c.source))
+        except RagError:
+            found.append((c.name, "missing"))
+            continue
+        prefix = c.name + SEPARATOR
+        found.extend((prefix + doc_id, *rest) for doc_id, *rest in stamp)
+        paths.update({prefix + doc_id: path for doc_id, path in where.items()})
+    return tuple(found), paths
+
+
 Loader = Callable[[], tuple[Tokenizer, Embedder | None]]
 
 
@@ -112,12 +129,16 @@ class FolderIndex:
     yet, and every result says how far indexing has got.
     """
 
-    def __init__(self, docs_dir, load: Loader, index_dir=None, on_failure: Callable[[str], None] | None = None) -> None:
-        self.root = check_docs_dir(docs_dir if docs_dir is not None else default_docs_dir())
+    def __init__(self, docs_dir, load: Loader, index_dir=None, on_failure: Callable[[str], None] | None = None,
+                 collection: str = "") -> None:
+        # Several collections (rag.indexing.collections): each folder is stat'ed, and the index joins them.
+        self.collections = docs_dir if isinstance(docs_dir, Collections) else None
+        self.root = self.collections or check_docs_dir(docs_dir if docs_dir is not None else default_docs_dir())
         self.index_dir = index_dir
+        self.collection = collection
         # Calls run one at a time under this lock (a refresh must not race a call reading the folder).
         self.lock = threading.RLock()
-        self.stamp, self.paths = _stamp(self.root)
+        self.stamp, self.paths = self._stamp()
         self.refreshes = 0
         self._settled = False
         self.tokenizer: Tokenizer | None = None
@@ -132,7 +153,9 @@ class FolderIndex:
     def _open(self, load: Loader) -> None:
         try:
             self.tokenizer, self.embedder = load()
-            self.live = open_live_index(self.root, self.tokenizer, self.embedder, index_dir=self.index_dir, watch=False)
+            named = {"collection": self.collection} if self.collection else {}
+            self.live = open_live_index(self.root, self.tokenizer, self.embedder, index_dir=self.index_dir, watch=False,
+                                        **named)
         except Exception as exc:  # a bad model, a server that does not answer, an unreadable folder: one line
             self._failure = " ".join(str(exc).split()) or type(exc).__name__
             self._on_failure(self._failure)
@@ -154,7 +177,7 @@ class FolderIndex:
         """The index as the files are now, and a one-line note when it had to be refreshed or is still filling."""
         live = self.wait()
         with self.lock:
-            stamp, paths = _stamp(self.root)  # DocsNotFound when the folder went away: an error, never the old index
+            stamp, paths = self._stamp()  # DocsNotFound when the folder went away: an error, never the old index
             if stamp == self.stamp:
                 if not self._settled:
                     self._settle(live)
@@ -168,6 +191,9 @@ class FolderIndex:
             note = f"note: the docs changed, so the index was refreshed ({index.update.summary()})"
             more = self._progress_note(live)
             return index, f"{note}\n{more}" if more else note
+
+    def _stamp(self) -> tuple[tuple, dict[str, Path]]:
+        return _stamps(self.collections) if self.collections is not None else _stamp(self.root)
 
     def _settle(self, live: LiveIndex) -> None:
         """Wait, at most as long as a one-shot search embeds, for the new chunks' embeddings, unless files are still
@@ -447,8 +473,10 @@ def build_server(
 
         return await (around(call, run) if around is not None else run())
 
-    async def search_docs(query: str, ctx: Context, k: int = 5, doc_ids: list[str] | None = None) -> str:
-        args: dict[str, Any] = {"query": query, "k": k, **({"doc_ids": doc_ids} if doc_ids is not None else {})}
+    async def search_docs(query: str, ctx: Context, k: int = 5, doc_ids: list[str] | None = None,
+                          collections: list[str] | None = None) -> str:
+        args: dict[str, Any] = {"query": query, "k": k, **({"doc_ids": doc_ids} if doc_ids is not None else {}),
+                                **({"collections": collections} if collections is not None else {})}
         return await _call(_search, ToolCall(SEARCH_DOCS_NAME, args, ctx), args)
 
     async def get_document(source_id: str, ctx: Context) -> str:

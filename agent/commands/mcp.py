@@ -26,10 +26,15 @@ def run(args: argparse.Namespace) -> int:
     from agent.errors import UsageError
     from rag.ingest.man_pages import ManSource
 
-    if isinstance(args.docs, ManSource):  # its resources and change checks read files as a folder's, not pages
+    from agent.commands.docs_sources import collections_from_args
+
+    sources = [args.docs, *(getattr(args, "more_docs", None) or ())]
+    if any(isinstance(s, ManSource) for s in sources):  # its resources and change checks read files as a folder's
         raise UsageError("smoldocs mcp does not serve --man yet: pass --docs DIR to a folder of docs")
+    if getattr(args, "more_docs", None) and common.store_from_args(args) is None:
+        collections_from_args(args)  # a bad name or a doubled one is one line before anything is served
     store = common.store_from_args(args)
-    if args.docs is not None and store is None:
+    if args.docs is not None and store is None and not getattr(args, "more_docs", None):
         check_docs_dir(args.docs)  # a mistyped folder is one line, before anything is served
     # stdout carries the protocol: it moves to a descriptor of its own before any thread starts (see
     # agent.mcp_transport), and fd 1 goes to stderr with every loading notice.
@@ -71,6 +76,19 @@ def open_served(args: argparse.Namespace, store: str | None, command: str, where
         print(f"smoldocs {command}: serving {served.root} ({len(served.index)} chunks) {where}", file=sys.stderr,
               flush=True)  # fmt: skip
         return served
-    served = FolderIndex(args.docs, load, index_dir=args.index, on_failure=failed)
+    from agent.commands.docs_sources import collections_from_args
+    from rag.ingest.man_pages import ManSource
+
+    collections = collections_from_args(args)
+    if any(isinstance(c.source, ManSource) for c in collections):  # from the settings file's [collections]
+        from agent.errors import UsageError
+
+        raise UsageError(f"smoldocs {command} does not serve man pages yet: leave man:... out of [collections]")
+    if collections.joined:  # several sources, each a collection; one that fails is a notice, the rest are served
+        served = FolderIndex(collections, load, on_failure=failed)
+    else:
+        single = collections.items[0]
+        served = FolderIndex(single.source, load, index_dir=single.index_dir, on_failure=failed,
+                             collection=single.name)
     print(f"smoldocs {command}: serving {served.root} {where} (indexing in the background)", file=sys.stderr, flush=True)
     return served

@@ -65,7 +65,7 @@ def _serve(args: argparse.Namespace) -> int:
         raise UsageError(f"--host {args.host} can be reached from other machines: add --allow-remote if that is meant "
                          "(and put a TLS-terminating reverse proxy in front)")  # fmt: skip
     store = common.store_from_args(args)
-    if args.docs is not None and store is None:
+    if args.docs is not None and store is None and not getattr(args, "more_docs", None):
         check_docs_dir(args.docs)  # a mistyped folder is one line, before anything is served
     sock = web.listen(args.host, args.port)
     log = AccessLog(_log_file(args.access_log))

@@ -57,6 +57,9 @@ class Collections:
     def __len__(self) -> int:
         return len(self.items)
 
+    def __str__(self) -> str:
+        return ", ".join(f"{c.name} ({c.source})" for c in self.items)
+
     @property
     def names(self) -> list[str]:
         return [c.name for c in self.items]
