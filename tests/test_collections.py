@@ -123,3 +123,57 @@ def test_a_joined_index_reopens_without_embedding_again(notes, project, real_tok
     again = open_collections(chosen, real_tokenizer, real_embedder)
     assert again.update.chunks_embedded == 0 and not again.update.modified
     assert [c.chunk_id for c in again.chunks] == [c.chunk_id for c in first.chunks]
+
+
+def test_a_live_index_of_two_folders_watches_both_and_saves_each(notes, project, real_tokenizer, real_embedder,
+                                                                 tmp_path):
+    """What chat and mcp open: an edit in either folder is searchable under its collection's ids, and each
+    collection's embeddings are saved into its own stored index, so the next open embeds nothing."""
+    import time
+
+    from rag.indexing.live import open_live_index
+
+    chosen = collections_of([(None, notes), (None, project)], index_dir=tmp_path / "idx")
+    live = open_live_index(chosen, real_tokenizer, real_embedder)
+    try:
+        deadline = time.monotonic() + 60
+        while not (live.watcher.ready.is_set() and live.dense_coverage == 1.0) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert live.dense_coverage == 1.0 and len(live.watcher.watchers) == 2
+        (project / "docs" / "deploy.md").write_text("# Deploy\n\nThe heliotrope quota of a tenant is seventeen.\n")
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            hits = live.search("heliotrope quota of a tenant", k=1)
+            if hits and hits[0].chunk_id == "project:docs/deploy.md#0":
+                break
+            time.sleep(0.1)
+        assert hits and hits[0].chunk_id == "project:docs/deploy.md#0" and hits[0].collection == "project"
+        deadline = time.monotonic() + 20
+        while live.dense_coverage < 1.0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        live.close()
+    again = open_collections(chosen, real_tokenizer, real_embedder, embed_budget=0)
+    assert again.update.dense_missing == 0 and again.update.chunks_embedded == 0
+
+
+def test_a_chat_session_over_two_folders_answers_inside_its_collection(notes, project, real_model, real_embedder,
+                                                                       tmp_path):
+    """What `smoldocs chat --docs A --docs B --collection notes` opens: a live joined index, every search of
+    the session inside notes (SmolLM2-135M answers extractively)."""
+    from agent.events import AnswerFinished
+    from agent.session import open_session
+
+    write(project, {"backup.md": "# Backup\n\nThe backup of the build server runs every Sunday night too.\n"})
+    chosen = collections_of([(None, notes), (None, project)], index_dir=tmp_path / "idx")
+    session = open_session(chosen, open_model=lambda: real_model, open_embedder=lambda: real_embedder, live=True,
+                           only=["notes"])
+    try:
+        assert session.docs_dir is None and set(session.retriever.doc_ids) == {"notes:README.md", "notes:garden.md"}
+        answer = [e for e in session.ask("When does the backup run?") if isinstance(e, AnswerFinished)][0].answer
+        cited = [c.chunk_id for c in answer.citations if c.chunk_id]
+        assert cited and all(cid.startswith("notes:") for cid in cited)
+    finally:
+        session.close()
+    with pytest.raises(UnknownCollection, match="unknown collection 'recipes'"):
+        open_session(chosen, open_model=lambda: real_model, open_embedder=lambda: real_embedder, only=["recipes"])

@@ -123,3 +123,16 @@ def test_mcp_search_docs_filters_by_collection(folders):
         assert not error and text == "no results"
         error, text = client.call("search_docs", {"query": "backup", "collections": ["recipes"]})
         assert error and "unknown collection 'recipes': the collections are notes, project" in text
+
+
+def test_index_of_two_folders_reports_both_and_stores_each(real_models, folders, tmp_path, capsys):
+    notes, project = folders
+    argv = ["index", "--docs", notes, "--docs", project, "--index", str(tmp_path / "idx")]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "index of 2 collections (notes, project): 3 files, 3 chunks; rebuilt" in out
+    assert f"stored in {tmp_path / 'idx' / 'notes'}, {tmp_path / 'idx' / 'project'}" in out
+    assert main(argv) == 0
+    assert "3 files, 3 chunks; up to date" in capsys.readouterr().out
+    assert main([*argv, "--watch"]) == 2
+    assert "give --docs once with --watch" in capsys.readouterr().err
