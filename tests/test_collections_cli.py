@@ -136,3 +136,12 @@ def test_index_of_two_folders_reports_both_and_stores_each(real_models, folders,
     assert "3 files, 3 chunks; up to date" in capsys.readouterr().out
     assert main([*argv, "--watch"]) == 2
     assert "give --docs once with --watch" in capsys.readouterr().err
+
+
+def test_ask_names_the_collection_of_each_citation(folders, capsys):
+    notes, project = folders
+    assert main(["ask", "When does the backup run?", "--docs", notes, "--docs", project, "--collection", "notes",
+                 "-q"]) == 0
+    lines = capsys.readouterr().out.split("Citations:\n", 1)[1].splitlines()
+    cited = [line for line in lines if line.startswith("  [")]
+    assert cited and all(line.endswith("(Notes) · notes") for line in cited)

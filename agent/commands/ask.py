@@ -95,6 +95,9 @@ def print_answer(answer: Answer, session, already_streamed: bool) -> None:
                 where = f"{c.uri} {chunk.where}" if chunk else c.chunk_id
                 if chunk and chunk.heading:
                     where += f" ({chunk.heading})"
+                name = session.retriever.collection(chunk.doc_id) if chunk else ""
+                if name and c.chunk_id.startswith(name + ":"):  # several collections: the uri alone is ambiguous
+                    where += f" · {name}"
             score = f" score {c.support:.2f}" if c.support is not None else ""
             out.write(f"  [{c.n}] {note}{score}  {where}\n".rstrip() + "\n")
     elif answer.status is AnswerStatus.ANSWERED:

@@ -42,10 +42,10 @@ def collections_from_args(args: argparse.Namespace) -> Collections:
     named: list[tuple[str | None, object]] = [(None, docs)] if docs is not None else []
     named += [(None, d) for d in more]
     if not from_flag or docs is None:
-        named += list((_file_collections(args)).items())
+        named += list(_file_collections(args).items())
     if not named:
         named = [(None, default_docs_dir())]
-    return collections_of(named, index_dir=_index_given(args, docs, len(named)))
+    return collections_of(named, index_dir=_index_given(args, len(named)))
 
 
 def _file_collections(args: argparse.Namespace) -> dict[str, str]:
@@ -53,7 +53,7 @@ def _file_collections(args: argparse.Namespace) -> dict[str, str]:
     return dict(effective.values.get("collections", {})) if effective is not None else {}
 
 
-def _index_given(args: argparse.Namespace, docs, count: int):
+def _index_given(args: argparse.Namespace, count: int):
     """--index as the user gave it: `--man` fills it in with its own cache folder, which is one source's."""
     index = getattr(args, "index", None)
     if index is not None and count > 1 and index == getattr(args, "man_index", None):
