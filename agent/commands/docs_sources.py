@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from rag.indexing.collections import Collections, collections_of
 
@@ -39,7 +40,7 @@ def collections_from_args(args: argparse.Namespace) -> Collections:
     more = list(getattr(args, "more_docs", None) or ())
     docs = getattr(args, "docs", None)
     from_flag = str(getattr(args, "settings_sources", {}).get("docs", "flag")).startswith("flag") or bool(more)
-    named: list[tuple[str | None, object]] = [(None, docs)] if docs is not None else []
+    named: list[tuple[str | None, Any]] = [(None, docs)] if docs is not None else []
     named += [(None, d) for d in more]
     if not from_flag or docs is None:
         named += list(_file_collections(args).items())

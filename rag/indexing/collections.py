@@ -22,9 +22,9 @@ import numpy as np
 
 from rag.errors import DocsNotFound, RagError
 from rag.ingest.man_pages import ManSource, man_source
-from rag.retrieval.bm25 import ShardedBM25
+from rag.retrieval.bm25 import BM25Index, ShardedBM25
 from rag.retrieval.hybrid import HybridIndex
-from rag.types import Retriever
+from rag.types import Chunk, Retriever, SourceInfo
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 SEPARATOR = ":"  # between a collection's name and a document's own id
@@ -173,7 +173,12 @@ def open_collections(collections: Collections, tokenizer, embedder, progress=Non
 
 def join(opened: Sequence[tuple[Collection, HybridIndex]]) -> HybridIndex:
     """The indexes of several collections as one, every id prefixed with its collection's name."""
-    chunks, matrices, bm25, sources, names, parts = [], [], [], {}, {}, []
+    chunks: list[Chunk] = []
+    matrices: list[np.ndarray] = []
+    bm25: list[BM25Index | ShardedBM25] = []
+    sources: dict[str, SourceInfo] = {}
+    names: dict[str, str] = {}
+    parts: list[tuple[Path | None, int, list[str]]] = []
     for c, index in opened:
         prefix = c.name + SEPARATOR
         parts.append((index.index_dir, len(chunks), [ch.chunk_id for ch in index.chunks]))
@@ -186,7 +191,7 @@ def join(opened: Sequence[tuple[Collection, HybridIndex]]) -> HybridIndex:
     first = opened[0][1]
     dims = {m.shape[1] for m in matrices}
     # A source whose stored vectors are of another width cannot join the dense half: BM25 for all of them then.
-    embeddings = np.concatenate(matrices) if len(dims) == 1 else np.zeros((len(chunks), 0), np.float32)
+    embeddings = np.concatenate(matrices) if len(dims) == 1 else np.zeros((len(chunks), 0), dtype=np.float32)
     joined = HybridIndex(
         chunks, embeddings.astype(np.float32, copy=False), first.embedder if len(dims) == 1 else None,
         term_settings=first.term_settings, fusion=first.fusion, bm25_weight=first.bm25_weight,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 import numpy as np
 
@@ -23,6 +23,9 @@ from rag.retrieval.vocabulary import TermCounts
 from rag.types import Chunk, SourceInfo
 from rag.indexing.build import IndexProgress, ProgressFn
 from rag.indexing.fill import fill_missing, missing_rows
+
+if TYPE_CHECKING:
+    from rag.indexing.watch import FolderWatcher
 
 READY_CHUNK_BUDGET = 0.5  # seconds of chunking before a live index is ready; the other files are chunked behind
 # A re-index chunks for at most this long, then publishes what it has and goes on: a quit never waits for more,
@@ -73,7 +76,8 @@ class LiveIndex:
         self._embedding_failed = False
         self._unpublished = False  # embeddings computed but not in the snapshot yet
         self._holds = 0  # answers running: embedding waits so they get the cores
-        self.watcher = None  # a rag.indexing.watch.FolderWatcher feeding `changed`, closed with this index
+        # a rag.indexing.watch.FolderWatcher feeding `changed` (Watchers: one per collection), closed with this index
+        self.watcher: FolderWatcher | Watchers | None = None
 
     # -- reading: always one snapshot -----------------------------------------------------------------------
     def snapshot(self) -> HybridIndex:

@@ -109,7 +109,7 @@ class ShardedBM25:
     re-read), and a term's IDF differs only between sources, never within one.
     """
 
-    def __init__(self, parts: Sequence[BM25Index]) -> None:
+    def __init__(self, parts: Sequence["BM25Index | ShardedBM25"]) -> None:
         self.parts = list(parts)
         self.size = sum(len(p) for p in self.parts)
 

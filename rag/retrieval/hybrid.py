@@ -10,7 +10,7 @@ import numpy as np
 
 from models.embedder import SEMANTIC_OFF
 from models.protocols import Embedder
-from rag.retrieval.bm25 import BM25Index
+from rag.retrieval.bm25 import BM25Index, ShardedBM25
 from rag.ingest.chunking import indexed_text
 from rag.retrieval.dense import DenseIndex, embedded_rows
 from rag.errors import SemanticSearchOff
@@ -59,7 +59,7 @@ class HybridIndex(RetrieverDefaults):
         docs_dir: Path | None = None,
         index_dir: Path | None = None,
         update=None,
-        bm25: BM25Index | None = None,
+        bm25: BM25Index | ShardedBM25 | None = None,
         sources: Mapping[str, SourceInfo] | None = None,
         current_only: bool = False,
         collection: str = "",
