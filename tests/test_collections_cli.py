@@ -3,6 +3,8 @@ collection filter, over real folders with the real tokenizer and MiniLM (and Smo
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from agent.cli import main
@@ -145,3 +147,31 @@ def test_ask_names_the_collection_of_each_citation(folders, capsys):
     lines = capsys.readouterr().out.split("Citations:\n", 1)[1].splitlines()
     cited = [line for line in lines if line.startswith("  [")]
     assert cited and all(line.endswith("(Notes) · notes") for line in cited)
+
+
+def test_chat_opens_every_folder_as_collections_and_keeps_the_filter(folders, tmp_path, monkeypatch):
+    """chat hands the app a session factory; the session it opens joins both folders, searched inside notes
+    (the session itself is tested in test_collections.py; here only what chat passes on is pinned)."""
+    import agent.session
+    import agent.tui
+    from rag.indexing.collections import Collections
+
+    notes, project = folders
+    seen: dict = {}
+
+    class App:
+        return_code = 0
+
+        def __init__(self, factory) -> None:
+            self.factory = factory
+
+        def run(self) -> None:
+            self.factory()
+
+    monkeypatch.setattr(agent.tui, "make_app", lambda factory, store, theme=None: App(factory))
+    monkeypatch.setattr(agent.session, "open_session", lambda docs, model, **kw: seen.update(docs=docs, **kw))
+    assert main(["chat", "--docs", notes, "--docs", project, "--collection", "notes"]) == 0
+    assert isinstance(seen["docs"], Collections) and seen["docs"].names == ["notes", "project"]
+    assert seen["only"] == ["notes"] and seen["index_dir"] is None
+    assert main(["chat", "--docs", notes]) == 0
+    assert seen["docs"] == Path(notes).resolve() and seen["collection"] == "notes" and seen["only"] == ()
