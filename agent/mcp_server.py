@@ -130,12 +130,13 @@ class FolderIndex:
     """
 
     def __init__(self, docs_dir, load: Loader, index_dir=None, on_failure: Callable[[str], None] | None = None,
-                 collection: str = "") -> None:
+                 collection: str = "", on_notice: Callable[[str], None] | None = None) -> None:
         # Several collections (rag.indexing.collections): each folder is stat'ed, and the index joins them.
         self.collections = docs_dir if isinstance(docs_dir, Collections) else None
         self.root = self.collections or check_docs_dir(docs_dir if docs_dir is not None else default_docs_dir())
         self.index_dir = index_dir
         self.collection = collection
+        self._on_notice = on_notice  # a collection that cannot be opened, a file that cannot be saved: one line
         # Calls run one at a time under this lock (a refresh must not race a call reading the folder).
         self.lock = threading.RLock()
         self.stamp, self.paths = self._stamp()
@@ -154,8 +155,10 @@ class FolderIndex:
         try:
             self.tokenizer, self.embedder = load()
             named = {"collection": self.collection} if self.collection else {}
+            notices = self._on_notice
+            progress = (lambda event: notices(event.message) if event.stage == "notice" else None) if notices else None
             self.live = open_live_index(self.root, self.tokenizer, self.embedder, index_dir=self.index_dir, watch=False,
-                                        **named)
+                                        progress=progress, **named)
         except Exception as exc:  # a bad model, a server that does not answer, an unreadable folder: one line
             self._failure = " ".join(str(exc).split()) or type(exc).__name__
             self._on_failure(self._failure)

@@ -113,9 +113,12 @@ def test_ask_stays_inside_its_collection(folders, capsys):
     assert cited and all(cid.startswith("notes:") for cid in cited)
 
 
-def test_mcp_search_docs_filters_by_collection(folders):
+def test_mcp_search_docs_filters_by_collection(folders, tmp_path):
+    """Over the SDK's stdio client: a third folder that is missing is one line on stderr; the two others answer."""
     notes, project = folders
-    with mcp_client("--docs", notes, "--docs", project) as client:
+    log = tmp_path / "stderr.log"
+    with open(log, "w") as errlog, mcp_client("--docs", notes, "--docs", project, "--docs", str(tmp_path / "gone"),
+                                              errlog=errlog) as client:
         error, text = client.call("search_docs", {"query": "backup", "collections": ["project"]})
         assert not error and set(excerpts(text).values()) == {"project:README.md#0"}
         error, text = client.call("search_docs", {"query": "backup"})
@@ -125,6 +128,8 @@ def test_mcp_search_docs_filters_by_collection(folders):
         assert not error and text == "no results"
         error, text = client.call("search_docs", {"query": "backup", "collections": ["recipes"]})
         assert error and "unknown collection 'recipes': the collections are notes, project" in text
+    notices = [line for line in log.read_text().splitlines() if "collection gone" in line]
+    assert len(notices) == 1 and "docs folder not found" in notices[0] and "searching the other collections" in notices[0]
 
 
 def test_index_of_two_folders_reports_both_and_stores_each(real_models, folders, tmp_path, capsys):

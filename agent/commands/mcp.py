@@ -85,7 +85,8 @@ def open_served(args: argparse.Namespace, store: str | None, command: str, where
 
         raise UsageError(f"smoldocs {command} does not serve man pages yet: leave man:... out of [collections]")
     if collections.joined:  # several sources, each a collection; one that fails is a notice, the rest are served
-        served = FolderIndex(collections, load, on_failure=failed)
+        served = FolderIndex(collections, load, on_failure=failed, on_notice=lambda message: print(
+            f"smoldocs {command}: {message}", file=sys.stderr, flush=True))
     else:
         single = collections.items[0]
         served = FolderIndex(single.source, load, index_dir=single.index_dir, on_failure=failed,
