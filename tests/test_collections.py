@@ -110,8 +110,10 @@ def test_names_are_unique_and_plain(tmp_path):
     assert chosen.names == ["docs", "docs-2"]
     with pytest.raises(DocsNotFound, match="collection name 'my notes' is not usable"):
         collections_of([("my notes", tmp_path)])
-    with pytest.raises(DocsNotFound, match="named twice"):
-        collections_of([("n", tmp_path), ("n", tmp_path)])
+    with pytest.raises(DocsNotFound, match="collection 'n' is named twice"):
+        collections_of([("n", tmp_path / "a"), ("n", tmp_path / "b")])
+    with pytest.raises(DocsNotFound, match=r"is named twice \(as a too\): give each folder once"):
+        collections_of([("a", tmp_path), ("b", tmp_path / "x" / "..")])
 
 
 def test_a_joined_index_reopens_without_embedding_again(notes, project, real_tokenizer, real_embedder, tmp_path):

@@ -107,6 +107,7 @@ def collections_of(named: Sequence[tuple[str | None, str | os.PathLike[str] | Ma
     """Collections from (name or None, source spec) pairs; a repeated name gets `-2`, `-3`. With `index_dir`,
     one source's index is stored there, several sources' in `index_dir/<name>`."""
     taken: set[str] = set()
+    folders: dict[str, str] = {}  # real path -> the collection that reads it
     items = []
     for name, spec in named:
         problem = None
@@ -116,6 +117,10 @@ def collections_of(named: Sequence[tuple[str | None, str | os.PathLike[str] | Ma
             if len(named) == 1:
                 raise
             source, problem = Path(str(spec)), str(exc)  # one notice when opened; the others still answer
+        if isinstance(source, Path) and problem is None:
+            real = os.path.realpath(source)
+            if real in folders:  # both would hold the same documents under two names, each hit twice
+                raise DocsNotFound(f"{source} is named twice (as {folders[real]} too): give each folder once")
         base = check_name(name) if name else default_name(source)
         if name and name in taken:
             raise DocsNotFound(f"collection {name!r} is named twice: give each collection its own name")
@@ -124,6 +129,8 @@ def collections_of(named: Sequence[tuple[str | None, str | os.PathLike[str] | Ma
             n += 1
             unique = f"{base}-{n}"
         taken.add(unique)
+        if isinstance(source, Path) and problem is None:
+            folders[os.path.realpath(source)] = unique
         items.append(Collection(unique, source, problem=problem))
     return Collections(tuple(replace(c, index_dir=_index_dir(c, index_dir, len(items))) for c in items))
 
