@@ -29,7 +29,7 @@ from models.protocols import Embedder
 from rag.indexing import store
 from rag.ingest.chunking import indexed_text
 from rag.retrieval.fusion import fuse, top_rows
-from rag.retrieval.hybrid import CANDIDATE_DEPTH, HybridIndex
+from rag.indexing.hybrid import CANDIDATE_DEPTH, HybridIndex
 from rag.indexing.build import open_index
 from rag.evaluation.questions import load_questions
 from rag.retrieval.terms import index_terms

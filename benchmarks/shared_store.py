@@ -33,7 +33,7 @@ from rag.postgres.schema import SCHEMA, connect, ensure_schema
 from rag.ingest.chunking import ChunkSettings, indexed_text
 from rag.ingest.corpus import Document
 from rag.ingest.sources import SourceInfo
-from rag.retrieval.hybrid import HybridIndex
+from rag.indexing.hybrid import HybridIndex
 from rag.postgres.search import PgIndex
 from rag.retrieval.terms import index_terms
 

@@ -65,7 +65,7 @@ def test_the_hybrid_index_gives_its_term_counts_as_a_vocabulary():
     import numpy as np
 
     from models.fakes import HashEmbedder
-    from rag.retrieval.hybrid import HybridIndex
+    from rag.indexing.hybrid import HybridIndex
     from rag.types import Chunk
 
     chunks = [Chunk(f"docs/a.md#{i}", "docs/a.md", "docs/a.md", text) for i, text in

@@ -7,7 +7,7 @@ import sys
 from typing import TextIO
 
 from agent.progress import ProgressBar
-from rag.retrieval.hybrid import HybridIndex
+from rag.indexing.hybrid import HybridIndex
 
 
 def add_docs_option(p: argparse.ArgumentParser) -> None:

@@ -1,7 +1,7 @@
 """Which way of fusing BM25 and dense rankings holds on real docs: chosen on the fit packages, reported on the held.
 
 `python -m benchmarks.realdocs.fusion_sweep [--packages ...]`. Each question's BM25 and dense rankings (depth
-rag.retrieval.hybrid.CANDIDATE_DEPTH, the dense floor as shipped) are computed once; every fusion below is scored on them
+rag.indexing.hybrid.CANDIDATE_DEPTH, the dense floor as shipped) are computed once; every fusion below is scored on them
 by doc-level Recall@5 and MRR@10. The winner is the best mean over the fit packages (each package weighs the
 same, so docs_corpus's 150 questions do not outvote the others); the held-back packages are only reported.
 
@@ -28,7 +28,7 @@ from rag.evaluation.questions import (
 from rag.evaluation.retrieval_eval import DEPTH, MemoEmbedder
 from rag.indexing.build import open_index
 from rag.retrieval.fusion import Ranked, fuse
-from rag.retrieval.hybrid import CANDIDATE_DEPTH
+from rag.indexing.hybrid import CANDIDATE_DEPTH
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ from rag.markers import MARKER_PATTERN
 from rag.indexing.build import IndexProgress, open_index
 from rag.verification.verifier import Verifier
 
-RETRIEVERS = ("bm25", "dense", "weighted", "rrf")  # "weighted" is the default fusion (rag.retrieval.hybrid.DEFAULT_FUSION)
+RETRIEVERS = ("bm25", "dense", "weighted", "rrf")  # "weighted" is the default fusion (rag.indexing.hybrid.DEFAULT_FUSION)
 _QUOTE = re.compile(r"^> (?P<sentence>.*) " + MARKER_PATTERN + "$", re.S)  # one `> sentence [n]` block
 
 

@@ -15,7 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
-from rag.retrieval.hybrid import HybridIndex
+from rag.indexing.hybrid import HybridIndex
 from rag.evaluation.questions import Question, first_per_doc, gold_chunk_ids, load_questions, mean, mrr_at_k, recall_at_k
 from rag.retrieval.terms import TermSettings
 
