@@ -136,8 +136,8 @@ def run(quick: bool = False, smoke: bool = False) -> list[dict]:
     """Rows with keys what / ours / baseline / ratio / target (ratio = ours / baseline); smoke: one doc, three
     queries, 1k synthetic chunks, to prove the module runs."""
     quick = quick or smoke
-    from models.embedder import load_embedder
-    from models.tokenizer import load_tokenizer
+    from models.llama_cpp.embedder import load_embedder
+    from models.llama_cpp.tokenizer import load_tokenizer
 
     tokenizer, embedder = load_tokenizer(), load_embedder()
     questions = [q.q for q in load_questions()]

@@ -20,8 +20,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from benchmarks.realdocs.suite import Package, choose_packages, load_packages
-from models.embedder import load_embedder
-from models.tokenizer import load_tokenizer
+from models.llama_cpp.embedder import load_embedder
+from models.llama_cpp.tokenizer import load_tokenizer
 from rag.evaluation.questions import (
     Question, first_per_doc, gold_chunk_ids, load_questions, mean, mrr_at_k, recall_at_k,
 )

@@ -27,7 +27,7 @@ from typing import Callable, Sequence
 
 from benchmarks.measure import load_average
 from benchmarks.realdocs.suite import REPO, Package
-from models.embedder import load_embedder
+from models.llama_cpp.embedder import load_embedder
 from rag.answering.extractive import QuoteFallback
 from rag.evaluation.evidence import evidence_sentence, holds_evidence
 from rag.evaluation.questions import Question, load_questions
