@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from models.llama_cpp.bert_gguf import minilm_zip
 from models.llama_cpp.embedder import MAX_TOKENS, LlamaEmbedder, load_embedder
-from models.fakes import HashEmbedder
+from fakes import HashEmbedder
 from models.protocols import Embedder
 from bert_reference import ReferenceBert
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.fakes import CountingEmbedder, WordTokenizer
+from fakes import CountingEmbedder, WordTokenizer
 from rag.indexing import store
 from rag.ingest.chunking import ChunkSettings
 from rag.indexing.build import IndexProgress, open_index
