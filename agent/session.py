@@ -204,8 +204,8 @@ def open_session(
     `docs_dir` may be several named sources (rag.indexing.collections.Collections); `collection` names a single
     one; `only`: the collections every search stays in (--collection).
     """
-    from models.chat import load_chat_model
-    from models.embedder import optional_embedder
+    from models.llama_cpp.chat import load_chat_model
+    from models.llama_cpp.embedder import optional_embedder
     from rag.ingest.corpus import default_docs_dir
     from rag.indexing.build import open_index
     from rag.indexing.live import open_live_index

@@ -17,7 +17,7 @@ from agent.commands.docs_sources import add_collection_option
 from agent.errors import UsageError
 from rag.indexing.collections import collection_doc_ids, narrowed
 from rag.excerpts.search_tool import as_indexed
-from rag.retrieval.hybrid import MODES
+from rag.indexing.hybrid import MODES
 from rag.indexing.fill import coverage_note
 from rag.printable import one_line, visible
 from rag.types import Hit

@@ -7,7 +7,7 @@ apart, an id says where it came from, and it does not change when another source
 
 Each source keeps its own stored index (its cache folder, `--man`'s per choice of sections), so adding a source
 re-reads nothing of the others. Joined, BM25 scores each source's rows with that source's IDF
-(rag.retrieval.bm25.ShardedBM25) and the dense half is one matrix; fusion then ranks all rows together.
+(rag.indexing.bm25.ShardedBM25) and the dense half is one matrix; fusion then ranks all rows together.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import numpy as np
 
 from rag.errors import DocsNotFound, RagError
 from rag.ingest.man_pages import ManSource, man_source
-from rag.retrieval.bm25 import BM25Index, ShardedBM25
-from rag.retrieval.hybrid import HybridIndex
+from rag.indexing.bm25 import BM25Index, ShardedBM25
+from rag.indexing.hybrid import HybridIndex
 from rag.types import Chunk, Retriever, SourceInfo
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
