@@ -12,7 +12,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from models.protocols import CancelToken, GenerationOptions, GenerationStats, Message
+from models.protocols import CancelFlag, GenerationOptions, GenerationStats, Message
 
 _WORD = re.compile(r"\S+")
 
@@ -78,7 +78,7 @@ class ScriptedChatModel:
         self,
         messages: Sequence[Message],
         options: GenerationOptions = GenerationOptions(),
-        cancel: CancelToken | None = None,
+        cancel: CancelFlag | None = None,
     ) -> Iterator[str]:
         self.calls.append([dict(m) for m in messages])
         self.options.append(options)

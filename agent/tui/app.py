@@ -6,6 +6,7 @@ from typing import Iterable
 
 from textual.app import App, SystemCommand
 from textual.screen import Screen
+from textual.widgets import Input
 
 from agent.chats import ChatStore
 from agent.errors import UsageError
@@ -47,7 +48,7 @@ class SmoldocsApp(App):
         yield from super().get_system_commands(screen)
 
     def _start_search(self) -> None:
-        question = self.chat.query_one("#question")
+        question = self.chat.query_one("#question", Input)
         question.value = "/search "
         question.cursor_position = len(question.value)
         question.focus()

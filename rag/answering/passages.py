@@ -27,7 +27,7 @@ HYBRID_WEIGHT = 0.5  # the hybrid order counts half the reranker's: its first st
 def chunk_texts(question: str, hit: Hit, limit: int = SENTENCES_PER_CHUNK) -> list[str]:
     """The chunk's quotable sentences under its heading path that share most words with the question."""
     shown = {1: Citation(1, hit.chunk_id, hit.doc_id, hit.uri)}
-    found = candidates(shown, lambda chunk_id: hit if chunk_id == hit.chunk_id else None)
+    found = candidates(shown, lambda chunk_id: hit.chunk if chunk_id == hit.chunk_id else None)
     if not found:
         heading = " > ".join(hit.heading_path)
         return [f"{heading}: {hit.text[:400]}" if heading else hit.text[:400]]

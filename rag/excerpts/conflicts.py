@@ -163,7 +163,7 @@ def statements(n: int, hit: Any) -> list[Statement]:
                     n, hit.doc_id, hit.uri, _value(m.group("num")), written, unit,
                     bool(getattr(hit, "outdated", False)), tuple(t for t, _ in pairs), tuple(w for _, w in pairs),
                     frozenset(heading_terms),
-                ))  # fmt: skip
+                ))
             previous = m.end()
     return out
 
