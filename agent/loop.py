@@ -44,7 +44,7 @@ from rag.excerpts.packing import Ledger, block
 from rag.excerpts.search_tool import (
     SEARCH_DOCS_DESCRIPTION, SEARCH_DOCS_NAME, SEARCH_DOCS_SCHEMA, Reorder, search_docs_tool, search_first_arguments,
 )
-from rag.types import Retriever
+from rag.types import Hit, Retriever
 from rag.verification.verdicts import Judge
 from rag.verification.verifier import Verifier
 
@@ -331,10 +331,10 @@ class Agent:
         return text, status, quoted, written.merged(self.judge(text, shown, lookup))
 
 
-def _blocks(results: Sequence[ToolResult], ledger: Ledger) -> tuple[dict[int, str], dict[int, object]]:
+def _blocks(results: Sequence[ToolResult], ledger: Ledger) -> tuple[dict[int, str], dict[int, Hit]]:
     """The excerpt block and the hit of every number the turn's tool results packed, first use of each."""
     blocks: dict[int, str] = {}
-    hits: dict[int, object] = {}
+    hits: dict[int, Hit] = {}
     for result in results:
         packed = result.packed
         for hit in packed.used if packed else ():

@@ -16,7 +16,7 @@ What counts as a marker is rag.markers' one grammar: `[2]`, `[1][3]` and `[1, 3]
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping, Protocol, Union
+from typing import Callable, Iterable, Mapping, Protocol, Union, runtime_checkable
 
 from rag import markers
 from rag.types import Chunk
@@ -48,6 +48,7 @@ class CitationLike(Protocol):
 Lookup = Callable[[str], "Chunk | None"]
 
 
+@runtime_checkable
 class ChunkSource(Protocol):
     """Anything that finds a stored chunk by id (a Retriever does)."""
 
@@ -71,7 +72,7 @@ def resolve(answer: str, citations: Citations) -> tuple[list[CitationLike], list
 
 def problem(citation: CitationLike, lookup: Lookup | ChunkSource) -> str | None:
     """Why `citation` does not resolve to the chunk it names in the store, or None when it does."""
-    found = chunk_of(citation, lookup.chunk if hasattr(lookup, "chunk") else lookup)
+    found = chunk_of(citation, lookup.chunk if isinstance(lookup, ChunkSource) else lookup)
     return found if isinstance(found, str) else None
 
 
