@@ -75,7 +75,7 @@ USAGE = 'expected {"query": "<1-1000 characters>", "k": <1-20, default 5>, "doc_
 def _describe(error: jsonschema.ValidationError) -> str:
     where = ".".join(str(p) for p in error.absolute_path)
     message = error.message
-    if error.validator == "maxLength":
+    if error.validator == "maxLength" and isinstance(error.instance, str):
         # jsonschema quotes the whole instance; a 1000-character echo helps no one.
         message = f"is {len(error.instance)} characters long, more than {error.validator_value}"
     return f"{where}: {message}" if where else message
