@@ -71,7 +71,8 @@ def test_answer_with_mixed_verdicts_in_the_light_theme(snap_compare, store):
 
 def test_citation_view(snap_compare, store):
     """You should see source [2]: docs/kv-cache.md lines 8-14 under KV cache > Size, marked weak with support
-    0.41, its claim, and the chunk text with the evidence sentence highlighted."""
+    0.41, its claim, the chunk text with the evidence sentence highlighted, and the hint naming c (copy the quote),
+    o (open in $PAGER) and e (open in $EDITOR)."""
 
     async def open_citation(pilot):
         await answered(pilot)
@@ -94,7 +95,7 @@ def test_token_meter(snap_compare, store):
 
 
 def test_help_screen(snap_compare, store):
-    """You should see the keys (Enter, Up/Down, Esc, 1-9, Ctrl+N/O/E/T/S/P, F1, Ctrl+Q) and the slash commands."""
+    """You should see the keys (Enter, Up/Down, Esc, 1-9 with c/o/e in a source, Ctrl+N/O/E/T/S/Y/P, F1, Ctrl+Q) and the slash commands."""
 
     async def open_help(pilot):
         await loaded(pilot)

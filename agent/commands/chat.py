@@ -17,6 +17,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_decoding_options(p)
     p.add_argument("--tools", choices=POLICIES, default=None, help="who decides the searches (default: auto)")
     p.add_argument("--theme", default=None, help="a Textual theme, e.g. textual-light (Ctrl+P > Theme switches live)")
+    p.add_argument("--clipboard", choices=("auto", "osc52"), default=None,
+                   help="how Copy reaches the clipboard: auto (default): wl-copy, xclip, xsel or pbcopy; osc52: through "
+                   "the terminal, e.g. over SSH")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -40,6 +43,6 @@ def run(args: argparse.Namespace) -> int:
                             settings=settings, current_only=args.current_only, open_model=lambda: open_chat_model(args),
                             live=True, store=store, open_embedder=lambda: load_embedder_from_args(args))
 
-    app = make_app(session_factory, ChatStore(), theme=args.theme)
+    app = make_app(session_factory, ChatStore(), theme=args.theme, clipboard=args.clipboard or "auto")
     app.run()
     return app.return_code or 0

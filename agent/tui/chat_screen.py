@@ -21,10 +21,12 @@ from agent.tui import verdicts
 from agent.tui.chat_list_screen import ChatListScreen
 from agent.tui.citation_screen import CitationInfo, CitationScreen, citation_infos
 from agent.tui.conversation import Conversation
+from agent.tui.copy_text import answer_copy, quote_copy
 from agent.tui.help_screen import HelpScreen
 from agent.tui.history_input import HistoryInput
 from agent.tui.loading import LoadingPanel, describe_progress
 from agent.tui.message_list import AnswerView, MessageList, QuestionView, welcome_text
+from agent.tui.open_source import open_source
 from agent.tui.messages import (
     AnswerSelected,
     LoadProgress,
@@ -58,6 +60,7 @@ class ChatScreen(Screen):
         Binding("ctrl+e", "export", "Export", priority=True),  # the input would take it as "end of line"
         Binding("ctrl+t", "token_meter", "Tokens"),
         Binding("ctrl+s", "toggle_sources", "Sources"),
+        Binding("ctrl+y", "copy_answer", "Copy", show=False),
         Binding("f1", "help", "Help"),
         Binding("question_mark", "help", "Help", show=False),
         *(Binding(str(i), f"open_citation({i})", show=False) for i in range(1, 10)),
@@ -282,16 +285,75 @@ class ChatScreen(Screen):
 
     # -- sources, citations, meters ---------------------------------------------------------------------
     def action_open_citation(self, n: int, turn_id: int | None = None) -> None:
+        found = self._sources(n, turn_id)
+        if found is not None:
+            infos, index = found
+            self.app.push_screen(CitationScreen(infos, index))
+
+    def _sources(self, n: int, turn_id: int | None = None) -> tuple[list[CitationInfo], int] | None:
+        """The sources of an answer (default: the current one) and where [n] is among them; None, said, if not."""
         view = self._view(self.current_turn if turn_id is None else turn_id)
         if view is None:
             self.notify("No answer yet: ask a question first.", severity="warning")
-            return
+            return None
         infos = citation_infos(view.excerpts(), view.answer, self._shown_chunk)
         index = next((i for i, info in enumerate(infos) if info.n == n), None)
         if index is None:
             self.notify(f"This answer has no source [{n}].", severity="warning")
+            return None
+        return infos, index
+
+    def source_numbers(self) -> list[int]:
+        """The numbers of the current answer's sources that have a text: what Copy a quote and Open offer."""
+        view = self._view(self.current_turn)
+        if view is None:
+            return []
+        return [i.n for i in citation_infos(view.excerpts(), view.answer, self._shown_chunk)
+                if i.n is not None and i.source is not None]
+
+    # -- acting on an answer: copy it, open its sources ------------------------------------------------------
+    @property
+    def docs_dir(self):
+        return self.session.docs_dir if self.session is not None else None
+
+    def action_copy_answer(self) -> None:
+        view = self._view(self.current_turn)
+        if view is None or view.answer is None:
+            self.notify("No answer to copy yet: ask a question first.", severity="warning")
             return
-        self.app.push_screen(CitationScreen(infos, index))
+        self.app.copy_text(answer_copy(view.answer, view.excerpts(), self.docs_dir), "the answer")
+
+    def action_copy_quote(self, n: int) -> None:
+        found = self._sources(n)
+        if found is not None:
+            self.copy_quote(found[0][found[1]])
+
+    def copy_quote(self, info: CitationInfo) -> None:
+        """The evidence sentence the checker matched, else the whole excerpt, with its `path:line`."""
+        source = info.source
+        if source is None:
+            self.notify(f"Nothing to quote: [{info.n}] has no excerpt.", severity="warning")
+            return
+        quote = (info.citation.evidence if info.citation else None) or source.text
+        self.app.copy_text(quote_copy(quote, source, self.docs_dir), f"a quote from [{info.n}]" if info.n else "a quote")
+
+    def action_open_source(self, n: int, opener: str = "pager") -> None:
+        found = self._sources(n)
+        if found is not None:
+            self.open_source(found[0][found[1]], opener)
+
+    def open_source(self, info: CitationInfo, opener: str) -> None:
+        """Show the source's file at its line in $PAGER or $EDITOR (a man page in man); the chat stays as it was."""
+        if info.source is None:
+            self.notify(f"Nothing to open: [{info.n}] has no excerpt.", severity="warning")
+            return
+        try:
+            launch = open_source(info.source, self.docs_dir, opener)
+        except UsageError as exc:
+            self.notify(f"Cannot open it: {exc}", severity="warning", timeout=10)
+            return
+        if self.app.run_outside(launch) is not None:
+            self.notify(f"Back from {launch.how}.")
 
     def on_answer_selected(self, message: AnswerSelected) -> None:
         self._select(message.turn_id)

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
 from agent.events import Event
 from agent.session import Session
 from rag.types import Hit
+
+if TYPE_CHECKING:
+    from agent.tui.citation_screen import CitationInfo
 
 
 @dataclass
@@ -66,3 +70,18 @@ class AnswerSelected(Message):
     """The user clicked an answer: the sources panel, 1-9 and Ctrl+T now refer to it."""
 
     turn_id: int
+
+
+@dataclass
+class CopyQuote(Message):
+    """Copy the quote of the source the citation view shows."""
+
+    info: "CitationInfo"
+
+
+@dataclass
+class OpenSource(Message):
+    """Open the source the citation view shows in the pager or the editor (agent.tui.open_source.OPENERS)."""
+
+    info: "CitationInfo"
+    opener: str
