@@ -35,12 +35,29 @@ def run(args: argparse.Namespace) -> int:
     from agent.settings import AgentSettings
 
     store = store_from_args(args)
-    docs = check_docs_dir(args.docs) if args.docs and not store else None
+    first_docs = check_docs_dir(args.docs) if args.docs and not store else None
     settings = AgentSettings(decoding=decoding_from_args(args), rerank=rerank_from_args(args))
 
-    def session_factory(progress=None):
-        return open_session(docs, args.model, tools=args.tools or "auto", index_dir=args.index, progress=progress,
-                            settings=settings, current_only=args.current_only, open_model=lambda: open_chat_model(args),
+    loaded: dict = {}  # the chat model by path, kept across a folder switch
+
+    def chat_model(path):
+        if str(path) not in loaded:
+            loaded.clear()  # one model at a time: the app closed the session that used the old one
+            loaded[str(path)] = open_chat_model(argparse.Namespace(**{**vars(args), "model": path}))
+        return loaded[str(path)]
+
+    def session_factory(progress=None, docs=None, model=None):
+        """The session; the app's Switch passes `docs` or `model` (agent.tui.switching), None keeps the flags'."""
+        from agent.errors import UsageError
+
+        if docs is not None and store:
+            raise UsageError("a shared index (--store) has no folder to switch to: restart with --docs DIR")
+        if model is not None and args.base_url:
+            raise UsageError("the model is the server's (--base-url): restart with another --model-name")
+        folder, path = (docs if docs is not None else first_docs), (model if model is not None else args.model)
+        return open_session(folder, path, tools=args.tools or "auto", progress=progress,
+                            index_dir=args.index if docs is None else None,  # --index (or --man's) is the first folder's
+                            settings=settings, current_only=args.current_only, open_model=lambda: chat_model(path),
                             live=True, store=store, open_embedder=lambda: load_embedder_from_args(args))
 
     app = make_app(session_factory, ChatStore(), theme=args.theme, clipboard=args.clipboard or "auto")

@@ -107,6 +107,10 @@ class SmoldocsApp(App):
                                 partial(chat.action_open_source, n, "pager"))
             yield SystemCommand(f"Open [{n}] in the editor", f"Source [{n}] at its line in $VISUAL or $EDITOR (vi)",
                                 partial(chat.action_open_source, n, "editor"))
+        yield SystemCommand("Switch the docs folder", "Search another folder; the chat goes on and notes the switch",
+                            partial(chat.action_switch, "docs"))
+        yield SystemCommand("Switch the model", "Answer with another GGUF model; the chat goes on and notes the switch",
+                            partial(chat.action_switch, "model"))
         yield SystemCommand("Search the docs", "Show hits without asking the model (/search QUERY)", self._start_search)
         yield SystemCommand("Cancel the answer", "Stop the answer being written, keeping what streamed (Esc)", chat.action_cancel)
         yield SystemCommand("Help", "Keys and commands (F1)", chat.action_help)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
@@ -34,6 +35,7 @@ from agent.tui.messages import (
     SearchResults,
     SessionFailed,
     SessionReady,
+    SwitchFailed,
     TurnEnded,
     TurnEvent,
 )
@@ -41,6 +43,8 @@ from agent.tui.search_view import SearchResultsView
 from agent.tui.slash import Slash, export_arguments, parse_slash
 from agent.tui.sources_panel import SourcesPanel
 from agent.tui.status_line import StatusLine
+from agent.tui.switch_screen import SwitchScreen
+from agent.tui.switching import KINDS, Switch, switch_note
 from agent.tui.token_meter import TokenBar, TokenScreen
 from agent.tui.turns import error_line, run_turn
 from agent.tui.display_copy import display_copy
@@ -75,6 +79,7 @@ class ChatScreen(Screen):
         self.pending: list[str] = []  # asked while loading
         self.sources_shown: bool | None = None  # None: by width
         self._search_hits: dict[str, Any] = {}
+        self.choice: dict[str, Path] = {}  # the folder or model switched to (agent.tui.switching); {}: as started
 
     @property
     def session(self) -> Session | None:
@@ -122,13 +127,21 @@ class ChatScreen(Screen):
 
     # -- loading ----------------------------------------------------------------------------------------
     @work(thread=True, exit_on_error=False, group="load")
-    def _load_session(self) -> None:
+    def _load_session(self, switch: Switch | None = None) -> None:
+        if switch is not None and switch.old is not None:
+            switch.old.close()  # first: one model and one live index at a time (it saves its embeddings)
+        def progress(p: Any) -> None:
+            self.post_message(describe_progress(display_copy(p)))
+
         try:
-            session = self.session_factory(progress=lambda p: self.post_message(describe_progress(display_copy(p))))
+            session = self.session_factory(progress=progress, **(switch.choice if switch else {}))
         except Exception as exc:  # shown in the app: it stays up to say what went wrong
-            self.post_message(SessionFailed(visible(error_line(exc))))
+            why = visible(error_line(exc))
+            self.post_message(SwitchFailed(why, switch) if switch and not switch.rollback else SessionFailed(why))
             return
-        self.post_message(SessionReady(session))
+        if switch is not None and switch.history:
+            session.restore(switch.history)
+        self.post_message(SessionReady(session, switch))
 
     def on_load_progress(self, message: LoadProgress) -> None:
         if self.session is None:
@@ -154,8 +167,49 @@ class ChatScreen(Screen):
         )
         for welcome in self.query(".welcome").results(Static):
             welcome.update(welcome_text(session.docs_dir))
+        switch = message.switch
+        if switch is not None and not switch.rollback:
+            await self._note(switch_note(switch.kind, switch.value, session.model_name, session.index_size))
         if self.pending:
             await self.ask(self.pending.pop(0))
+
+    # -- switching the folder or the model -------------------------------------------------------------------
+    def action_switch(self, kind: str) -> None:
+        if self.busy or self.session is None:
+            self.notify("Wait for the answer (or the loading) to finish first.", severity="warning")
+            return
+        current = self.session.docs_dir if kind == "docs" else self.session.model_name
+        self.app.push_screen(SwitchScreen(kind, visible(str(current or ""))), partial(self._switch_to, kind))
+
+    def _switch_to(self, kind: str, value: Path | None) -> None:
+        """Close this session and open one over the new folder or model, carrying the chat over."""
+        if value is None or self.busy or self.session is None:
+            return
+        previous = dict(self.choice)
+        self.choice[kind] = value
+        switch = Switch(kind, value, dict(self.choice), previous, self.session, self.conversation.turns_so_far())
+        self.conversation.session = None  # questions asked meanwhile wait, as at start
+        self._show_loading(f"Switching the {KINDS[kind]}…")
+        self._load_session(switch)
+
+    async def on_switch_failed(self, message: SwitchFailed) -> None:
+        switch = message.switch
+        self.choice = dict(switch.previous)
+        await self._note(f"✗ Could not switch the {KINDS[switch.kind]} to {one_line(str(switch.value))}: "
+                         f"{message.message}. Back on the one before.")
+        self._show_loading("Opening the one before again…")
+        self._load_session(Switch(switch.kind, switch.value, dict(switch.previous), switch.previous,
+                                  history=switch.history, rollback=True))
+
+    def _show_loading(self, label: str) -> None:
+        panel = self.query_one(LoadingPanel)
+        panel.display = True
+        panel.show(LoadProgress(label))
+
+    async def _note(self, text: str) -> None:
+        """A line in the conversation, where it happened (a switch), not a notice that goes away."""
+        await self.message_list.mount(Static(Content(text), classes="switch-note"))
+        self.call_after_refresh(self.message_list.follow, True)
 
     def on_session_failed(self, message: SessionFailed) -> None:
         panel = self.query_one(LoadingPanel)

@@ -13,6 +13,7 @@ from rag.types import Hit
 
 if TYPE_CHECKING:
     from agent.tui.citation_screen import CitationInfo
+    from agent.tui.switching import Switch
 
 
 @dataclass
@@ -28,6 +29,15 @@ class LoadProgress(Message):
 @dataclass
 class SessionReady(Message):
     session: Session
+    switch: "Switch | None" = None  # set when the session replaces another (agent.tui.switching)
+
+
+@dataclass
+class SwitchFailed(Message):
+    """The switched-to session could not open: why, and the switch (its `previous` choice is opened again)."""
+
+    message: str
+    switch: "Switch"
 
 
 @dataclass
