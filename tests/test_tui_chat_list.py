@@ -2,36 +2,25 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from textual.widgets import Input, OptionList, Static
 
 from agent.chats import ChatStore
-from agent.events import Answer, AnswerFinished, AnswerStatus, TurnStarted
 from agent.tui import make_app
 from agent.tui.chat_list_screen import ChatListScreen
 from agent.tui.message_list import AnswerView
 from test_tui import wait_for
-from tui_support import ReplaySession, pilot_test
+from tui_support import SAVED_CHATS, ReplaySession, pilot_test, save_chats
 
 SIZE = (100, 32)
-CHATS = (  # (question, answer), oldest first
-    ("what does the kv cache store", "The kv cache stores keys and values [1]."),
-    ("how are documents ranked", "BM25 ranks documents by term frequency [1]."),
-    ("what does temperature do", "Temperature scales the logits before sampling [1]."),
-)
+CHATS = SAVED_CHATS  # (question, answer), oldest first
 
 
 @pytest.fixture
 def store(tmp_path) -> ChatStore:
     """Three saved chats, one question each, the newest last in CHATS."""
     store = ChatStore(tmp_path / "chats")
-    for i, (question, text) in enumerate(CHATS):
-        with store.create(docs_dir="docs_corpus", model="scripted") as log:
-            log.record(TurnStarted(question, 0, "search-first"))
-            log.record(AnswerFinished(Answer(question=question, text=text, status=AnswerStatus.ANSWERED)))
-        os.utime(log.path, (1_000_000 + i, 1_000_000 + i))  # newest first, whatever the clock did
+    save_chats(store, CHATS)
     return store
 
 

@@ -11,7 +11,7 @@ import pytest
 from agent.chats import ChatStore
 from agent.tui import make_app
 from agent.tui.history_input import HistoryInput
-from tui_support import ReplaySession, mixed_turn
+from tui_support import ReplaySession, mixed_turn, save_chats
 
 SIZE = (100, 32)
 QUESTION = "What does the kv cache store, and how big is it?"
@@ -103,3 +103,27 @@ def test_help_screen(snap_compare, store):
         await pilot.pause()
 
     assert snap_compare(replay_app(store), terminal_size=SIZE, run_before=open_help)
+
+
+def test_chat_list_filtered(snap_compare, store, monkeypatch):
+    """You should see the saved chats dialog with "ranked" typed in its filter, and only "how are documents ranked"
+    (1970-01-12 13:46 · 1 question) left of the three saved chats."""
+    import time
+
+    monkeypatch.setenv("TZ", "UTC")  # the list shows local times
+    time.tzset()
+    save_chats(store)
+
+    async def filter_chats(pilot):
+        await loaded(pilot)
+        await pilot.press("ctrl+o")
+        await until(pilot, lambda: pilot.app.screen.query("#chat-filter"))
+        pilot.app.screen.query_one("#chat-filter").cursor_blink = False
+        await pilot.press(*"ranked")
+        await pilot.pause()
+
+    try:
+        assert snap_compare(replay_app(store), terminal_size=SIZE, run_before=filter_chats)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
