@@ -74,14 +74,14 @@ class SmoldocsApp(App):
 
     def run_outside(self, launch: Launch) -> int | None:
         """Hand the terminal to a pager or an editor and come back to the same screen; None when it did not run."""
+        code: int | None = None
+        failed = ""
         try:
             with self.suspend():
                 try:
                     code = self.runner(launch.argv, {**os.environ, **launch.env})
-                except OSError as exc:  # inside: a failure must not leave the app suspended
-                    code, failed = None, f"Could not run {one_line(launch.argv[0])}: {exc.strerror or exc}: set $PAGER or $EDITOR"
-                else:
-                    failed = None
+                except OSError as exc:  # caught inside: a failure must not leave the app suspended
+                    failed = f"Could not run {one_line(launch.argv[0])}: {exc.strerror or exc}: set $PAGER or $EDITOR"
         except SuspendNotSupported:
             self.chat.notify(f"This terminal cannot hand over the screen: run {one_line(shlex.join(launch.argv))}",
                              severity="warning", timeout=12)

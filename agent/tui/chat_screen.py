@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -50,6 +50,9 @@ from agent.tui.turns import error_line, run_turn
 from agent.tui.display_copy import display_copy
 from models.protocols import CancelToken
 from rag.printable import one_line, visible
+
+if TYPE_CHECKING:
+    from agent.tui.app import SmoldocsApp
 
 SessionFactory = Callable[..., Session]  # (progress=callback) -> a ChatSession
 WIDE = 100  # the sources panel shows by default from this width
@@ -367,6 +370,11 @@ class ChatScreen(Screen):
 
     # -- acting on an answer: copy it, open its sources ------------------------------------------------------
     @property
+    def host(self) -> SmoldocsApp:
+        """The app, with its clipboard and its way of running a program outside."""
+        return cast("SmoldocsApp", self.app)
+
+    @property
     def docs_dir(self):
         return self.session.docs_dir if self.session is not None else None
 
@@ -375,7 +383,7 @@ class ChatScreen(Screen):
         if view is None or view.answer is None:
             self.notify("No answer to copy yet: ask a question first.", severity="warning")
             return
-        self.app.copy_text(answer_copy(view.answer, view.excerpts(), self.docs_dir), "the answer")
+        self.host.copy_text(answer_copy(view.answer, view.excerpts(), self.docs_dir), "the answer")
 
     def action_copy_quote(self, n: int) -> None:
         found = self._sources(n)
@@ -389,7 +397,7 @@ class ChatScreen(Screen):
             self.notify(f"Nothing to quote: [{info.n}] has no excerpt.", severity="warning")
             return
         quote = (info.citation.evidence if info.citation else None) or source.text
-        self.app.copy_text(quote_copy(quote, source, self.docs_dir), f"a quote from [{info.n}]" if info.n else "a quote")
+        self.host.copy_text(quote_copy(quote, source, self.docs_dir), f"a quote from [{info.n}]" if info.n else "a quote")
 
     def action_open_source(self, n: int, opener: str = "pager") -> None:
         found = self._sources(n)
@@ -406,7 +414,7 @@ class ChatScreen(Screen):
         except UsageError as exc:
             self.notify(f"Cannot open it: {exc}", severity="warning", timeout=10)
             return
-        if self.app.run_outside(launch) is not None:
+        if self.host.run_outside(launch) is not None:
             self.notify(f"Back from {launch.how}.")
 
     def on_answer_selected(self, message: AnswerSelected) -> None:

@@ -102,10 +102,11 @@ class Conversation:
         """The chat's questions and answers as saved, for a session that takes over (a switch); () when unsaved."""
         from agent.session import Turn
 
-        if self.log is None or self.unsaved:
+        chat_id = self.chat_id
+        if chat_id is None or self.unsaved:
             return ()
         try:
-            return tuple(Turn(t.question, t.answer) for t in self.store.load(self.log.chat_id).turns)
+            return tuple(Turn(t.question, t.answer) for t in self.store.load(chat_id).turns)
         except (OSError, AgentError):
             return ()
 
