@@ -162,3 +162,44 @@ def test_only_a_folder_or_a_gguf_file_can_be_switched_to(tmp_path):
     with pytest.raises(UsageError, match="give the path of a docs folder, or Esc"):
         checked_choice("docs", "  ")
     assert checked_choice("docs", str(tmp_path)) == Path(tmp_path).resolve()
+
+
+def chat_args(tmp_path, monkeypatch, *flags: str):
+    """`smoldocs chat FLAGS` parsed and resolved as the CLI does, with an empty settings file."""
+    from agent import config
+    from agent.cli import build_parser
+
+    monkeypatch.setenv(config.CONFIG_ENV, str(tmp_path / "no-config.toml"))
+    args = build_parser().parse_args(["chat", *flags])
+    config.apply(args)
+    return args
+
+
+def test_the_chat_factory_opens_a_switched_folder_in_its_own_index_and_keeps_the_model(tmp_path, monkeypatch):
+    from agent.commands import chat
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    opened, models = [], []
+    monkeypatch.setattr("agent.session.open_session", lambda *a, **kw: opened.append((a, kw)) or kw["open_model"]())
+    monkeypatch.setattr("agent.commands.common.open_chat_model", lambda args: models.append(args.model) or object())
+    factory = chat.session_factory(chat_args(tmp_path, monkeypatch, "--docs", str(first), "--index", str(tmp_path / "ix")))
+    start = factory(progress=None)
+    switched = factory(progress=None, docs=second.resolve())
+    assert [a[0] for a, _ in opened] == [first.resolve(), second.resolve()]
+    assert [kw["index_dir"] for _, kw in opened] == [str(tmp_path / "ix"), None]  # --index was the first folder's
+    assert start is switched and models == [None]  # the model loaded once, kept across the folder switch
+    factory(progress=None, model=tmp_path / "other.gguf")
+    assert models == [None, tmp_path / "other.gguf"]
+
+
+def test_the_chat_factory_refuses_what_cannot_be_switched_in_one_line(tmp_path, monkeypatch):
+    from agent.commands import chat
+
+    served = chat.session_factory(chat_args(tmp_path, monkeypatch, "--base-url", "http://127.0.0.1:9/v1"))
+    with pytest.raises(UsageError, match=r"^the model is the server's \(--base-url\): restart with another --model-name$"):
+        served(progress=None, model=tmp_path / "other.gguf")
+    shared = chat.session_factory(chat_args(tmp_path, monkeypatch, "--store", "postgresql://reader@db/docs"))
+    with pytest.raises(UsageError, match=r"^a shared index \(--store\) has no folder to switch to"):
+        shared(progress=None, docs=tmp_path)

@@ -24,20 +24,28 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from agent.chats import ChatStore
-    from agent.session import open_session
     from agent.tui import make_app
-    from rag.ingest.corpus import check_docs_dir
 
-    # A wrong --docs is a one-line error before the screen opens; model and index errors show inside the app.
+    app = make_app(session_factory(args), ChatStore(), theme=args.theme, clipboard=args.clipboard or "auto")
+    app.run()
+    return app.return_code or 0
+
+
+def session_factory(args: argparse.Namespace):
+    """`factory(progress=, docs=, model=)` for the app: the flags' session, or the folder or model the app's Switch
+    passes (agent.tui.switching). A wrong --docs is one line here, before the screen opens; model and index errors
+    show inside the app."""
     from agent.commands.common import (
         decoding_from_args, load_embedder_from_args, open_chat_model, rerank_from_args, store_from_args,
     )
+    from agent.errors import UsageError
+    from agent.session import open_session
     from agent.settings import AgentSettings
+    from rag.ingest.corpus import check_docs_dir
 
     store = store_from_args(args)
     first_docs = check_docs_dir(args.docs) if args.docs and not store else None
     settings = AgentSettings(decoding=decoding_from_args(args), rerank=rerank_from_args(args))
-
     loaded: dict = {}  # the chat model by path, kept across a folder switch
 
     def chat_model(path):
@@ -46,10 +54,7 @@ def run(args: argparse.Namespace) -> int:
             loaded[str(path)] = open_chat_model(argparse.Namespace(**{**vars(args), "model": path}))
         return loaded[str(path)]
 
-    def session_factory(progress=None, docs=None, model=None):
-        """The session; the app's Switch passes `docs` or `model` (agent.tui.switching), None keeps the flags'."""
-        from agent.errors import UsageError
-
+    def factory(progress=None, docs=None, model=None):
         if docs is not None and store:
             raise UsageError("a shared index (--store) has no folder to switch to: restart with --docs DIR")
         if model is not None and args.base_url:
@@ -60,6 +65,4 @@ def run(args: argparse.Namespace) -> int:
                             settings=settings, current_only=args.current_only, open_model=lambda: chat_model(path),
                             live=True, store=store, open_embedder=lambda: load_embedder_from_args(args))
 
-    app = make_app(session_factory, ChatStore(), theme=args.theme, clipboard=args.clipboard or "auto")
-    app.run()
-    return app.return_code or 0
+    return factory
