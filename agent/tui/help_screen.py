@@ -24,7 +24,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("Ctrl+T", "token meter: the last prompt, what was dropped"),
     ("Ctrl+S", "show or hide the sources panel"),
     ("Ctrl+Y", "copy the answer, its sources as path:line"),
-    ("Ctrl+P", "command palette"),
+    ("Ctrl+P", "palette: copy a quote, open a source, switch the folder or model"),
     ("F1 or ?", "this help (? when the input is empty)"),
     ("Ctrl+Q", "quit"),
 )
