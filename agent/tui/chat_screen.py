@@ -250,7 +250,8 @@ class ChatScreen(Screen):
         first = self.conversation.log is None
         turn_id, log, cancel = self.conversation.begin()
         if first and self.conversation.unsaved:
-            self.notify(one_line(f"This chat is not saved: {self.conversation.unsaved}. It goes on unsaved."), severity="error")
+            self.notify(one_line(f"This chat is not saved: {self.conversation.unsaved}. It goes on unsaved."), severity="error",
+                        timeout=30)  # it matters for the whole chat: not gone in the default 5 s
         await self._add_turn(turn_id, question)
         self._run_turn(self.session, log, question, turn_id, cancel)
 
