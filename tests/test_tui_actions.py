@@ -26,10 +26,10 @@ from agent.tui.citation_screen import CitationScreen
 from agent.tui.clipboard import CLIPBOARDS, NO_TOOL, Clipboard, ClipboardUnavailable, find_tool
 from agent.tui.message_list import AnswerView
 from agent.tui.open_source import at_line, open_source
-from models.fakes import WordTokenizer
 from rag.ingest.chunking import chunk_layout
 from rag.ingest.formats import parse_text
 from rag.ingest.formats.roff import man_layout
+from fakes import WordTokenizer
 from test_tui import ask, ready
 from tui_support import CHUNKS, chunk, pilot_test, real_session
 
