@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agent.chats import ChatInfo, ChatLog, ChatStore, SavedTurn, UnsavedLog
-from agent.errors import UsageError
+from agent.errors import AgentError, UsageError
 from agent.session import Session
 from models.protocols import CancelToken
 from rag.printable import one_line
@@ -105,6 +105,18 @@ class Conversation:
         self.log = self.store.reopen(chat_id)
         notice = folder_change(chat.meta.get("docs_dir"), session.docs_dir)
         return chat.info, [(self._number(), turn) for turn in chat.turns], notice
+
+    def turns_so_far(self) -> tuple:
+        """The chat's questions and answers as saved, for a session that takes over (a switch); () when unsaved."""
+        from agent.session import Turn
+
+        chat_id = self.chat_id
+        if chat_id is None or self.unsaved:
+            return ()
+        try:
+            return tuple(Turn(t.question, t.answer) for t in self.store.load(chat_id).turns)
+        except (OSError, AgentError):
+            return ()
 
     def close(self) -> None:
         """On quit: stop the turn; a running turn's worker still owns the log until it ends."""
