@@ -173,7 +173,7 @@ def test_chat_opens_every_folder_as_collections_and_keeps_the_filter(folders, tm
         def run(self) -> None:
             self.factory()
 
-    monkeypatch.setattr(agent.tui, "make_app", lambda factory, store, theme=None: App(factory))
+    monkeypatch.setattr(agent.tui, "make_app", lambda factory, store, **options: App(factory))
     monkeypatch.setattr(agent.session, "open_session", lambda docs, model, **kw: seen.update(docs=docs, **kw))
     assert main(["chat", "--docs", notes, "--docs", project, "--collection", "notes"]) == 0
     assert isinstance(seen["docs"], Collections) and seen["docs"].names == ["notes", "project"]

@@ -72,10 +72,10 @@ def open_served(args: argparse.Namespace, store: str | None, command: str, where
 
     if store is not None:  # a shared store: nothing to index here, only the query embedder to load
         tokenizer, embedder = load()
-        served = StoredDocs(common.open_store(store, embedder), tokenizer, embedder)
-        print(f"smoldocs {command}: serving {served.root} ({len(served.index)} chunks) {where}", file=sys.stderr,
-              flush=True)  # fmt: skip
-        return served
+        stored = StoredDocs(common.open_store(store, embedder), tokenizer, embedder)
+        print(f"smoldocs {command}: serving {stored.root} ({len(stored.index)} chunks) {where}", file=sys.stderr,
+              flush=True)
+        return stored
     from agent.commands.docs_sources import collections_from_args
     from rag.ingest.man_pages import ManSource
 

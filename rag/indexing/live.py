@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -76,7 +76,7 @@ class LiveIndex:
         self._embedding_failed = False
         self._unpublished = False  # embeddings computed but not in the snapshot yet
         self._holds = 0  # answers running: embedding waits so they get the cores
-        # a rag.indexing.watch.FolderWatcher feeding `changed` (Watchers: one per collection), closed with this index
+        # feeds `changed` (Watchers: one FolderWatcher per collection); closed with this index
         self.watcher: FolderWatcher | Watchers | None = None
 
     # -- reading: always one snapshot -----------------------------------------------------------------------
@@ -95,7 +95,7 @@ class LiveIndex:
 
     # The rest of rag.types.Retriever, always the current snapshot's.
     @property
-    def chunks(self) -> list[Chunk]:
+    def chunks(self) -> Sequence[Chunk]:
         return self._current.chunks
 
     @property
@@ -215,7 +215,7 @@ class LiveIndex:
         if self.embedder is None or self._embedding_failed or not missing_rows(self._matrix).size:
             self._finish()
             return "idle"
-        self._embed_batch()
+        self._embed_batch(self.embedder)
         return "embed"
 
     def start(self) -> "LiveIndex":
@@ -268,10 +268,10 @@ class LiveIndex:
                                     f"{len(update.changed)} changed, {len(update.removed)} removed"))
         self._progress()
 
-    def _embed_batch(self) -> None:
+    def _embed_batch(self, embedder: Embedder) -> None:
         snapshot = self._current
         try:
-            fill_missing(self._matrix, snapshot.chunks, self.embedder, budget=None, batch=self.batch,
+            fill_missing(self._matrix, snapshot.chunks, embedder, budget=None, batch=self.batch,
                          stop=self._stop, limit=self.batch)
         except Exception as exc:
             self._embedding_failed = True
