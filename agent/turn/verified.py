@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from agent.quoting import QuoteUnit
+from agent.turn.quoting import QuoteUnit
 from rag import markers
 from rag.answering.extractive import QUOTE_LABEL, QuotedAnswer, quote_blocks, quoted_answer
 from rag.verification.verdicts import ClaimVerdict, Judge, Verdict, Verification

@@ -17,8 +17,8 @@ from models.protocols import CancelToken
 
 if TYPE_CHECKING:
     from agent.events import AnswerFinished, AnswerStatus
-    from agent.quoting import QuoteCandidates, Span
-    from agent.verified import Display
+    from agent.turn.quoting import QuoteCandidates, Span
+    from agent.turn.verified import Display
     from models.protocols import ChatModel, GenerationOptions
     from rag.answering.extractive import Quoter
     from rag.types import Retriever
@@ -41,7 +41,7 @@ class Turn:
 
 
 class Answerer(Protocol):
-    """What a mode uses of the agent that runs the turn (agent.loop.Agent)."""
+    """What a mode uses of the agent that runs the turn (agent.turn.loop.Agent)."""
 
     model: "ChatModel"
     retriever: "Retriever"
@@ -79,9 +79,9 @@ def shown_excerpts(citations: Sequence["Citation"], numbers: Sequence[int]) -> d
 
 def mode_for(decoding: str) -> AnswerMode:
     """The mode of a resolved decoding setting (`auto` resolved already)."""
-    from agent.modes.extractive import Extractive
-    from agent.modes.free import Free
-    from agent.modes.quote import Quote
+    from agent.turn.modes.extractive import Extractive
+    from agent.turn.modes.free import Free
+    from agent.turn.modes.quote import Quote
 
     modes = {"extractive": Extractive(), "free": Free(), "guarded": Free("guarded"), "constrained": Free("constrained"),
              "quote": Quote()}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from agent.prompts import NOT_COVERED, UNSUPPORTED_NOTE
+from agent.turn.prompts import NOT_COVERED, UNSUPPORTED_NOTE
 
 
 class Decline(StrEnum):

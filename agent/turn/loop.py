@@ -7,8 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Iterator, Mapping, Sequence
 
-from agent.context import ContextWindow
-from agent.decline import Decline, decline_text, is_decline_text
+from agent.turn.context import ContextWindow
+from agent.turn.decline import Decline, decline_text, is_decline_text
 from agent.events import (
     Answer,
     AnswerFinished,
@@ -21,18 +21,18 @@ from agent.events import (
     ToolStep,
     TurnStarted,
 )
-from agent.grammars import tool_call_grammar
-from agent.modes import Turn, mode_for, shown_excerpts
-from agent.repetition import RepetitionGuard
-from agent.prompts import (
+from agent.turn.grammars import tool_call_grammar
+from agent.turn.modes import Turn, mode_for, shown_excerpts
+from agent.turn.repetition import RepetitionGuard
+from agent.turn.prompts import (
     QUESTION_SUFFIX, QUOTE_QUESTION_SUFFIX, neutralize, placeholder_query,
     system_rules, tool_rules,
 )
-from agent.quoting import QuoteCandidates, Span
-from agent.verified import Display, verified_quotes
+from agent.turn.quoting import QuoteCandidates, Span
+from agent.turn.verified import Display, verified_quotes
 from agent.settings import AgentSettings
-from agent.toolcalls import ParseFailure, parse_tool_calls
-from agent.tools import Tool, ToolRegistry, ToolResult
+from agent.turn.toolcalls import ParseFailure, parse_tool_calls
+from agent.turn.tools import Tool, ToolRegistry, ToolResult
 from models.errors import ModelError, ServerInterrupted
 from models.grammar import json_schema_grammar
 from models.protocols import CancelToken, ChatModel, GenerationOptions
@@ -86,7 +86,7 @@ class Agent:
         self.judge: Judge = judge or Verifier(None)
         self.quoter = quoter  # quotes of the shown excerpts when nothing the model wrote is supported
         self.candidates = candidates  # quote decoding: the sentences the model may copy
-        self.mode = mode_for(settings.resolve_decoding(model.n_params))  # how the answer is made (agent.modes)
+        self.mode = mode_for(settings.resolve_decoding(model.n_params))  # how the answer is made (agent.turn.modes)
         self.window = ContextWindow(
             model.tokenizer, settings.budgets, system_rules(settings.few_shot, settings.decoding),
             QUOTE_QUESTION_SUFFIX if self.mode.quoting else QUESTION_SUFFIX,

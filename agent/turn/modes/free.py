@@ -9,10 +9,10 @@ from dataclasses import replace
 from typing import Iterator
 
 from agent.events import AnswerStatus, Event
-from agent.grammars import MarkerGuard, citation_grammar
-from agent.modes import Turn
-from agent.prompts import abstains
-from agent.verified import free_display
+from agent.turn.grammars import MarkerGuard, citation_grammar
+from agent.turn.modes import Turn
+from agent.turn.prompts import abstains
+from agent.turn.verified import free_display
 from models.protocols import GenerationOptions
 
 

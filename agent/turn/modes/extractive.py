@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Iterator
 
-from agent.decline import Decline
+from agent.turn.decline import Decline
 from agent.events import AnswerFinished, Event, TextDelta
-from agent.modes import Turn
-from agent.verified import verified_quotes
+from agent.turn.modes import Turn
+from agent.turn.verified import verified_quotes
 
 
 class Extractive:
