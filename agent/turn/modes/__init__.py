@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from models.protocols import ChatModel, GenerationOptions
     from rag.answering.extractive import Quoter
     from rag.types import Retriever
-    from rag.verification.verdicts import Judge
+    from agent.turn.outcome import Facts
+    from rag.verification.verdicts import Judge, Verification
     from rag.citations import Citation
     from rag.excerpts.packing import Ledger
 
@@ -49,13 +50,14 @@ class Answerer(Protocol):
     quoter: "Quoter | None"
     candidates: "QuoteCandidates | None"
 
-    def declined(self, reason, base: Answer) -> "AnswerFinished": ...
+    def concluded(self, facts: "Facts", base: Answer, verification: "Verification | None" = None) -> "AnswerFinished": ...
 
     def answer_options(self, reserve: int) -> "GenerationOptions": ...
 
     def generate(self, turn: "Turn", options: "GenerationOptions", opening: str = "", watch_repeats: bool = True): ...
 
-    def finished(self, turn: "Turn", model_text: str, status: "AnswerStatus", display: "Display", generation) -> "AnswerFinished": ...
+    def finished(self, turn: "Turn", model_text: str, status: "AnswerStatus", display: "Display", generation,
+                 abstained: bool = False) -> "AnswerFinished": ...
 
 
 class AnswerMode(Protocol):
