@@ -294,11 +294,12 @@ class Agent:
         # Every number the model wrote keeps its verdict (a made-up one is reported, and the eval counts them all)
         # though only supported claims are shown; a number used twice shows its weaker use.
         written = display.written or Verification((), ())
+        # Nothing is judged twice: the quotes were judged as they are shown, the model's words as it wrote them.
         verification = written  # smoldocs' own note is not a claim to judge
         if outcome.quoted and quotes_checked:
-            verification = written.merged(quotes_checked)  # the quotes were judged as they are shown
-        elif outcome.text and outcome.decline is None:
-            verification = written.merged(self.judge(outcome.text, turn.shown, self.retriever.chunk))
+            verification = written.merged(quotes_checked)
+        elif outcome.text and outcome.decline is None and display.checked is not None:
+            verification = written.merged(display.checked)
         stats = self.model.last_stats
         return AnswerFinished(
             replace(
