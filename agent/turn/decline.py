@@ -24,7 +24,7 @@ class Decline(StrEnum):
     def of(cls, value: object) -> "Decline | None":
         """The reason a saved word names; None for none, or for a word this version does not know."""
         try:
-            return cls(value) if value else None
+            return cls(str(value)) if value else None
         except ValueError:
             return None
 
