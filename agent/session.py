@@ -200,8 +200,8 @@ def open_session(
     `store`: a PostgreSQL URL; the session searches that shared index (rag.postgres.search) and reads no files.
     `open_embedder()`: the embedder (an embeddings server); default MiniLM in-process.
     """
-    from models.chat import load_chat_model
-    from models.embedder import optional_embedder
+    from models.llama_cpp.chat import load_chat_model
+    from models.llama_cpp.embedder import optional_embedder
     from rag.ingest.corpus import default_docs_dir
     from rag.indexing.build import open_index
     from rag.indexing.live import open_live_index

@@ -11,7 +11,7 @@ from agent.settings import AgentSettings
 from agent.turn.decline import Decline
 from agent.turn.quoting import QuoteUnit
 from agent.turn.verified import quote_display
-from models.fakes import HashEmbedder, ScriptedChatModel
+from fakes import HashEmbedder, ScriptedChatModel
 from rag.citations import Citation
 from rag.verification.verifier import Verifier
 from test_agent_loop import CHUNKS, FAR_QUESTION, FEW_COLLISIONS, MemoryRetriever, final
