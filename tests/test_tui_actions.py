@@ -31,7 +31,7 @@ from rag.ingest.formats import parse_text
 from rag.ingest.formats.roff import man_layout
 from fakes import WordTokenizer
 from test_tui import ask, ready
-from tui_support import CHUNKS, chunk, pilot_test, real_session
+from tui_support import CHUNKS, chunk, lasting_notices, pilot_test, real_session
 
 SIZE = (100, 32)
 KV_SIZE = "The kv cache of SmolLM2 takes about 90 MB [2]."  # cites CHUNKS[1]: docs/kv-cache.md lines 8-14
@@ -101,7 +101,7 @@ async def acting(store, docs=None, replies=(KV_SIZE,), clipboard="auto", can_sus
         session.docs_dir = docs
     box: list = []
     runner = Runner(box)
-    app = make_app(lambda progress=None: session, store, clipboard=clipboard, runner=runner)
+    app = lasting_notices(make_app(lambda progress=None: session, store, clipboard=clipboard, runner=runner))
     box.append(app)
     if monkeypatch is not None and can_suspend:
         monkeypatch.setattr(HeadlessDriver, "can_suspend", property(lambda self: True))
