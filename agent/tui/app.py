@@ -10,6 +10,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 from textual.app import App, SuspendNotSupported, SystemCommand
 from textual.screen import Screen
+from textual.widgets import Input
 
 from agent.chats import ChatStore
 from agent.errors import UsageError
@@ -117,7 +118,7 @@ class SmoldocsApp(App):
         yield from super().get_system_commands(screen)
 
     def _start_search(self) -> None:
-        question = self.chat.query_one("#question")
+        question = self.chat.query_one("#question", Input)
         question.value = "/search "
         question.cursor_position = len(question.value)
         question.focus()

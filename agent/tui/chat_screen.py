@@ -424,8 +424,8 @@ class ChatScreen(Screen):
     def _select(self, turn_id: int | None) -> None:
         """Make `turn_id` the answer the sources panel, 1-9 and Ctrl+T refer to."""
         self.current_turn = turn_id
-        for view in self.query(AnswerView).results(AnswerView):
-            view.set_class(view.turn_id == turn_id, "-current")
+        for each in self.query(AnswerView).results(AnswerView):
+            each.set_class(each.turn_id == turn_id, "-current")
         view = self._view(turn_id)
         if view is not None:
             self.query_one(SourcesPanel).show(turn_id, view.excerpts(), view.answer)
