@@ -1,6 +1,6 @@
 """What `--json` prints: one object per command, carrying `schema_version`, described by agent/schemas/<command>.schema.json.
 
-A renamed or removed key bumps SCHEMA_VERSION and is listed in the README's "JSON output"; added keys do not.
+A renamed or removed key bumps SCHEMA_VERSION and is listed in docs/json-output.md; added keys do not.
 """
 
 from __future__ import annotations

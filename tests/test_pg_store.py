@@ -304,7 +304,7 @@ def test_a_read_only_role_can_search_but_not_write(pg_server, pg_url, docs, real
     ingest(pg_url, docs, real_tokenizer, None)
     dbname = pg_url.rsplit("/", 1)[1]
     pg_server.admin("CREATE ROLE reader LOGIN PASSWORD 'reader-secret'")
-    # The grants the README gives for a search-only role.
+    # The grants docs/teams.md gives for a search-only role.
     pg_server.admin(f'GRANT CONNECT ON DATABASE "{dbname}" TO reader; GRANT USAGE ON SCHEMA smoldocs TO reader; '
                     "GRANT SELECT ON ALL TABLES IN SCHEMA smoldocs TO reader", dbname=dbname)
     url = pg_server.url(dbname, user="reader", password="reader-secret")

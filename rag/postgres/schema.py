@@ -1,6 +1,6 @@
 """The PostgreSQL store's schema: connecting (passwords never shown), creating, versioning and upgrading the tables.
 
-Everything lives in one PostgreSQL schema, `smoldocs`, so a read-only role needs two grants (README, "For teams").
+Everything lives in one PostgreSQL schema, `smoldocs`, so a read-only role needs two grants (docs/teams.md).
 Chunks carry their text, heading path, lines, pages and their document's standing; postings carry BM25 term
 frequencies computed with rag.retrieval.terms, so BM25 ranks exactly as the embedded index does; `terms` and `stats` are the
 corpus statistics BM25's idf and length normalisation read at query time.

@@ -6,7 +6,7 @@ text; `.nf`/`.EX` blocks are kept as preformatted text. Font, size and motion es
 characters (`\\-`, `\\(em`, `\\[aq]`) become their Unicode. Macros this reader does not know are dropped with
 their arguments: a page is never rejected for one. mdoc(7) pages (BSD's `.Dd`/`.Sh`) are read by the same reader,
 with rag.ingest.formats.mdoc's inline macros.
-Chosen over rendering with `man -Tutf8`/groff by measurement (README, "Man pages and info manuals").
+Chosen over rendering with `man -Tutf8`/groff by measurement (docs/results.md, "Man pages").
 """
 
 from __future__ import annotations
