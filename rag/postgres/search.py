@@ -34,7 +34,7 @@ from rag.retrieval.fusion import BM25_WEIGHT, FUSIONS, RRF_K
 from rag.indexing.hybrid import CANDIDATE_DEPTH, DEFAULT_FUSION, MIN_DENSE_SCORE, search_mode
 from rag.retrieval.terms import TermSettings, index_terms
 from rag.retrieval.vocabulary import PREFIX
-from rag.types import Chunk, Hit, RetrieverDefaults
+from rag.types import Chunk, Hit, RetrieverDefaults, Update
 
 S = SCHEMA
 # Candidates an HNSW scan keeps (pgvector's default 40 is below CANDIDATE_DEPTH). Measured with
@@ -245,7 +245,7 @@ class PgIndex(RetrieverDefaults):
         min_dense_score: float = MIN_DENSE_SCORE,
         current_only: bool = False,
         docs_dir: Path | None = None,
-        update=None,
+        update: Update | None = None,
     ) -> None:
         if fusion not in FUSIONS:
             raise ValueError(f"unknown fusion {fusion!r}: choose one of {', '.join(FUSIONS)}")
