@@ -8,7 +8,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from models.llama_cpp.embedder import SEMANTIC_OFF
+from models.locate import SEMANTIC_OFF
 from models.protocols import Embedder
 from rag.indexing.bm25 import BM25Index
 from rag.ingest.chunking import indexed_text
