@@ -8,7 +8,7 @@ from rag.indexing.build import IndexUpdate
 from rag.indexing.hybrid import HybridIndex
 from rag.indexing.live import LiveIndex
 from rag.postgres.search import PgIndex
-from rag.types import IndexLifecycle, IndexReader, Retriever, RetrieverDefaults, Update
+from rag.types import IndexDefaults, IndexLifecycle, IndexReader, Retriever, Update
 
 
 def members(protocol: type) -> set[str]:
@@ -39,4 +39,4 @@ def test_every_backend_defines_every_member_itself(backend):
 
 def test_index_update_is_an_update_and_an_index_made_in_memory_has_none():
     assert sorted(n for n in members(Update) if not hasattr(IndexUpdate, n)) == []
-    assert RetrieverDefaults.update is None
+    assert IndexDefaults.update is None

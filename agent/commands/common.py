@@ -54,7 +54,7 @@ def add_model_option(p: argparse.ArgumentParser) -> None:
     server.add_argument("--token-timeout", metavar="S", type=float, default=None,
                         help="seconds to wait for each next piece once the answer began (default 60)")
     server.add_argument("--answer-timeout", metavar="S", type=float, default=None,
-                        help="seconds a whole answer may take to stream (default 600)")  # fmt: skip
+                        help="seconds a whole answer may take to stream (default 600)")
 
 
 def _positive_int(text: str) -> int:
@@ -94,7 +94,7 @@ def server_config(args: argparse.Namespace):
     from models.openai_server.server_api import ServerConfig
 
     timeouts = {name: getattr(args, name) for name in ("connect_timeout", "first_token_timeout", "token_timeout", "answer_timeout")
-                if getattr(args, name, None) is not None}  # fmt: skip
+                if getattr(args, name, None) is not None}
     return ServerConfig(
         base_url=args.base_url,
         api_key=getattr(args, "api_key", None),
@@ -156,7 +156,7 @@ def add_decoding_options(p: argparse.ArgumentParser) -> None:
         help="auto (default): extractive below 1B parameters, free above; free: unconstrained; guarded: free text in "
              "which only shown [n] can be written; constrained: every sentence ends with a shown [n]; extractive: no "
              "model text, only the best quotes",
-    )  # fmt: skip
+    )
 
 
     p.add_argument(
@@ -164,7 +164,7 @@ def add_decoding_options(p: argparse.ArgumentParser) -> None:
         help="on: the trained cross-encoder picks the quotes and decides when the docs do not answer; off: the "
              "quote scorer's word and meaning features (default: settings file, else "
              + ("on" if RERANK_DEFAULT else "off") + ")",
-    )  # fmt: skip
+    )
 
 
 def decoding_from_args(args: argparse.Namespace) -> str:
