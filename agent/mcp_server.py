@@ -199,7 +199,8 @@ class FolderIndex:
             self.stamp, self.paths = stamp, paths
             self.refreshes += 1
             index = live.snapshot()
-            note = f"note: the docs changed, so the index was refreshed ({index.update.summary()})"
+            done = index.update.summary() if index.update else "up to date"
+            note = f"note: the docs changed, so the index was refreshed ({done})"
             more = self._progress_note(live)
             return index, f"{note}\n{more}" if more else note
 
@@ -213,13 +214,13 @@ class FolderIndex:
         deadline = time.monotonic() + ONE_SHOT_BUDGET
         while live.embedder is not None and time.monotonic() < deadline:
             index = live.snapshot()
-            if getattr(index.update, "pending", ()) or index.dense_coverage >= 1:
+            if (index.update and index.update.pending) or index.dense_coverage >= 1:
                 return
             time.sleep(0.05)
 
     def _progress_note(self, live: LiveIndex) -> str | None:
         index = live.snapshot()
-        pending = len(getattr(index.update, "pending", ()))
+        pending = len(index.update.pending) if index.update else 0
         if pending:
             return (f"note: the index is still being built: {len(index.doc_ids)} documents searchable, {pending} "
                     "still to read; these results rank by BM25 where semantic search has not caught up")

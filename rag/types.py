@@ -130,18 +130,51 @@ class Hit(_Located):
         return Chunk(self.chunk_id, self.doc_id, self.uri, self.text, *fields)
 
 
-@runtime_checkable
-class Retriever(Protocol):
-    """Everything the agent, the tools, the CLI and the eval ask of an index: ranked search, lookup by id, what
-    the index holds and how whole it is, and the hooks a live index needs around one answer. The embedded
-    HybridIndex, the live index over it and any other backend implement all of it (RetrieverDefaults gives the
-    answers of an index that has no more to say)."""
+class Update(Protocol):
+    """What the last open or re-index of an index did (rag.indexing.build.IndexUpdate is one): a reader tells the
+    user, and waits while files are still pending."""
 
-    def search(self, query: str, k: int = 5, doc_ids: Sequence[str] | None = None) -> list[Hit]: ...
+    @property
+    def added(self) -> tuple[str, ...]: ...
+
+    @property
+    def changed(self) -> tuple[str, ...]: ...
+
+    @property
+    def removed(self) -> tuple[str, ...]: ...
+
+    @property
+    def pending(self) -> tuple[str, ...]:
+        """Files not chunked yet (the chunk budget was spent): not searchable until a later re-index."""
+        ...
+
+    @property
+    def modified(self) -> bool:
+        """True when the stored index was (re)written."""
+        ...
+
+    def summary(self) -> str:
+        """One line for the user: files, chunks, what changed, how long."""
+        ...
+
+
+@runtime_checkable
+class IndexReader(Protocol):
+    """What answering a question reads from an index: ranked search, lookup by id, what the index holds and how
+    whole it is. The tools, the citations and the eval need no more."""
+
+    def search(self, query: str, k: int = 5, doc_ids: Sequence[str] | None = None, mode: str = "hybrid") -> list[Hit]:
+        """The best `k` chunks for `query`; `mode` is hybrid, bm25 or dense (`smoldocs search --mode`)."""
+        ...
 
     def chunk(self, chunk_id: str) -> Chunk | None: ...
 
     def __len__(self) -> int: ...
+
+    @property
+    def fusion(self) -> str:
+        """How hybrid search fuses its two rankings (one of rag.retrieval.fusion.FUSIONS)."""
+        ...
 
     @property
     def chunks(self) -> Sequence[Chunk]:
@@ -186,6 +219,16 @@ class Retriever(Protocol):
         """The docs folder the index reads, when it reads one."""
         ...
 
+
+@runtime_checkable
+class IndexLifecycle(Protocol):
+    """The hooks a live index needs around one answer, and what its last update did."""
+
+    @property
+    def update(self) -> Update | None:
+        """What the last open or re-index did; None for an index made in memory."""
+        ...
+
     def snapshot(self) -> "Retriever":
         """A view that stays the same for one answer, whatever re-indexing happens meanwhile."""
         ...
@@ -199,6 +242,13 @@ class Retriever(Protocol):
         ...
 
 
+@runtime_checkable
+class Retriever(IndexReader, IndexLifecycle, Protocol):
+    """An index as the session holds it: read for each answer, kept alive between them. The embedded HybridIndex,
+    the live index over it and the PostgreSQL store implement both halves (IndexDefaults gives the answers of
+    an index that has no more to say)."""
+
+
 def _resume() -> None:
     return None
 
@@ -208,6 +258,7 @@ class IndexDefaults:
     with no background work. A backend overrides what it knows better (PostgreSQL lists its chunks itself)."""
 
     docs_dir: "Path | None" = None
+    update: Update | None = None
 
     def source(self, doc_id: str) -> SourceInfo:
         return SourceInfo()

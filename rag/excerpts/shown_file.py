@@ -22,7 +22,8 @@ UNMATCHED = "#?"  # appended to a uri whose printed text no indexed chunk has
 class Catalog(Protocol):
     """What reading excerpts back needs of an index: its chunks, and lookup by id."""
 
-    chunks: Sequence[Chunk]
+    @property
+    def chunks(self) -> Sequence[Chunk]: ...
 
     def chunk(self, chunk_id: str) -> Chunk | None: ...
 

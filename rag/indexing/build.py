@@ -12,7 +12,7 @@ from typing import Callable
 
 import numpy as np
 
-from models.llama_cpp.embedder import SEMANTIC_OFF
+from models.locate import SEMANTIC_OFF
 from models.protocols import Embedder, Tokenizer
 from rag.indexing import store
 from rag.ingest.chunking import ChunkSettings, chunk_layout

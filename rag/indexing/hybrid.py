@@ -8,7 +8,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from models.llama_cpp.embedder import SEMANTIC_OFF
+from models.locate import SEMANTIC_OFF
 from models.protocols import Embedder
 from rag.indexing.bm25 import BM25Index, ShardedBM25
 from rag.ingest.chunking import indexed_text
@@ -18,7 +18,7 @@ from rag.retrieval.fusion import BM25_WEIGHT, FUSIONS, Ranked, fuse, top_rows
 from rag.ingest.sources import source_info
 from rag.retrieval.terms import TermSettings, index_terms
 from rag.retrieval.vocabulary import TermCounts
-from rag.types import Chunk, Hit, RetrieverDefaults, SourceInfo
+from rag.types import Chunk, Hit, RetrieverDefaults, SourceInfo, Update
 
 MODES = ("hybrid", "bm25", "dense") + FUSIONS
 DEFAULT_FUSION = "weighted"  # chosen on the real-docs fit packages (benchmarks.realdocs.fusion_sweep; RESULTS.md)
@@ -58,7 +58,7 @@ class HybridIndex(RetrieverDefaults):
         min_dense_score: float = MIN_DENSE_SCORE,
         docs_dir: Path | None = None,
         index_dir: Path | None = None,
-        update=None,
+        update: Update | None = None,
         bm25: BM25Index | ShardedBM25 | None = None,
         sources: Mapping[str, SourceInfo] | None = None,
         current_only: bool = False,

@@ -20,7 +20,7 @@ from rag.indexing import store
 from rag.indexing.dense import EMBED_BATCH
 from rag.indexing.hybrid import HybridIndex
 from rag.retrieval.vocabulary import TermCounts
-from rag.types import Chunk, SourceInfo
+from rag.types import Chunk, SourceInfo, Update
 from rag.indexing.build import IndexProgress, ProgressFn
 from rag.indexing.fill import fill_missing, missing_rows
 
@@ -63,7 +63,7 @@ class LiveIndex:
         self.refreshes = 0  # re-indexes run (tests count coalescing with it)
         self.events = 0  # change notifications received
         self._lock = threading.Lock()
-        self._pending = bool(getattr(index.update, "pending", ()))  # files left to chunk: a re-index first
+        self._pending = bool(index.update and index.update.pending)  # files left to chunk: a re-index first
         self._changed = False  # the pending re-index comes from file changes (announced), not catching up
         self._wake = threading.Event()
         self._asked = self._answered = 0  # refresh() tickets handed out, and the last one a re-index covered
@@ -128,7 +128,15 @@ class LiveIndex:
     def docs_dir(self):
         return self._current.docs_dir
 
-    def __getattr__(self, name: str):  # what only the embedded index has (update, fusion, term_settings, ...)
+    @property
+    def update(self) -> Update | None:
+        return self._current.update
+
+    @property
+    def fusion(self) -> str:
+        return self._current.fusion
+
+    def __getattr__(self, name: str):  # what only the embedded index has (term_settings, dense, ...)
         if name.startswith("_"):
             raise AttributeError(name)
         return getattr(self._current, name)
@@ -257,12 +265,12 @@ class LiveIndex:
         self._matrix = matrix
         self._dirty = carried > 0
         self.refreshes += 1
-        if getattr(fresh.update, "pending", ()):  # more files to chunk: another slice next
+        if fresh.update and fresh.update.pending:  # more files to chunk: another slice next
             with self._lock:
                 self._pending = True
         self._current = fresh.with_embeddings(matrix) if carried else fresh  # the swap: one assignment
         self._published, self._unpublished = time.monotonic(), False
-        update = getattr(fresh, "update", None)
+        update = fresh.update
         if announce and update is not None and (update.added or update.changed or update.removed):
             self.emit(IndexProgress("notice", message=f"re-indexed: {len(update.added)} added, "
                                     f"{len(update.changed)} changed, {len(update.removed)} removed"))

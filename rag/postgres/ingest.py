@@ -15,7 +15,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from models.llama_cpp.embedder import SEMANTIC_OFF
+from models.locate import SEMANTIC_OFF
 from models.protocols import Embedder, Tokenizer
 from models.redaction import redact_url
 from rag.errors import StoreRefused, Unreadable

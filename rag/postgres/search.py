@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Self, Sequence
 
 import numpy as np
 
-from models.llama_cpp.embedder import SEMANTIC_OFF
+from models.locate import SEMANTIC_OFF
 from models.protocols import Embedder
 from models.redaction import redact_url
 from rag.errors import SemanticSearchOff, StoreRefused, StoreUnavailable
@@ -34,7 +34,7 @@ from rag.retrieval.fusion import BM25_WEIGHT, FUSIONS, RRF_K
 from rag.indexing.hybrid import CANDIDATE_DEPTH, DEFAULT_FUSION, MIN_DENSE_SCORE, search_mode
 from rag.retrieval.terms import TermSettings, index_terms
 from rag.retrieval.vocabulary import PREFIX
-from rag.types import Chunk, Hit, IndexDefaults
+from rag.types import Chunk, Hit, IndexDefaults, Update
 
 if TYPE_CHECKING:
     import psycopg
@@ -248,7 +248,7 @@ class PgIndex(IndexDefaults):
         min_dense_score: float = MIN_DENSE_SCORE,
         current_only: bool = False,
         docs_dir: Path | None = None,
-        update=None,
+        update: Update | None = None,
     ) -> None:
         if fusion not in FUSIONS:
             raise ValueError(f"unknown fusion {fusion!r}: choose one of {', '.join(FUSIONS)}")

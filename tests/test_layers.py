@@ -1,0 +1,91 @@
+"""The house's layers, read from the code's own imports: models <- rag <- agent, each backend in its package, no
+package importing back, and nothing at run time importing the benchmarks or the test doubles."""
+
+from __future__ import annotations
+
+import ast
+from functools import cache
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNTIME = ("agent", "rag", "models")
+
+
+@cache
+def imports() -> dict[str, set[str]]:
+    """Module -> the modules it imports anywhere in its body (a deferred import is a dependency too)."""
+    found: dict[str, set[str]] = {}
+    for top in RUNTIME:
+        for path in (ROOT / top).rglob("*.py"):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            names = found.setdefault(name, set())
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                    names.add(node.module)
+                elif isinstance(node, ast.Import):
+                    names.update(alias.name for alias in node.names)
+    return found
+
+
+def offending(source: str, targets: tuple[str, ...]) -> list[str]:
+    """'a -> b' for each import from a module under `source` of one under a name in `targets`."""
+    def under(name: str, prefix: str) -> bool:
+        return name == prefix or name.startswith(prefix + ".")
+
+    return sorted(f"{a} -> {b}" for a, bs in imports().items() if under(a, source)
+                  for b in bs if any(under(b, t) for t in targets))
+
+
+def package(module: str) -> str:
+    """A module's place in the house: its top package and the subpackage under it (agent.tui, rag.postgres)."""
+    return ".".join(module.split(".")[:2])
+
+
+def test_models_imports_neither_rag_nor_agent():
+    assert offending("models", ("rag", "agent")) == []
+
+
+def test_rag_never_imports_agent():
+    assert offending("rag", ("agent",)) == []
+
+
+def test_rag_depends_on_models_protocols_not_on_a_backend():
+    """rag.evaluation's programs load the real model and embedder when run by hand: measurement, not the runtime."""
+    backends = offending("rag", ("models.llama_cpp", "models.openai_server"))
+    assert [line for line in backends if not line.startswith("rag.evaluation.")] == []
+
+
+def test_nothing_at_run_time_imports_the_benchmarks_or_the_test_doubles():
+    for top in RUNTIME:
+        assert offending(top, ("benchmarks", "tests", "fakes")) == []
+
+
+def test_only_models_imports_llama_cpp_and_only_the_tui_imports_textual():
+    assert offending("agent", ("llama_cpp",)) + offending("rag", ("llama_cpp",)) == []
+    textual = [line for line in offending("agent", ("textual",)) + offending("rag", ("textual",))
+               if not line.startswith("agent.tui")]
+    assert textual == []
+
+
+def test_the_file_index_and_the_postgresql_store_are_apart_and_share_retrieval():
+    assert offending("rag.indexing", ("rag.postgres",)) == []
+    assert offending("rag.retrieval", ("rag.indexing", "rag.postgres")) == []
+
+
+def test_no_package_imports_one_that_imports_it_back():
+    edges: dict[str, set[str]] = {}
+    for a, bs in imports().items():
+        edges.setdefault(package(a), set()).update(
+            package(b) for b in bs if b.split(".")[0] in RUNTIME and package(b) != package(a))
+    circles = []
+    for start in sorted(edges):
+        seen, todo = set(), [start]
+        while todo:
+            for nxt in edges.get(todo.pop(), ()):
+                if nxt == start:
+                    circles.append(start)
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+    assert sorted(set(circles)) == []
