@@ -6,10 +6,26 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Iterable, Union
 
-from agent.turn.decline import Decline
 from rag.excerpts.packing import Omission
 from rag.types import Hit
 from rag.verification.verdicts import CitationVerdict, ClaimVerdict, Verdict, numbers_with
+
+
+class Decline(StrEnum):
+    EMPTY_QUESTION = "empty_question"  # nothing was asked
+    NO_EXCERPT = "no_excerpt"  # search showed no excerpt
+    NO_CLOSE_SENTENCE = "no_close_sentence"  # quote decoding: no excerpt sentence to offer the model
+    NOT_ANSWERABLE = "not_answerable"  # the answerability rule: the shown excerpts do not answer the question
+    MODEL_DECLINED = "model_declined"  # the model said the docs do not cover it
+    NOTHING_SUPPORTED = "nothing_supported"  # nothing the model wrote holds, and no quote comes close
+
+    @classmethod
+    def of(cls, value: object) -> "Decline | None":
+        """The reason a saved word names; None for none, or for a word this version does not know."""
+        try:
+            return cls(str(value)) if value else None
+        except ValueError:
+            return None
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from agent.turn.context import Budgets
 from models.protocols import GenerationOptions
+from rag.excerpts.search_tool import DEFAULT_MAX_TOKENS
 
 POLICIES = ("auto", "search-first", "model")
 DECODINGS = ("auto", "free", "guarded", "constrained", "quote", "extractive")
@@ -22,6 +22,27 @@ def tool_options() -> GenerationOptions:
     # The tool-call grammar bounds a call to ~200 characters (query <= 120), so 200 tokens always let it close:
     # at 96 a looping query ("KV_CACHE_CACHE_...") was cut off as invalid JSON.
     return GenerationOptions(max_tokens=200, temperature=0.0, repeat_penalty=1.0)
+
+
+@dataclass(frozen=True)
+class Budgets:
+    n_ctx: int = 2048
+    reserve: int = 256  # kept free for the answer (the generation's max_tokens)
+    question_max: int = 256
+    history_max: int = 640
+    evidence_max: int = DEFAULT_MAX_TOKENS
+    evidence_min: int = 320  # older history is dropped before evidence gets less than this
+
+    @property
+    def prompt_limit(self) -> int:
+        return self.n_ctx - self.reserve
+
+    @classmethod
+    def for_window(cls, n_ctx: int) -> "Budgets":
+        """The default budgets for a model whose window is not 2048: history and evidence scale with it."""
+        base = cls()
+        scale = n_ctx / base.n_ctx
+        return cls(n_ctx=n_ctx, history_max=int(base.history_max * scale), evidence_max=int(base.evidence_max * scale))
 
 
 @dataclass(frozen=True)

@@ -11,35 +11,14 @@ from typing import Sequence
 
 from agent.errors import AgentError
 from agent.events import ContextBuilt
+from agent.settings import Budgets  # the window's budgets are settings; the turn spends them here
 from agent.turn.prompts import QUESTION_SUFFIX, SYSTEM_RULES, evidence_message, question_message
 from models.protocols import Tokenizer
 from rag.excerpts.packing import join_blocks
-from rag.excerpts.search_tool import DEFAULT_MAX_TOKENS
 
 
 class ContextOverflow(AgentError):
     """Nothing can be dropped and the prompt still does not fit."""
-
-
-@dataclass(frozen=True)
-class Budgets:
-    n_ctx: int = 2048
-    reserve: int = 256  # kept free for the answer (the generation's max_tokens)
-    question_max: int = 256
-    history_max: int = 640
-    evidence_max: int = DEFAULT_MAX_TOKENS
-    evidence_min: int = 320  # older history is dropped before evidence gets less than this
-
-    @property
-    def prompt_limit(self) -> int:
-        return self.n_ctx - self.reserve
-
-    @classmethod
-    def for_window(cls, n_ctx: int) -> "Budgets":
-        """The default budgets for a model whose window is not 2048: history and evidence scale with it."""
-        base = cls()
-        scale = n_ctx / base.n_ctx
-        return cls(n_ctx=n_ctx, history_max=int(base.history_max * scale), evidence_max=int(base.evidence_max * scale))
 
 
 @dataclass
