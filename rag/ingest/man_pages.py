@@ -27,6 +27,7 @@ MAX_INFO_BYTES = 20 * 1024 * 1024  # zsh's whole manual, unsplit, would be 3 MB
 MAX_SO_DEPTH = 8
 _SECTIONS = re.compile(r"^[1-9nl][a-z0-9]*$")
 _SO = re.compile(r"^\.\s*so\s+(\S+)\s*$")
+_ANY_SO = re.compile(r"^\.[^\S\n]*so[^\S\n]", re.MULTILINE)  # some line could match _SO: worth a closer look
 DEFAULT_MANPATH = ("/usr/local/share/man", "/usr/share/man")
 
 
@@ -129,6 +130,8 @@ def read_bytes(path: Path, cap: int) -> bytes:
 
 def so_target(text: str) -> str | None:
     """The page a `.so` alias names (`man1/other.1`), or None when the page has text of its own."""
+    if _ANY_SO.search(text) is None:  # most pages: no need to look at every line (a third of a warm load of man pages)
+        return None
     lines = [line for line in text.split("\n") if line.strip() and not line.startswith(('.\\"', "'\\\""))]
     m = _SO.match(lines[0]) if len(lines) == 1 else None
     return m.group(1) if m else None
