@@ -197,7 +197,7 @@ def open_session(
 
     `live` (the TUI, a server): ready once BM25 is, embeddings fill in behind and changed files are re-indexed
     (rag.indexing.live); call `close()` when done. Otherwise every chunk is embedded before this returns.
-    `store`: a PostgreSQL URL; the session searches that shared index (rag.retrieval.pg_search) and reads no files.
+    `store`: a PostgreSQL URL; the session searches that shared index (rag.postgres.search) and reads no files.
     `open_embedder()`: the embedder (an embeddings server); default MiniLM in-process.
     """
     from models.chat import load_chat_model
@@ -211,7 +211,7 @@ def open_session(
     embedder = open_embedder() if open_embedder is not None else optional_embedder()
     settings = (settings or AgentSettings()).with_(policy=tools)
     if store:
-        from rag.retrieval.pg_search import PgIndex
+        from rag.postgres.search import PgIndex
 
         index = PgIndex(store, embedder, current_only=current_only)
         return ChatSession(model, index, embedder=embedder, settings=settings, docs_dir=index.index_dir)

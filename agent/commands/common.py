@@ -248,7 +248,7 @@ def open_index_from_args(
 def store_from_args(args: argparse.Namespace) -> str | None:
     """The --store URL (or store = ... in config.toml), checked to be a PostgreSQL URL; None without one."""
     from models.redaction import redact_url
-    from rag.indexing.pg_schema import is_store_url
+    from rag.postgres.schema import is_store_url
 
     store = getattr(args, "store", None)
     if not store:
@@ -265,8 +265,8 @@ def store_from_args(args: argparse.Namespace) -> str | None:
 
 
 def open_store(store: str, embedder, current_only: bool = False, docs_dir=None, update=None):
-    """The PostgreSQL store as a retriever (rag.retrieval.pg_search.PgIndex); only reads it."""
-    from rag.retrieval.pg_search import PgIndex
+    """The PostgreSQL store as a retriever (rag.postgres.search.PgIndex); only reads it."""
+    from rag.postgres.search import PgIndex
 
     return PgIndex(store, embedder, current_only=current_only, docs_dir=docs_dir, update=update)
 
@@ -274,7 +274,7 @@ def open_store(store: str, embedder, current_only: bool = False, docs_dir=None, 
 def ingest_store(store: str, docs, tokenizer, embedder, rebuild: bool = False, progress=None):
     """Bring the store up to date with the docs folder (None: the bundled docs), then open it."""
     from rag.ingest.corpus import check_docs_dir, default_docs_dir
-    from rag.indexing.pg_ingest import ingest
+    from rag.postgres.ingest import ingest
 
     root = check_docs_dir(docs if docs is not None else default_docs_dir())
     update = ingest(store, root, tokenizer, embedder, rebuild=rebuild, progress=progress)
