@@ -144,3 +144,28 @@ def test_a_slow_reread_buys_the_next_slice_more_chunking_time(man_tree, tmp_path
     assert budgets[-1] == 0.05  # capped: a caller waiting for a refresh still gets one in time
     assert not live.update.pending and "man1/lsx.1" in live.doc_ids
     live.close()
+
+
+def test_a_warm_open_reads_no_indexed_page_again_and_a_rebuild_reads_them_all(man_tree, tmp_path, real_tokenizer,
+                                                                               monkeypatch):
+    from rag.ingest import corpus
+
+    reads: list[str] = []
+    real = corpus.read_manual
+
+    def counting(doc_id, *args, **kwargs):
+        reads.append(doc_id)
+        return real(doc_id, *args, **kwargs)
+
+    monkeypatch.setattr(corpus, "read_manual", counting)
+    first = open_index(man_tree, real_tokenizer, None, index_dir=tmp_path / "idx", chunking=ChunkSettings(48))
+    indexed = set(first.doc_ids)
+    assert "man1/lsx.1" in indexed and indexed <= set(reads)
+    reads.clear()
+    warm = open_index(man_tree, real_tokenizer, None, index_dir=tmp_path / "idx", chunking=ChunkSettings(48))
+    assert not warm.update.modified and warm.chunks == first.chunks
+    assert reads and not indexed & set(reads)  # only what was skipped (aliases, loops, junk) is read again
+    reads.clear()
+    rebuilt = open_index(man_tree, real_tokenizer, None, index_dir=tmp_path / "idx", chunking=ChunkSettings(24))
+    assert rebuilt.update.rebuilt and indexed <= set(reads)
+    assert [store.chunk_to_json(c) for c in rebuilt.chunks] == json.loads(GOLDEN.read_text())["manpages@24"]

@@ -151,11 +151,11 @@ def open_index(
     misplaced = _index_dir_problem(target)
     if misplaced and must_save:  # `smoldocs index` saves or fails: say why at once, before any work
         raise IndexDirNotFolder(f"{misplaced}: give --index a folder")
-    emit(IndexProgress("scan", 0, 0))
-    corpus = load_corpus(root, on_document=lambda n: emit(IndexProgress("scan", n, 0)))
-    emit(IndexProgress("scan", len(corpus.documents), len(corpus.documents)))
     wanted = index_settings(tokenizer, embedder, chunking)
     stored, reason = _previous(target, wanted, rebuild, emit)
+    emit(IndexProgress("scan", 0, 0))
+    corpus = load_corpus(root, on_document=lambda n: emit(IndexProgress("scan", n, 0)), known=_known_manuals(stored))
+    emit(IndexProgress("scan", len(corpus.documents), len(corpus.documents)))
     dense_kept = stored is not None and all(stored.settings.get(k) == wanted[k] for k in DENSE_KEYS)
     if embedder is None:
         emit(IndexProgress("notice", message=SEMANTIC_OFF))
@@ -209,7 +209,9 @@ def open_index(
         dense_missing=int((~index.embedded).sum()) if embedder is not None else 0,
         pending=tuple(pending),
     )
-    if update.modified or (stored is not None and stored.bm25_terms != terms_wanted):
+    restamped = stored is not None and any(entry.get("stamps") != old_files.get(doc_id, {}).get("stamps")
+                                           for doc_id, entry in files.items())  # else read again next time
+    if update.modified or restamped or (stored is not None and stored.bm25_terms != terms_wanted):
         _save(target, wanted, files, chunks, embeddings, index, terms_wanted, skips, must_save, emit, misplaced)
     index.update = replace(update, seconds=time.perf_counter() - started)
     emit(IndexProgress("done", len(chunks), len(chunks), index.update.summary()))
@@ -355,6 +357,14 @@ def _previous(target: Path, wanted: dict, rebuild: bool, emit: ProgressFn) -> tu
     return stored, ""
 
 
+def _known_manuals(stored: store.StoredIndex | None) -> dict[str, dict]:
+    """The stored manuals load_corpus need not read again while their files are unchanged: those read as now."""
+    if stored is None:
+        return {}
+    return {doc_id: entry for doc_id, entry in stored.files.items()
+            if entry.get("stamps") and entry.get("reader") == reader_of(doc_id)}
+
+
 def _stamp(entry: dict, reader: str | None) -> dict:
     """A stored file entry, naming its reader where that matters (formats.READERS)."""
     return entry | {"reader": reader} if reader else entry
@@ -377,6 +387,9 @@ def _assemble(
         else:
             sources.append(np.zeros((len(these), dim), np.float32))
         chunks.extend(these)
-        files[doc.doc_id] = _stamp({"sha256": doc.sha256, "chunks": [c.chunk_id for c in these]}, reader_of(doc.doc_id))
+        entry = {"sha256": doc.sha256, "chunks": [c.chunk_id for c in these]}
+        if doc.stamps:
+            entry["stamps"] = [list(s) for s in doc.stamps]
+        files[doc.doc_id] = _stamp(entry, reader_of(doc.doc_id))
     embeddings = np.concatenate(sources).astype(np.float32) if sources else np.zeros((0, dim), np.float32)
     return chunks, embeddings, files
