@@ -184,9 +184,14 @@ def open_index(
     index = HybridIndex(
         chunks, embeddings, embedder, docs_dir=root, index_dir=target, bm25=bm25, sources=sources, **search_options
     )
+    restamped = stored is not None and any(entry.get("stamps") != old_files.get(doc_id, {}).get("stamps")
+                                           for doc_id, entry in files.items())  # else read again next time
+    # Nothing but embeddings can differ from the stored index: only they need writing (store.save_embeddings).
+    as_stored = reusable and dense_kept and skips == old_skips and not restamped
     checkpoint = None
     if must_save and embedder is not None and not index.embedded.all():  # a long run: keep its progress if killed
-        _save(target, wanted, files, chunks, embeddings, index, terms_wanted, skips, must_save, emit, misplaced)
+        if not as_stored:
+            _save(target, wanted, files, chunks, embeddings, index, terms_wanted, skips, must_save, emit, misplaced)
         checkpoint = _checkpoints(target, embeddings, [c.chunk_id for c in chunks])
     index, embedded, embed_seconds = _embed_missing(
         index, chunks, embeddings, embedder, embed_budget, embed_first, emit, checkpoint
@@ -209,9 +214,10 @@ def open_index(
         dense_missing=int((~index.embedded).sum()) if embedder is not None else 0,
         pending=tuple(pending),
     )
-    restamped = stored is not None and any(entry.get("stamps") != old_files.get(doc_id, {}).get("stamps")
-                                           for doc_id, entry in files.items())  # else read again next time
-    if update.modified or restamped or (stored is not None and stored.bm25_terms != terms_wanted):
+    if as_stored and embedded:
+        if not _save_embeddings(target, embeddings, chunks, emit):
+            _save(target, wanted, files, chunks, embeddings, index, terms_wanted, skips, must_save, emit, misplaced)
+    elif update.modified or restamped or (stored is not None and stored.bm25_terms != terms_wanted):
         _save(target, wanted, files, chunks, embeddings, index, terms_wanted, skips, must_save, emit, misplaced)
     index.update = replace(update, seconds=time.perf_counter() - started)
     emit(IndexProgress("done", len(chunks), len(chunks), index.update.summary()))
@@ -304,6 +310,23 @@ def _save(target: Path, wanted, files, chunks, embeddings, index: HybridIndex, t
         emit(IndexProgress("notice", message=f"cannot save the index in {target} ({reason}); "
                            "using it unsaved: pass --index DIR to a writable folder"))
     emit(IndexProgress("save", 1, 1))
+
+def _save_embeddings(target: Path, embeddings: np.ndarray, chunks: list[Chunk], emit) -> bool:
+    """Write only the embedding rows of an index whose chunks are stored already; False when that cannot be done
+    (the stored index changed meanwhile, or a write failed): then the whole index is saved, which reports.
+
+    A one-shot search embeds a few chunks of a large index: saving all its chunks and BM25 postings again took
+    1.7 of the 5.7 s CPU of such a search over 2,000 man pages, and grows with the index.
+    """
+    emit(IndexProgress("save", 0, 1))
+    try:
+        saved = store.save_embeddings(target, embeddings, [c.chunk_id for c in chunks])
+    except OSError:
+        return False
+    if saved:
+        emit(IndexProgress("save", 1, 1))
+    return saved
+
 
 def _checkpoints(target: Path, embeddings: np.ndarray, chunk_ids: list[str]) -> Callable[[], None]:
     """A per-batch callback saving the rows embedded so far (store.save_embeddings, atomic) every

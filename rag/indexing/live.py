@@ -252,8 +252,11 @@ class LiveIndex:
             self.emit(IndexProgress("notice", message=message))
             return
         self._told.discard(gone_message(root))
-        overhead = time.perf_counter() - started - self.slice  # reading the folder, building BM25, saving
-        self.slice = min(MAX_REFRESH_SLICE, max(REFRESH_SLICE, overhead))
+        if getattr(fresh.update, "pending", ()):  # the slice was spent chunking; the rest of the time went on
+            overhead = time.perf_counter() - started - self.slice  # reading the folder, building BM25, saving
+            self.slice = min(MAX_REFRESH_SLICE, max(REFRESH_SLICE, overhead))
+        else:
+            self.slice = REFRESH_SLICE
         matrix = np.array(fresh.dense.matrix, copy=True)
         carried = _carry_over(self._current, fresh, matrix)
         self._matrix = matrix
