@@ -188,3 +188,28 @@ def test_a_run_that_only_embeds_rewrites_only_the_embeddings(docs, tmp_path):
     assert (after["chunks_file"], after["bm25_file"]) == (before["chunks_file"], before["bm25_file"])
     assert after["embeddings_file"] != before["embeddings_file"]
     assert store.load(idx).embeddings.any(axis=1).all() and len(list(idx.glob("embeddings-*.npy"))) == 1
+
+
+def test_a_section_many_pages_share_is_counted_once(real_tokenizer):
+    """gcloud's pages repeat whole sections: the second page's copy is counted from memory, to the same chunks."""
+    from rag.ingest.chunking import chunk_document
+
+    class Counting:
+        name = real_tokenizer.name
+
+        def __init__(self) -> None:
+            self.texts: list[str] = []
+
+        def count(self, text: str) -> int:
+            self.texts.append(text)
+            return real_tokenizer.count(text)
+
+    shared = "# FLAGS\n\n" + "".join(f"--flag-{n}\n: what flag {n} does, at some length.\n\n" for n in range(30))
+    counter = Counting()
+    first = chunk_document("a.md", "# A\n\nPage a.\n\n" + shared, counter, max_tokens=48)
+    before = len(counter.texts)
+    second = chunk_document("b.md", "# B\n\nPage b.\n\n" + shared, counter, max_tokens=48)
+    assert len(counter.texts) - before < before / 2 and len(counter.texts) == len(set(counter.texts))
+    assert [c.text for c in second[1:]] == [c.text for c in first[1:]]
+    assert [c.text for c in second] == [c.text for c in chunk_document("b.md", "# B\n\nPage b.\n\n" + shared,
+                                                                       real_tokenizer, max_tokens=48)]
