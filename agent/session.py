@@ -31,7 +31,7 @@ class Session(Protocol):
 
     model_name: str
     index_size: int
-    docs_dir: Path | None
+    docs_dir: Path | str | None  # a PostgreSQL store: its URL, password hidden
     dense_coverage: float  # the share of chunks search ranks by meaning too
     backend_note: str  # what the status line says of the model's backend ("" in-process)
     search_notice: str  # what search is missing, in one line ("" when whole)
@@ -59,7 +59,7 @@ class ChatSession:
         *,
         embedder: Embedder | None = None,
         settings: AgentSettings | None = None,
-        docs_dir: Path | None = None,
+        docs_dir: Path | str | None = None,
     ) -> None:
         self.model = model
         self.retriever = retriever
@@ -200,8 +200,8 @@ def open_session(
     `store`: a PostgreSQL URL; the session searches that shared index (rag.postgres.search) and reads no files.
     `open_embedder()`: the embedder (an embeddings server); default MiniLM in-process.
     """
-    from models.chat import load_chat_model
-    from models.embedder import optional_embedder
+    from models.llama_cpp.chat import load_chat_model
+    from models.llama_cpp.embedder import optional_embedder
     from rag.ingest.corpus import default_docs_dir
     from rag.indexing.build import open_index
     from rag.indexing.live import open_live_index
@@ -213,8 +213,8 @@ def open_session(
     if store:
         from rag.postgres.search import PgIndex
 
-        index = PgIndex(store, embedder, current_only=current_only)
-        return ChatSession(model, index, embedder=embedder, settings=settings, docs_dir=index.index_dir)
+        shared = PgIndex(store, embedder, current_only=current_only)
+        return ChatSession(model, shared, embedder=embedder, settings=settings, docs_dir=shared.index_dir)
     from rag.ingest.man_pages import ManSource
 
     # --man's pages stay a ManSource: as a Path they would be every file under their root, / when there are several

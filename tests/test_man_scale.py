@@ -177,7 +177,7 @@ def test_a_warm_open_reads_no_indexed_page_again_and_a_rebuild_reads_them_all(ma
 
 def test_a_run_that_only_embeds_rewrites_only_the_embeddings(docs, tmp_path):
     """A one-shot search on a stored index embeds a few chunks: chunks and BM25 postings are not written again."""
-    from models.fakes import CountingEmbedder, WordTokenizer
+    from fakes import CountingEmbedder, WordTokenizer
 
     idx = tmp_path / "idx"
     open_index(docs, WordTokenizer(), CountingEmbedder(64), index_dir=idx, embed_budget=0)

@@ -7,7 +7,7 @@ import sys
 from typing import TextIO
 
 from agent.progress import ProgressBar
-from rag.retrieval.hybrid import HybridIndex
+from rag.indexing.hybrid import HybridIndex
 
 
 def add_docs_option(p: argparse.ArgumentParser) -> None:
@@ -54,7 +54,7 @@ def add_model_option(p: argparse.ArgumentParser) -> None:
     server.add_argument("--token-timeout", metavar="S", type=float, default=None,
                         help="seconds to wait for each next piece once the answer began (default 60)")
     server.add_argument("--answer-timeout", metavar="S", type=float, default=None,
-                        help="seconds a whole answer may take to stream (default 600)")  # fmt: skip
+                        help="seconds a whole answer may take to stream (default 600)")
 
 
 def _positive_int(text: str) -> int:
@@ -71,11 +71,11 @@ def open_chat_model(args: argparse.Namespace):
     """The chat model: a server at --base-url (checked: reachable, model served, counts exact) or a GGUF in-process."""
     base_url = getattr(args, "base_url", None)
     if not base_url:
-        from models.chat import load_chat_model
+        from models.llama_cpp.chat import load_chat_model
 
         return load_chat_model(getattr(args, "model", None), n_ctx=getattr(args, "n_ctx", None) or 2048)
     from agent.errors import UsageError
-    from models.server import open_server_model
+    from models.openai_server.server import open_server_model
 
     if getattr(args, "decoding", None) == "guarded":
         raise UsageError("--decoding guarded needs the model's logits, in-process only: use free or constrained with --base-url")
@@ -91,10 +91,10 @@ def open_chat_model(args: argparse.Namespace):
 
 def server_config(args: argparse.Namespace):
     """The model server's settings from flags already resolved by agent.config (which checked the timeouts)."""
-    from models.server_api import ServerConfig
+    from models.openai_server.server_api import ServerConfig
 
     timeouts = {name: getattr(args, name) for name in ("connect_timeout", "first_token_timeout", "token_timeout", "answer_timeout")
-                if getattr(args, name, None) is not None}  # fmt: skip
+                if getattr(args, name, None) is not None}
     return ServerConfig(
         base_url=args.base_url,
         api_key=getattr(args, "api_key", None),
@@ -156,7 +156,7 @@ def add_decoding_options(p: argparse.ArgumentParser) -> None:
         help="auto (default): extractive below 1B parameters, free above; free: unconstrained; guarded: free text in "
              "which only shown [n] can be written; constrained: every sentence ends with a shown [n]; extractive: no "
              "model text, only the best quotes",
-    )  # fmt: skip
+    )
 
 
     p.add_argument(
@@ -164,7 +164,7 @@ def add_decoding_options(p: argparse.ArgumentParser) -> None:
         help="on: the trained cross-encoder picks the quotes and decides when the docs do not answer; off: the "
              "quote scorer's word and meaning features (default: settings file, else "
              + ("on" if RERANK_DEFAULT else "off") + ")",
-    )  # fmt: skip
+    )
 
 
 def decoding_from_args(args: argparse.Namespace) -> str:
@@ -183,7 +183,7 @@ def load_tokenizer_from_args(args: argparse.Namespace):
     """The chat model's tokenizer named by --model (vocab only, fast), or the served model's with --base-url."""
     if getattr(args, "base_url", None):
         return open_chat_model(args).tokenizer
-    from models.tokenizer import load_tokenizer
+    from models.llama_cpp.tokenizer import load_tokenizer
 
     return load_tokenizer(getattr(args, "model", None))
 
@@ -194,10 +194,10 @@ def load_embedder_from_args(args: argparse.Namespace):
     if getattr(args, "embed_url", None):
         import os
 
-        from models.server_embedder import ServerEmbedder
+        from models.openai_server.server_embedder import ServerEmbedder
 
         return ServerEmbedder(args.embed_url, getattr(args, "embed_model", None), os.environ.get("SMOLDOCS_EMBED_API_KEY"))
-    from models.embedder import optional_embedder
+    from models.llama_cpp.embedder import optional_embedder
 
     return optional_embedder()
 

@@ -67,10 +67,10 @@ def open_served(args: argparse.Namespace, store: str | None, command: str, where
 
     if store is not None:  # a shared store: nothing to index here, only the query embedder to load
         tokenizer, embedder = load()
-        served = StoredDocs(common.open_store(store, embedder), tokenizer, embedder)
-        print(f"smoldocs {command}: serving {served.root} ({len(served.index)} chunks) {where}", file=sys.stderr,
-              flush=True)  # fmt: skip
-        return served
+        stored = StoredDocs(common.open_store(store, embedder), tokenizer, embedder)
+        print(f"smoldocs {command}: serving {stored.root} ({len(stored.index)} chunks) {where}", file=sys.stderr,
+              flush=True)
+        return stored
     served = FolderIndex(args.docs, load, index_dir=args.index, on_failure=failed)
     print(f"smoldocs {command}: serving {served.root} {where} (indexing in the background)", file=sys.stderr, flush=True)
     return served

@@ -63,7 +63,7 @@ def _serve(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.tokens} holds no tokens: make one with `smoldocs serve --new-token NAME --tokens {args.tokens}`")
     if not web.is_loopback(args.host) and not args.allow_remote:
         raise UsageError(f"--host {args.host} can be reached from other machines: add --allow-remote if that is meant "
-                         "(and put a TLS-terminating reverse proxy in front)")  # fmt: skip
+                         "(and put a TLS-terminating reverse proxy in front)")
     store = common.store_from_args(args)
     if args.docs is not None and store is None:
         check_docs_dir(args.docs)  # a mistyped folder is one line, before anything is served
@@ -74,7 +74,7 @@ def _serve(args: argparse.Namespace) -> int:
         print(REMOTE_NOTE, file=sys.stderr, flush=True)
     app = web.make_app(served, tokens, log, host=args.host,
                        call_timeout_s=args.call_timeout or CALL_TIMEOUT_S,
-                       max_in_flight=args.max_in_flight or MAX_CONCURRENT_PER_TOKEN)  # fmt: skip
+                       max_in_flight=args.max_in_flight or MAX_CONCURRENT_PER_TOKEN)
     web.serve(app, sock)
     busy = not served.lock.acquire(blocking=False)
     print("smoldocs serve: stopped", file=sys.stderr, flush=True)

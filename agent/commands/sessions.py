@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import replace
+from typing import Any
 
 from agent.session import ChatSession
 from agent.settings import AgentSettings
@@ -22,8 +23,8 @@ def open_cli_session(args: argparse.Namespace, tools: str = "auto", decoding: st
     from agent.commands.common import rerank_from_args
 
     settings = AgentSettings(policy=tools, decoding=decoding, rerank=rerank_from_args(args))
-    changes = {name: getattr(args, name, None) for name in ("temperature", "max_tokens")}
-    changes = {name: value for name, value in changes.items() if value is not None}
+    given = {name: getattr(args, name, None) for name in ("temperature", "max_tokens")}
+    changes: dict[str, Any] = {name: value for name, value in given.items() if value is not None}
     if changes:  # from config.toml or the environment: `ask` has no such flags
         settings = settings.with_(generation=replace(settings.generation, **changes))
     return ChatSession(model, index, embedder=embedder, settings=settings, docs_dir=index.docs_dir)

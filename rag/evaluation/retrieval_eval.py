@@ -11,11 +11,11 @@ import argparse
 import json
 import sys
 from dataclasses import asdict, dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
-from rag.retrieval.hybrid import HybridIndex
+from rag.indexing.hybrid import HybridIndex
 from rag.evaluation.questions import Question, first_per_doc, gold_chunk_ids, load_questions, mean, mrr_at_k, recall_at_k
 from rag.retrieval.terms import TermSettings
 
@@ -81,7 +81,7 @@ def ungraded(index: HybridIndex, questions: Sequence[Question]) -> list[str]:
 
 def variant(index: HybridIndex, **changes) -> HybridIndex:
     """The same chunks and embeddings searched with other term settings or fusion parameters."""
-    options = dict(
+    options: dict[str, Any] = dict(
         term_settings=index.term_settings, fusion=index.fusion, bm25_weight=index.bm25_weight,
         min_dense_score=index.min_dense_score,
     )
@@ -144,8 +144,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print rows as JSON")
     args = parser.parse_args(argv)
 
-    from models.embedder import optional_embedder  # real components only when run as a program
-    from models.tokenizer import load_tokenizer
+    from models.llama_cpp.embedder import optional_embedder  # real components only when run as a program
+    from models.llama_cpp.tokenizer import load_tokenizer
     from rag.indexing.build import open_index
 
     embedder = optional_embedder()

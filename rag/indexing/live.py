@@ -11,18 +11,21 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 import numpy as np
 
 from models.protocols import Embedder
 from rag.indexing import store
-from rag.retrieval.dense import EMBED_BATCH
-from rag.retrieval.hybrid import HybridIndex
+from rag.indexing.dense import EMBED_BATCH
+from rag.indexing.hybrid import HybridIndex
 from rag.retrieval.vocabulary import TermCounts
 from rag.types import Chunk, SourceInfo
 from rag.indexing.build import IndexProgress, ProgressFn
 from rag.indexing.fill import fill_missing, missing_rows
+
+if TYPE_CHECKING:
+    from rag.indexing.watch import FolderWatcher
 
 READY_CHUNK_BUDGET = 0.5  # seconds of chunking before a live index is ready; the other files are chunked behind
 # A re-index chunks for at most this long, then publishes what it has and goes on: a quit never waits for more,
@@ -79,7 +82,7 @@ class LiveIndex:
         self._unpublished = False  # embeddings computed but not in the snapshot yet
         self._holds = 0  # answers running: embedding waits so they get the cores
         self.slice = REFRESH_SLICE  # seconds of chunking the next re-index may spend
-        self.watcher = None  # a rag.indexing.watch.FolderWatcher feeding `changed`, closed with this index
+        self.watcher: FolderWatcher | None = None  # feeds `changed`; closed with this index
 
     # -- reading: always one snapshot -----------------------------------------------------------------------
     def snapshot(self) -> HybridIndex:
@@ -97,7 +100,7 @@ class LiveIndex:
 
     # The rest of rag.types.Retriever, always the current snapshot's.
     @property
-    def chunks(self) -> list[Chunk]:
+    def chunks(self) -> Sequence[Chunk]:
         return self._current.chunks
 
     @property
@@ -214,7 +217,7 @@ class LiveIndex:
         if self.embedder is None or self._embedding_failed or not missing_rows(self._matrix).size:
             self._finish()
             return "idle"
-        self._embed_batch()
+        self._embed_batch(self.embedder)
         return "embed"
 
     def start(self) -> "LiveIndex":
@@ -273,10 +276,10 @@ class LiveIndex:
                                     f"{len(update.changed)} changed, {len(update.removed)} removed"))
         self._progress()
 
-    def _embed_batch(self) -> None:
+    def _embed_batch(self, embedder: Embedder) -> None:
         snapshot = self._current
         try:
-            fill_missing(self._matrix, snapshot.chunks, self.embedder, budget=None, batch=self.batch,
+            fill_missing(self._matrix, snapshot.chunks, embedder, budget=None, batch=self.batch,
                          stop=self._stop, limit=self.batch)
         except Exception as exc:
             self._embedding_failed = True

@@ -15,7 +15,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from models.embedder import SEMANTIC_OFF
+from models.llama_cpp.embedder import SEMANTIC_OFF
 from models.protocols import Embedder, Tokenizer
 from models.redaction import redact_url
 from rag.errors import StoreRefused, Unreadable
@@ -36,7 +36,7 @@ from rag.ingest.chunking import ChunkSettings, chunk_layout, indexed_text
 from rag.ingest.corpus import Document, check_docs_dir, load_corpus
 from rag.ingest.formats import read_layout
 from rag.ingest.sources import SourceInfo, source_info
-from rag.retrieval.dense import EMBED_BATCH, embed_texts
+from rag.indexing.dense import EMBED_BATCH, embed_texts
 from rag.retrieval.terms import TermSettings, index_terms
 from rag.retrieval.vocabulary import PREFIX
 from rag.types import Chunk
@@ -99,17 +99,17 @@ class EmbedQueue:
             return [item]
         self._items.append(item)
         self._texts.extend(indexed_text(c) for c in item.chunks)
-        return self._drain(final=False)
+        return self._drain(self.embedder, final=False)
 
     def finish(self) -> list[Prepared]:
         """Embed what is left (a last, shorter batch) and release every waiting document."""
-        return self._drain(final=True) if self.embedder is not None else []
+        return self._drain(self.embedder, final=True) if self.embedder is not None else []
 
-    def _drain(self, final: bool) -> list[Prepared]:
+    def _drain(self, embedder: Embedder, final: bool) -> list[Prepared]:
         while len(self._texts) - len(self._vectors) >= self.batch or (final and len(self._texts) > len(self._vectors)):
             lo = len(self._vectors)
             part = self._texts[lo : lo + self.batch]
-            self._vectors.extend(embed_texts(self.embedder, part, len(part)))
+            self._vectors.extend(embed_texts(embedder, part, len(part)))
             self.embedded += len(part)
             rate = self.embedded / max(time.perf_counter() - self._started, 1e-9)
             self.progress(IndexProgress("embed", self.embedded, 0, rate=rate))
@@ -124,7 +124,7 @@ class EmbedQueue:
 
 
 def from_index(index, documents: Sequence[Document]) -> Iterator[Prepared]:
-    """The documents of an embedded rag.retrieval.hybrid.HybridIndex, ready to write with its chunks, terms and embeddings.
+    """The documents of an embedded rag.indexing.hybrid.HybridIndex, ready to write with its chunks, terms and embeddings.
 
     Moving a folder's index into the store this way costs no embedding; `documents` give the content hashes.
     """
@@ -327,7 +327,9 @@ def ingest(
         emit(IndexProgress("scan", 0, 0))
         corpus = load_corpus(root, on_document=lambda n: emit(IndexProgress("scan", n, 0)))
         stored = dict(conn.execute(f"SELECT doc_id, sha256 FROM {S}.documents").fetchall())
-        added, changed, skipped = [], [], dict(corpus.skipped)
+        added: list[str] = []
+        changed: list[str] = []
+        skipped = dict(corpus.skipped)
         queue = EmbedQueue(embedder, progress=emit)
 
         def apply(item: Prepared) -> None:

@@ -8,11 +8,11 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from models.embedder import SEMANTIC_OFF
+from models.llama_cpp.embedder import SEMANTIC_OFF
 from models.protocols import Embedder
-from rag.retrieval.bm25 import BM25Index
+from rag.indexing.bm25 import BM25Index
 from rag.ingest.chunking import indexed_text
-from rag.retrieval.dense import DenseIndex, embedded_rows
+from rag.indexing.dense import DenseIndex, embedded_rows
 from rag.errors import SemanticSearchOff
 from rag.retrieval.fusion import BM25_WEIGHT, FUSIONS, Ranked, fuse, top_rows
 from rag.ingest.sources import source_info
@@ -180,6 +180,8 @@ class HybridIndex(RetrieverDefaults):
 
     def rank_dense(self, query: str, depth: int, allowed: np.ndarray | None = None) -> Ranked:
         """Chunks whose embedding is close enough to the query's, most similar first."""
+        if self.embedder is None:
+            raise SemanticSearchOff(SEMANTIC_OFF)
         vector = np.asarray(self.embedder.embed([query]), dtype=np.float32)[0]
         return top_rows(self.dense.scores(vector), depth, allowed, above=self.min_dense_score)
 
