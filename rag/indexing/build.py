@@ -410,7 +410,7 @@ def _assemble(
         else:
             sources.append(np.zeros((len(these), dim), np.float32))
         chunks.extend(these)
-        entry = {"sha256": doc.sha256, "chunks": [c.chunk_id for c in these]}
+        entry: dict[str, object] = {"sha256": doc.sha256, "chunks": [c.chunk_id for c in these]}
         if doc.stamps:
             entry["stamps"] = [list(s) for s in doc.stamps]
         files[doc.doc_id] = _stamp(entry, reader_of(doc.doc_id))
