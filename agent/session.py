@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Callable, Iterator, Protocol, Sequence, runtime_checkable
 
 from agent.events import Answer, AnswerFinished, AnswerStatus, Event
-from agent.loop import Agent
-from agent.quoting import QuoteCandidates
+from agent.turn.loop import Agent
+from agent.turn.quoting import QuoteCandidates
 from agent.settings import AgentSettings
 from models.protocols import CancelToken, ChatModel, Embedder
 from models.reranker import optional_reranker
@@ -171,7 +171,7 @@ class ChatSession:
 def fit_to_model(settings: AgentSettings, model: ChatModel) -> AgentSettings:
     """The default budgets scaled to the model's window (a server may hold more, or less, than 2048 tokens), and
     `auto` decoding resolved by the model's size."""
-    from agent.context import Budgets
+    from agent.turn.context import Budgets
 
     if settings.budgets == Budgets() and model.n_ctx != settings.budgets.n_ctx:
         settings = settings.with_(budgets=Budgets.for_window(model.n_ctx))

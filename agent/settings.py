@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from agent.context import Budgets
+from agent.turn.context import Budgets
 from models.protocols import GenerationOptions
 
 POLICIES = ("auto", "search-first", "model")
@@ -36,7 +36,7 @@ class AgentSettings:
     # precision 0.35 / 0.32 / 0.29: barred from writing [6] or a [link](...), SmolLM2-135M writes a wrong shown
     # number instead, so the guard trades 6 made-up numbers for 53 more unsupported ones.
     # quote: the answer opens with a reference copied verbatim from one of the quote scorer's best sentences
-    # (a copy guard, agent/quoting.py), cited by the system, then an optional short claim, up to 3 times.
+    # (a copy guard, agent/turn/quoting.py), cited by the system, then an optional short claim, up to 3 times.
     # extractive: no model call; the best quotes of the shown excerpts, or a refusal (the baseline of #16).
     # auto: extractive below 1B parameters, free above (and when the size is unknown). Measured (all 164
     # questions, SmolLM2-135M): free, guarded and constrained showed exactly the sentences extractive shows (the
