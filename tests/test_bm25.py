@@ -128,3 +128,46 @@ def test_postings_survive_a_round_trip_through_arrays():
     for query in (["kv"], ["cache", "rope", "zzz"], ["n_ctx"]):
         np.testing.assert_array_equal(again.scores(query), index.scores(query))
     assert BM25Index.from_arrays(BM25Index([]).to_arrays()).scores(["x"]).shape == (0,)
+
+
+def _terms_uncached(text: str, settings: TermSettings) -> list[str]:
+    """index_terms as it was before token_terms cached each word: every occurrence split and stemmed anew."""
+    import re
+
+    from rag.retrieval.terms import STOPWORDS
+
+    out: list[str] = []
+    method = settings.stemmer if settings.stem else "none"
+    for match in re.finditer(r"\w+(?:[.\-]+\w+)*", text):
+        token = match.group().strip("_")
+        segments = [seg for seg in re.split(r"[.\-]+", token) if seg.strip("_")]
+        if settings.wholes == "token" and len(segments) > 1:
+            out.append(token.lower())
+        for segment in segments:
+            segment = segment.strip("_")
+            parts = identifier_parts(segment) if settings.identifiers else [p for p in segment.lower().split("_") if p]
+            lower = segment.lower()
+            if len(parts) > 1:
+                out.append(lower)
+            if len(parts) > 1 and not settings.identifiers:
+                out.extend(stem(part, method) for part in parts)
+                continue
+            seen = {lower} if len(parts) > 1 else set()
+            for part in parts:
+                if settings.stopwords and part in STOPWORDS:
+                    continue
+                term = stem(part, method)
+                if term not in seen:
+                    seen.add(term)
+                    out.append(term)
+    return out
+
+
+_TERM_SETTINGS = [TermSettings(), TermSettings(wholes="token"), TermSettings(identifiers=False, stopwords=False),
+                  TermSettings(stemmer="light"), TermSettings(stem=False)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="aZ_.-9 é\nthe readFile HTTPServer n_ctx", max_size=80), st.sampled_from(_TERM_SETTINGS))
+def test_cached_word_terms_match_splitting_every_occurrence_anew(text, term_settings):
+    assert index_terms(text, term_settings) == _terms_uncached(text, term_settings)

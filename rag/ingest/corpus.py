@@ -12,13 +12,13 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, cast
+from typing import Callable, Mapping, cast
 
 import rag
 from rag.errors import DocsNotFound
 from rag.ingest.formats import FILE_FORMATS, SUFFIXES, TEXT_FORMATS, stream_digest
 from rag.ingest.formats.manuals import is_manual, man_parts
-from rag.ingest.man_pages import ManSource, Skip, read_manual
+from rag.ingest.man_pages import ManSource, Skip, file_stamps, read_manual, stamps_hold
 
 TEXT_SUFFIXES = tuple(TEXT_FORMATS)
 # Folders that hold generated output or tooling, never docs a user wrote.
@@ -43,6 +43,9 @@ class Document:
     path: Path
     text: str
     sha256: str  # of the raw bytes, before decoding
+    # A manual's files as they were when its text was read (man_pages.file_stamps). A manual whose stamps still
+    # hold is not read again: its text is "" and its sha256 the stored one.
+    stamps: tuple = ()
 
     @property
     def suffix(self) -> str:
@@ -236,9 +239,11 @@ def _candidates(docs_dir, root: Path, skipped: dict[str, int]):
                 yield doc_id, path
 
 
-def load_corpus(docs_dir: str | os.PathLike[str], on_document: Callable[[int], None] | None = None) -> Corpus:
+def load_corpus(docs_dir: str | os.PathLike[str], on_document: Callable[[int], None] | None = None,
+                known: Mapping[str, dict] | None = None) -> Corpus:
     """Read every text file under `docs_dir`, calling on_document(count so far) as each is read.
 
+    `known`: doc id -> {"sha256", "stamps"} of manuals read before; one whose files are unchanged is not read.
     Raises DocsNotFound if there is none.
     """
     root = check_docs_dir(docs_dir)
@@ -248,15 +253,28 @@ def load_corpus(docs_dir: str | os.PathLike[str], on_document: Callable[[int], N
     man_pages = {os.path.realpath(path) for doc_id, path in candidates if man_parts(doc_id) is not None}
     for doc_id, path in candidates:
         if is_manual(doc_id):  # man pages and info manuals: read by name, maybe gzipped, `.so` followed
+            memo = (known or {}).get(doc_id)
+            if memo is not None and stamps_hold(memo.get("stamps")):
+                stamps = tuple(tuple(s) for s in memo["stamps"])
+                documents.append(Document(doc_id=doc_id, path=path, text="", sha256=memo["sha256"], stamps=stamps))
+                if on_document is not None:
+                    on_document(len(documents))
+                continue
+            sources: list[Path] = []
             try:
-                text = read_manual(doc_id, path, man_pages)
+                text = read_manual(doc_id, path, man_pages, sources)
+                stamps = file_stamps(sources)
             except Skip as why:
                 _count(skipped, str(why))
+                continue
+            except OSError:  # gone between reading and stat
+                _count(skipped, "unreadable")
                 continue
             if not text.strip():
                 _count(skipped, "empty")
                 continue
-            documents.append(Document(doc_id=doc_id, path=path, text=text, sha256=file_digest(text.encode())))
+            documents.append(Document(doc_id=doc_id, path=path, text=text, sha256=file_digest(text.encode()),
+                                      stamps=stamps))
             if on_document is not None:
                 on_document(len(documents))
             continue

@@ -28,6 +28,7 @@ MAX_INFO_BYTES = 20 * 1024 * 1024  # zsh's whole manual, unsplit, would be 3 MB
 MAX_SO_DEPTH = 8
 _SECTIONS = re.compile(r"^[1-9nl][a-z0-9]*$")
 _SO = re.compile(r"^\.\s*so\s+(\S+)\s*$")
+_ANY_SO = re.compile(r"^\.[^\S\n]*so[^\S\n]", re.MULTILINE)  # some line could match _SO: worth a closer look
 DEFAULT_MANPATH = ("/usr/local/share/man", "/usr/share/man")
 
 
@@ -129,6 +130,8 @@ def read_bytes(path: Path, cap: int) -> bytes:
 
 def so_target(text: str) -> str | None:
     """The page a `.so` alias names (`man1/other.1`), or None when the page has text of its own."""
+    if _ANY_SO.search(text) is None:  # most pages: no need to look at every line (a third of a warm load of man pages)
+        return None
     lines = [line for line in text.split("\n") if line.strip() and not line.startswith(('.\\"', "'\\\""))]
     m = _SO.match(lines[0]) if len(lines) == 1 else None
     return m.group(1) if m else None
@@ -148,11 +151,13 @@ def resolve_so(name: str, tree: Path) -> Path:
     raise Skip(".so to a missing page")
 
 
-def include_so(text: str, path: Path, seen: tuple[str, ...] = (), indexed: frozenset[str] | set[str] = frozenset()) -> str:
+def include_so(text: str, path: Path, seen: tuple[str, ...] = (), indexed: frozenset[str] | set[str] = frozenset(),
+               sources: list[Path] | None = None) -> str:
     """The page with every `.so` line replaced by the page it names, within the man tree; a loop is a Skip.
 
     A page in `indexed` (real paths) is read as itself, so including it again would only duplicate it: zshall(1)
-    `.so`s all fifteen zsh pages, and its own overview is what it adds.
+    `.so`s all fifteen zsh pages, and its own overview is what it adds. Every page a `.so` names, included or
+    not, is added to `sources`: the text depends on each.
     """
     if "\n.so" not in "\n" + text:
         return text
@@ -167,8 +172,11 @@ def include_so(text: str, path: Path, seen: tuple[str, ...] = (), indexed: froze
             out.append(line)
             continue
         target = resolve_so(m.group(1), tree)
+        if sources is not None:
+            sources.append(target)
         if os.path.realpath(target) not in indexed:
-            out.append(include_so(_decode(read_bytes(target, MAX_MAN_PAGE_BYTES)), target, (*seen, real), indexed))
+            page = _decode(read_bytes(target, MAX_MAN_PAGE_BYTES))
+            out.append(include_so(page, target, (*seen, real), indexed, sources))
     return "\n".join(out)
 
 
@@ -180,11 +188,14 @@ def _decode(data: bytes) -> str:
     return decode_text(data)
 
 
-def read_manual(doc_id: str, path: Path, included: set[str] | None = None) -> str:
+def read_manual(doc_id: str, path: Path, included: set[str] | None = None, sources: list[Path] | None = None) -> str:
     """The text of a man page (with `.so` followed) or an info file; a Skip says why it is left out.
 
     `included`: the real paths of the pages this corpus reads, so an alias of one of them is skipped.
+    `sources`: gets the files the text was made of (the page, then what its `.so` lines name), for file_stamps.
     """
+    if sources is not None:
+        sources.append(path)
     if man_parts(doc_id) is None:
         # Info's index nodes mark entries with NUL-backspace pairs: those are text, any other NUL is not.
         data = read_bytes(path, MAX_INFO_BYTES) if info_name(doc_id) is not None else b""
@@ -192,8 +203,32 @@ def read_manual(doc_id: str, path: Path, included: set[str] | None = None) -> st
     text = _decode(read_bytes(path, MAX_MAN_PAGE_BYTES))
     alias = so_target(text)
     if alias is None:
-        return include_so(text, path, indexed=included or frozenset())
-    whole = include_so(text, path)  # a loop or a link out of the tree is a Skip before an alias is
+        return include_so(text, path, indexed=included or frozenset(), sources=sources)
+    whole = include_so(text, path, sources=sources)  # a loop or a link out of the tree is a Skip before an alias is
     if included is not None and os.path.realpath(resolve_so(alias, tree_of(path))) in included:
         raise Skip("man page alias (.so)")
     return whole
+
+
+Stamp = tuple[str, int, int, int]  # (path, size, mtime in ns, inode)
+
+
+def file_stamps(paths: list[Path]) -> tuple[Stamp, ...]:
+    """What each file looks like on disk, links followed: while every stamp holds, a page reads the same.
+
+    Reading man1's 17,816 pages again (gunzip, decode, `.so`) was most of a warm load; a stat each is not.
+    A file rewritten within the same nanosecond tick at the same size and inode is the blind spot, as for make.
+    """
+    out = []
+    for path in paths:
+        st = os.stat(path)
+        out.append((str(path), st.st_size, st.st_mtime_ns, st.st_ino))
+    return tuple(out)
+
+
+def stamps_hold(stamps) -> bool:
+    """True when every file of `stamps` (as file_stamps made them, or read back from JSON) is as it was."""
+    try:
+        return bool(stamps) and all(file_stamps([Path(s[0])])[0] == tuple(s) for s in stamps)
+    except (OSError, TypeError, ValueError, IndexError):
+        return False
