@@ -205,7 +205,10 @@ class FolderIndex:
             return index, f"{note}\n{more}" if more else note
 
     def _stamp(self) -> tuple[tuple, dict[str, Path]]:
-        return _stamps(self.collections) if self.collections is not None else _stamp(self.root)
+        if self.collections is not None:
+            return _stamps(self.collections)
+        assert isinstance(self.root, Path)  # one folder when no collections were given (__init__)
+        return _stamp(self.root)
 
     def _settle(self, live: LiveIndex) -> None:
         """Wait, at most as long as a one-shot search embeds, for the new chunks' embeddings, unless files are still

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Callable, Iterator, Protocol, Sequence, runtime_checkable
 
 from agent.events import Answer, AnswerFinished, AnswerStatus, Event
 from agent.turn.loop import Agent
@@ -17,6 +17,9 @@ from rag.answering.passages import PassageReranker
 from rag.types import Chunk, Hit, Retriever
 from rag.verification.verdicts import Verdict
 from rag.verification.verifier import Verifier
+
+if TYPE_CHECKING:
+    from rag.indexing.collections import Collections
 
 
 @dataclass
@@ -181,7 +184,7 @@ def fit_to_model(settings: AgentSettings, model: ChatModel) -> AgentSettings:
 
 
 def open_session(
-    docs_dir: str | Path | None = None,
+    docs_dir: str | Path | Collections | None = None,
     model_path: str | Path | None = None,
     tools: str = "auto",
     index_dir: str | Path | None = None,
@@ -225,12 +228,12 @@ def open_session(
     from rag.indexing.collections import Collections, Within, open_collections
 
     if isinstance(docs_dir, Collections):  # several sources: no one folder to show or to keep exports out of
-        opener = open_live_index if live else open_collections
-        index = opener(docs_dir, model.tokenizer, embedder, progress=progress, current_only=current_only)
-        return ChatSession(model, Within(index, only) if only else index, embedder=embedder, settings=settings)
+        joined: Retriever = (open_live_index if live else open_collections)(
+            docs_dir, model.tokenizer, embedder, progress=progress, current_only=current_only)
+        return ChatSession(model, Within(joined, only) if only else joined, embedder=embedder, settings=settings)
     docs = docs_dir if isinstance(docs_dir, ManSource) else Path(docs_dir) if docs_dir else default_docs_dir()
-    opener = open_live_index if live else open_index
-    index = opener(docs, model.tokenizer, embedder, index_dir=index_dir, progress=progress, current_only=current_only,
-                   **({"collection": collection} if collection else {}))
+    index: Retriever = (open_live_index if live else open_index)(
+        docs, model.tokenizer, embedder, index_dir=index_dir, progress=progress, current_only=current_only,
+        collection=collection or "")
     return ChatSession(model, Within(index, only) if only else index, embedder=embedder, settings=settings,
                        docs_dir=docs)

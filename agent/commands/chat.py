@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from agent.settings import POLICIES
+
+if TYPE_CHECKING:
+    from rag.indexing.collections import Collections
 
 HELP = "chat with your docs in the terminal, every citation checked (the default command)"
 
@@ -49,8 +54,8 @@ def session_factory(args: argparse.Namespace):
     from agent.commands.docs_sources import collections_from_args
 
     store = store_from_args(args)
-    first_docs = check_docs_dir(args.docs) if args.docs and not store else None
-    first_index, named = args.index, {}
+    first_docs: Path | Collections | None = check_docs_dir(args.docs) if args.docs and not store else None
+    first_index, named = args.index, dict[str, str]()
     collections = collections_from_args(args) if not store else None
     if collections is not None and collections.joined:  # several sources: each checked as it opens, one notice
         first_docs, first_index = collections, None
@@ -74,7 +79,7 @@ def session_factory(args: argparse.Namespace):
             raise UsageError("the model is the server's (--base-url): restart with another --model-name")
         folder, path = (docs if docs is not None else first_docs), (model if model is not None else args.model)
         # --index (or --man's) is the first folder's; --collection and the collection names are the first docs' too
-        first = {"only": args.collections or (), **named} if docs is None else {}
+        first: dict[str, Any] = {"only": args.collections or (), **named} if docs is None else {}
         return open_session(folder, path, tools=args.tools or "auto", progress=progress,
                             index_dir=first_index if docs is None else None,
                             settings=settings, current_only=args.current_only, open_model=lambda: chat_model(path),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TextIO
+from typing import Any, TextIO
 
 from agent.progress import ProgressBar
 from rag.types import Retriever
@@ -241,7 +241,7 @@ def open_index_from_args(
             return ingest_store(store, getattr(args, "docs", None), tokenizer, embedder, rebuild=rebuild, progress=bar)
         finally:
             bar.close()
-    options = dict(rebuild=rebuild, must_save=must_save, current_only=bool(getattr(args, "current_only", False)),
+    options: dict[str, Any] = dict(rebuild=rebuild, must_save=must_save, current_only=bool(getattr(args, "current_only", False)),
                    embed_budget=embed_budget, embed_first=embed_first)
     try:
         if collections is not None and collections.joined:  # several sources, searched as one

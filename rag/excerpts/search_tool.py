@@ -171,7 +171,7 @@ class SearchDocsTool:
         if unknown:
             return SearchResult(text=f"Error: {unknown}", error=unknown)
         try:  # an empty list of collections is no filter, as for doc_ids
-            within = collection_doc_ids(self.retriever, list(arguments.get("collections") or ()))
+            within = collection_doc_ids(self.retriever, list(given.get("collections") or ()))
         except UnknownCollection as exc:
             return SearchResult(text=f"Error: {exc}", error=str(exc))
         doc_ids = narrowed(doc_ids, within)

@@ -297,6 +297,10 @@ def _save(target: Path, wanted, files, chunks, embeddings, index: HybridIndex, t
     """Save the index atomically; when it cannot be saved, say so (or raise IndexNotSaved with `must_save`).
     `misplaced`: why the location cannot hold an index (a file where a folder should be), when known."""
     emit(IndexProgress("save", 0, 1))
+    from rag.indexing.bm25 import BM25Index
+
+    if not isinstance(index.bm25, BM25Index):  # a joined index is never saved whole: each collection saves its own
+        raise TypeError("a joined index is saved one collection at a time")
     try:
         store.save(target, wanted, files, chunks, embeddings, index.bm25, terms_wanted, skips)
     except OSError as exc:

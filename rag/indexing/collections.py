@@ -24,7 +24,7 @@ from rag.errors import DocsNotFound, RagError
 from rag.ingest.man_pages import ManSource, man_source
 from rag.indexing.bm25 import BM25Index, ShardedBM25
 from rag.indexing.hybrid import HybridIndex
-from rag.types import Chunk, Retriever, SourceInfo
+from rag.types import Chunk, Hit, Retriever, SourceInfo
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 SEPARATOR = ":"  # between a collection's name and a document's own id
@@ -279,9 +279,9 @@ class Within:
     def _allowed(self) -> list[str] | None:
         return collection_doc_ids(self.retriever, self.names)
 
-    def search(self, query: str, k: int = 5, doc_ids: Sequence[str] | None = None, **options):
+    def search(self, query: str, k: int = 5, doc_ids: Sequence[str] | None = None, mode: str = "hybrid") -> list[Hit]:
         ids = narrowed(doc_ids, self._allowed())
-        return [] if ids == [] else self.retriever.search(query, k=k, doc_ids=ids, **options)
+        return [] if ids == [] else self.retriever.search(query, k=k, doc_ids=ids, mode=mode)
 
     def chunk(self, chunk_id: str):
         chunk = self.retriever.chunk(chunk_id)
