@@ -131,6 +131,13 @@ def test_nothing_matched_is_the_answer_no_results(tool):
     assert result.citations == []
 
 
+def test_arguments_given_as_a_json_string_search_as_a_mapping_does(tool, retriever):
+    # the model's tool call arrives as a JSON string; the collections filter read it as a mapping and raised
+    result = tool(json.dumps({"query": "cache", "k": 2, "doc_ids": ["docs/bm25.md"]}))
+    assert result.ok and retriever.calls == [("cache", 2, ["docs/bm25.md"])]
+    assert [h.chunk_id for h in result.hits] == ["docs/bm25.md#1"]
+
+
 def test_k_and_doc_ids_reach_the_retriever(tool, retriever):
     result = tool({"query": "cache", "k": 2, "doc_ids": ["docs/bm25.md"]})
     assert retriever.calls == [("cache", 2, ["docs/bm25.md"])]
