@@ -28,14 +28,16 @@ from mcp_types import Resource as MCPResource
 
 from agent import __version__
 from agent.chats.codec import verification_to_dict
+from agent.opening import Models, docs_root, open_docs
+from agent.settings import Settings
 from models.protocols import Embedder, Tokenizer
 from rag.verification.answer_check import MAX_ANSWER_CHARS, check_citations, supported_share
 from rag.citations import Citation
-from rag.ingest.corpus import check_docs_dir, decode_text, default_docs_dir, iter_candidate_files
+from rag.ingest.corpus import check_docs_dir, decode_text, iter_candidate_files
 from rag.ingest.formats import SUFFIXES, Layout, is_file_format
 from rag.ingest.formats.pdf import pdf_layout
 from rag.indexing.fill import ONE_SHOT_BUDGET, coverage_note
-from rag.indexing.live import LiveIndex, open_live_index
+from rag.indexing.live import LiveIndex
 from rag.excerpts.document_tool import GET_DOCUMENT_DESCRIPTION, GET_DOCUMENT_NAME, GET_DOCUMENT_SCHEMA, GetDocumentTool
 from rag.excerpts.document_tool import document_problem
 from rag.errors import RagError, StoreUnavailable
@@ -96,9 +98,6 @@ def _stamp(root: Path) -> tuple[tuple, dict[str, Path]]:
     return tuple(found), paths
 
 
-Loader = Callable[[], tuple[Tokenizer, Embedder | None]]
-
-
 class NotServing(Exception):
     """The models or the index could not be opened behind the handshake: every call says why, in one line."""
 
@@ -112,9 +111,8 @@ class FolderIndex:
     yet, and every result says how far indexing has got.
     """
 
-    def __init__(self, docs_dir, load: Loader, index_dir=None, on_failure: Callable[[str], None] | None = None) -> None:
-        self.root = check_docs_dir(docs_dir if docs_dir is not None else default_docs_dir())
-        self.index_dir = index_dir
+    def __init__(self, settings: Settings, models: Models, on_failure: Callable[[str], None] | None = None) -> None:
+        self.root = docs_root(settings)
         # Calls run one at a time under this lock (a refresh must not race a call reading the folder).
         self.lock = threading.RLock()
         self.stamp, self.paths = _stamp(self.root)
@@ -126,13 +124,16 @@ class FolderIndex:
         self._failure: str | None = None
         self._on_failure = on_failure or (lambda message: None)
         self._ready = threading.Event()
-        self._loader = threading.Thread(target=self._open, args=(load,), name="smoldocs-mcp-open", daemon=True)
+        self._loader = threading.Thread(target=self._open, args=(settings, models), name="smoldocs-mcp-open",
+                                        daemon=True)
         self._loader.start()
 
-    def _open(self, load: Loader) -> None:
+    def _open(self, settings: Settings, models: Models) -> None:
         try:
-            self.tokenizer, self.embedder = load()
-            self.live = open_live_index(self.root, self.tokenizer, self.embedder, index_dir=self.index_dir, watch=False)
+            self.tokenizer, self.embedder = models.tokenizer, models.embedder
+            live = open_docs(settings, models, live=True, watch=False)
+            assert isinstance(live, LiveIndex), "a folder's docs open live"
+            self.live = live
         except Exception as exc:  # a bad model, a server that does not answer, an unreadable folder: one line
             self._failure = " ".join(str(exc).split()) or type(exc).__name__
             self._on_failure(self._failure)

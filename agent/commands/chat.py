@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 
-from agent.settings import POLICIES
+from agent.settings import POLICIES, Settings
 
 HELP = "chat with your docs in the terminal, every citation checked (the default command)"
 
@@ -19,27 +20,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--theme", default=None, help="a Textual theme, e.g. textual-light (Ctrl+P > Theme switches live)")
 
 
-def run(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class Options:
+    theme: str | None = None
+
+
+def run(settings: Settings, options: Options) -> int:
     from agent.chats import ChatStore
-    from agent.session import open_session
+    from agent.commands.common import open_models
+    from agent.opening import store_url
+    from agent.session import start_session
     from agent.tui import make_app
     from rag.ingest.corpus import check_docs_dir
 
     # A wrong --docs is a one-line error before the screen opens; model and index errors show inside the app.
-    from agent.commands.common import (
-        decoding_from_args, load_embedder_from_args, open_chat_model, rerank_from_args, store_from_args,
-    )
-    from agent.settings import AgentSettings
-
-    store = store_from_args(args)
-    docs = check_docs_dir(args.docs) if args.docs and not store else None
-    settings = AgentSettings(decoding=decoding_from_args(args), rerank=rerank_from_args(args))
+    if settings.docs and not store_url(settings):
+        settings = settings.with_(docs=check_docs_dir(settings.docs))
 
     def session_factory(progress=None):
-        return open_session(docs, args.model, tools=args.tools or "auto", index_dir=args.index, progress=progress,
-                            settings=settings, current_only=args.current_only, open_model=lambda: open_chat_model(args),
-                            live=True, store=store, open_embedder=lambda: load_embedder_from_args(args))
+        return start_session(settings, open_models(settings), live=True, progress=progress)
 
-    app = make_app(session_factory, ChatStore(), theme=args.theme)
+    app = make_app(session_factory, ChatStore(), theme=options.theme)
     app.run()
     return app.return_code or 0

@@ -10,11 +10,11 @@ DEFAULT_INFOPATH = ("/usr/local/share/info", "/usr/share/info")
 
 
 class ManAction(argparse.Action):
-    """--man: the docs become the man trees of `manpath` (of some sections), with an index of their own."""
+    """--man: the docs become the man trees of `manpath` (of some sections), with an index of their own
+    (agent.config.settings_from names it)."""
 
     def __call__(self, parser, namespace, values, option_string=None) -> None:
         from rag.errors import DocsNotFound
-        from rag.indexing.store import cache_dir
         from rag.ingest.man_pages import man_source
 
         try:
@@ -22,8 +22,6 @@ class ManAction(argparse.Action):
         except DocsNotFound as exc:
             raise argparse.ArgumentError(self, str(exc)) from None
         namespace.docs = source
-        if getattr(namespace, "index", None) is None:
-            namespace.index = str(cache_dir() / "indexes" / source.index_key)
 
 
 class InfoAction(argparse.Action):
