@@ -222,7 +222,7 @@ def paged_text(layout: Layout) -> str:
 
 
 class StoredDocs:
-    """A shared PostgreSQL store (rag.retrieval.pg_search.PgIndex) in FolderIndex's place: one ingester keeps it fresh.
+    """A shared PostgreSQL store (rag.postgres.search.PgIndex) in FolderIndex's place: one ingester keeps it fresh.
 
     A document's text is its chunks joined in order: the server reads no files.
     """

@@ -115,7 +115,7 @@ def open_models(settings: Settings, loaders: Loaders | None = None) -> Models:
 def store_url(settings: Settings) -> str | None:
     """The store's PostgreSQL URL, checked; None when the docs are a folder's."""
     from models.redaction import redact_url
-    from rag.indexing.pg_schema import is_store_url
+    from rag.postgres.schema import is_store_url
 
     store = settings.store
     if not store:
@@ -171,11 +171,11 @@ def open_docs(
 
 def _open_store(settings: Settings, store: str, models: Models, rebuild: bool, must_save: bool, progress):
     """The store, read only; with `must_save`, brought up to date with the docs folder first (`smoldocs index`)."""
-    from rag.retrieval.pg_search import PgIndex
+    from rag.postgres.search import PgIndex
 
     if not must_save:
         return PgIndex(store, models.embedder, current_only=settings.current_only)
-    from rag.indexing.pg_ingest import ingest
+    from rag.postgres.ingest import ingest
 
     root = docs_root(settings)
     tokenizer, embedder = models.tokenizer, models.embedder

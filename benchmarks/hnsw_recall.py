@@ -20,7 +20,7 @@ import numpy as np
 from benchmarks.measure import load_average, percentile
 from benchmarks.realdocs.suite import load_packages
 from benchmarks.table import render, row
-from rag.indexing.pg_ingest import vector_text
+from rag.postgres.ingest import vector_text
 
 SECTION = "hnsw_recall"
 EF_SEARCH = (40, 100, 400)

@@ -28,13 +28,13 @@ from benchmarks.retrieval import _Known, synthetic_chunks, synthetic_embeddings
 from benchmarks.table import render, row
 from rag.evaluation.questions import load_questions
 from rag.indexing import store
-from rag.indexing.pg_ingest import Prepared, apply_document, check_settings, store_settings, vacuum
-from rag.indexing.pg_schema import SCHEMA, connect, ensure_schema
+from rag.postgres.ingest import Prepared, apply_document, check_settings, store_settings, vacuum
+from rag.postgres.schema import SCHEMA, connect, ensure_schema
 from rag.ingest.chunking import ChunkSettings, indexed_text
 from rag.ingest.corpus import Document
 from rag.ingest.sources import SourceInfo
 from rag.retrieval.hybrid import HybridIndex
-from rag.retrieval.pg_search import PgIndex
+from rag.postgres.search import PgIndex
 from rag.retrieval.terms import index_terms
 
 SECTION = "shared_store"
@@ -215,7 +215,7 @@ def run(quick: bool = False, size: int | None = None, smoke: bool = False) -> li
 
 def _visible_lag(conn, reader: PgIndex, tokenizer, settings) -> float:
     """Milliseconds from a document's commit returning to another connection's search finding it (one search)."""
-    from rag.indexing.pg_ingest import prepare
+    from rag.postgres.ingest import prepare
 
     doc = Document("lag/probe.md", Path("lag/probe.md"), "# Probe\n\nThe quokkafrobnicator appears here.\n", "lag")
     item = prepare(doc, tokenizer, ChunkSettings(), settings, lambda event: None)

@@ -48,6 +48,7 @@ class Reranker(Protocol):
     for every passage shown, nothing there answers."""
 
     answer_logit: float
+    reads: str  # what it was trained on: "sentences" (a quote under its heading path) or "passages" (whole chunks)
 
     def score(self, question: str, passages: Sequence[str]) -> np.ndarray: ...
 

@@ -94,7 +94,8 @@ class CrossEncoder:
     `tokenize(text)` gives `[CLS] ... [SEP]` ids (models.embedder.LlamaEmbedder.tokenize)."""
 
     def __init__(self, weights: Mapping[str, np.ndarray], word_embeddings: np.ndarray,
-                 tokenize: Callable[[str], list[int]], max_tokens: int = 128, answer_logit: float = 0.0) -> None:
+                 tokenize: Callable[[str], list[int]], max_tokens: int = 128, answer_logit: float = 0.0,
+                 reads: str = "sentences") -> None:
         layers = sorted({int(k.split(".")[2]) for k in weights if k.startswith("encoder.layer.")})
         if not layers or layers != list(range(len(layers))):
             raise ModelNotFound("the reranker file holds no encoder layers 0..n: rebuild it with train-reranker")
@@ -107,6 +108,7 @@ class CrossEncoder:
         self.head_bias = np.float32(np.asarray(weights["head.bias"]).reshape(-1)[0])
         self.max_tokens = min(int(max_tokens), len(self.positions))
         self.answer_logit = float(answer_logit)  # below this for every sentence: nothing answers (chosen in training)
+        self.reads = reads  # what it was trained to read after the question: "sentences" or "passages" (whole chunks)
         self._tokenize = tokenize
         self._memo: dict[tuple[str, str], float] = {}
         empty = tokenize("")
@@ -228,4 +230,4 @@ def load_reranker(tokenize: Callable[[str], list[int]], path: Path = RERANKER_FI
     if trained_on and trained_on != source_sha256(zip_path):
         raise ModelNotFound(f"the reranker was trained on another MiniLM ({trained_on[:10]}): run with --rerank off")
     return CrossEncoder(weights, minilm_word_embeddings(zip_path), tokenize, int(meta.get("max_tokens", 128)),
-                        float(meta.get("answer_logit", 0.0)))
+                        float(meta.get("answer_logit", 0.0)), meta.get("kind", "sentences"))

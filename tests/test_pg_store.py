@@ -21,12 +21,12 @@ import pytest
 from rag.errors import StoreRefused, StoreUnavailable
 from rag.evaluation.questions import recall_at_k
 from rag.indexing.build import open_index
-from rag.indexing.pg_ingest import apply_document, from_index, ingest, prepare, remove_document
-from rag.indexing.pg_schema import SCHEMA, connect, ensure_schema
+from rag.postgres.ingest import apply_document, from_index, ingest, prepare, remove_document
+from rag.postgres.schema import SCHEMA, connect, ensure_schema
 from rag.ingest.chunking import ChunkSettings
 from rag.ingest.corpus import Document, default_docs_dir, load_corpus
 from rag.retrieval.hybrid import MODES
-from rag.retrieval.pg_search import PgIndex
+from rag.postgres.search import PgIndex
 from rag.retrieval.terms import TermSettings
 from rag.types import Retriever
 
@@ -431,7 +431,7 @@ def test_the_planner_takes_an_unanalyzed_stats_table_for_one_row(pg_url, docs, r
     """Before anything analyzed the one-row `stats` table, the planner guessed it at 1,330 rows, and its plan for a
     search hashed every posting of the store (2k synthetic chunks: BM25 184 ms, 2.7 ms once told it is one row)."""
     from rag.retrieval.bm25 import B, K1
-    from rag.retrieval.pg_search import SEED_POSTINGS, search_sql
+    from rag.postgres.search import SEED_POSTINGS, search_sql
     from rag.retrieval.terms import index_terms
 
     conn = connect(pg_url)
@@ -454,14 +454,14 @@ def test_the_planner_takes_an_unanalyzed_stats_table_for_one_row(pg_url, docs, r
 @pytest.mark.real
 @pytest.mark.parametrize("seed", [0, 300, 5000])
 def test_pruned_bm25_ranks_exactly_as_the_sum_of_every_posting(pg_url, real_index, monkeypatch, seed):
-    """The unfiltered BM25 half reads fewer postings (rag.retrieval.pg_search._pruned); its depth best, ranks and
+    """The unfiltered BM25 half reads fewer postings (rag.postgres.search._pruned); its depth best, ranks and
     scores equal the full sum's, which a doc_ids filter naming every document still computes. 3,000 chunks made
     from docs_corpus's words make its questions' terms common, as in benchmarks.shared_store; the seeds give a
     bound of zero (nothing pruned), a low one and the default's."""
     from benchmarks.retrieval import synthetic_chunks
     from benchmarks.shared_store import PER_DOC, synthetic_document
     from rag.evaluation.questions import load_questions
-    from rag.retrieval import pg_search
+    from rag.postgres import search as pg_search
     from rag.retrieval.bm25 import B, K1
     from rag.retrieval.terms import index_terms
 

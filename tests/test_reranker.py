@@ -132,6 +132,7 @@ class FakeReranker:
     """Scores a passage by the number of question words it holds, minus 2: the decline line is at 0."""
 
     answer_logit = 0.0
+    reads = "sentences"
 
     def __init__(self):
         self.calls = []
@@ -221,6 +222,20 @@ def test_passages_are_reordered_by_their_best_sentences_blended_with_the_hybrid_
     out = rerank_hits("what is the cache timeout by default?", hits, fake, 2)
     assert [h.chunk_id for h in out] == ["c.md#0", "a.md#0"]  # first by the reranker, then the hybrid's first
     assert PassageReranker(fake).pool >= 10
+
+
+def test_a_passage_model_reads_each_chunk_whole_under_its_heading_path():
+    from rag.answering.passages import PASSAGE_CHARS, rerank_hits
+
+    long_tail = " filler" * 400
+    hits = [_hit("a.md#0", "Themes are blue. Fonts are large.", "Look", 0.9),
+            _hit("c.md#0", "Caching.\n\nThe   cache timeout is ten minutes by default." + long_tail, "Cache", 0.7)]
+    fake = FakeReranker()
+    fake.reads = "passages"
+    out = rerank_hits("what is the cache timeout by default?", hits, fake, 2)
+    assert [h.chunk_id for h in out] == ["c.md#0", "a.md#0"]
+    assert fake.calls == [["Look: Themes are blue. Fonts are large.",
+                           ("Cache: Caching. The cache timeout is ten minutes by default." + long_tail)[:len("Cache: ") + PASSAGE_CHARS]]]
 
 
 def test_search_first_asks_the_reorder_hook_for_a_pool_and_packs_its_choice(real_tokenizer):

@@ -281,7 +281,7 @@ def test_the_load_benchmark_reports_two_clients_for_two_seconds(real_index):
 
 @pytest.mark.real
 def test_a_shared_store_is_served_over_http(pg_url, docs, real_tokenizer, real_embedder, tmp_path):
-    from rag.indexing.pg_ingest import ingest
+    from rag.postgres.ingest import ingest
 
     ingest(pg_url, docs, real_tokenizer, real_embedder)
     tokens = tmp_path / "tokens"

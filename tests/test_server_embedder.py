@@ -14,8 +14,8 @@ from models.errors import ServerRefused, ServerUnreachable
 from models.local_server import LocalServer, free_port
 from models.server_embedder import ServerEmbedder
 from rag.errors import StoreRefused
-from rag.indexing.pg_ingest import ingest
-from rag.retrieval.pg_search import PgIndex
+from rag.postgres.ingest import ingest
+from rag.postgres.search import PgIndex
 from tests.mcp_support import ROOT
 
 pytestmark = [pytest.mark.real, pytest.mark.server]

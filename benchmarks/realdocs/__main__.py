@@ -37,9 +37,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rerank", choices=("on", "off", "quotes", "passages"), default="off",
                         help="score: the cross-encoder (models/reranker.safetensors) on quotes and declines, on "
                              "passages before packing, or on both (on)")
+    parser.add_argument("--reranker", type=Path, default=None,
+                        help="score: the cross-encoder file to use (default: the shipped models/reranker.safetensors)")
     parser.add_argument("--out", type=Path, default=None, help="train-reranker: write the model here (default: the shipped file)")
     parser.add_argument("--epochs", type=int, default=None, help="train-reranker: passes over the pairs")
     parser.add_argument("--layers", type=int, default=None, help="train-reranker: MiniLM layers kept")
+    parser.add_argument("--max-tokens", type=int, default=None, help="train-reranker: the window of a pair, in tokens")
+    parser.add_argument("--negatives", type=int, default=None, help="train-reranker: negatives per question")
+    parser.add_argument("--per-package", type=int, default=None, help="train-reranker: questions a package gives at most")
+    parser.add_argument("--kind", choices=("sentences", "passages"), default=None,
+                        help="train-reranker: train on sentences (quotes) or whole chunks (passages)")
     args = parser.parse_args(argv)
     try:
         packages = choose_packages(load_packages(questions_dirs=[QUESTIONS_DIR, *args.questions_dir]), args.packages, args.split)
@@ -74,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from benchmarks.realdocs.scoring import score_suite
 
     return score_suite(packages, load_tokenizer(), limit=args.limit, as_json=args.json, write=args.write,
-                       rerank=args.rerank)
+                       rerank=args.rerank, reranker_file=args.reranker)
 
 
 def _train(packages, args) -> int:
@@ -86,7 +93,9 @@ def _train(packages, args) -> int:
     from models.tokenizer import load_tokenizer
 
     fit = [p for p in packages if p.split == "fit"]
-    changes = {k: v for k, v in (("epochs", args.epochs), ("layers", args.layers), ("limit", args.limit)) if v is not None}
+    given = (("epochs", args.epochs), ("layers", args.layers), ("limit", args.limit), ("max_tokens", args.max_tokens),
+             ("negatives", args.negatives), ("per_package", args.per_package), ("kind", args.kind))
+    changes = {k: v for k, v in given if v is not None}
     settings = dataclasses.replace(TrainSettings(), **changes)
     cache = args.cases_cache or suite_dir() / "rerank-pairs"
     return train_main(fit, load_tokenizer(), cache, args.out or RERANKER_FILE, settings)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from benchmarks.realdocs.suite import Package
+from rag.answering.passages import passage_text
 from rag.answering.quote_features import candidates
 from rag.citations import Citation
 from rag.evaluation.evidence import evidence_sentence, holds_evidence
@@ -74,17 +75,52 @@ def question_pairs(index, question: Question, package: str, rng: random.Random, 
     return pos + (hard + easy)[:negatives]
 
 
-def _cache_key(package: Package) -> str:
-    digest = hashlib.sha256(f"v{DATA_VERSION} k{SEARCH_K} n{NEGATIVES}".encode())
+PASSAGE_K = 20  # first BM25 hits whose chunks are passage candidates (the answer path reranks the hybrid's first 20)
+PASSAGE_NEGATIVES = 9
+
+
+def passage_pairs(index, question: Question, package: str, rng: random.Random, k: int = PASSAGE_K,
+                  negatives: int = PASSAGE_NEGATIVES) -> list[Pair]:
+    """The labelled passages of one question: a whole chunk (passages.passage_text) is positive when it belongs to
+    a gold page and holds the evidence; the negatives are the gold page's other chunks and the first BM25 hits
+    (hard ones), then the rest of the first `k` hits."""
+    hits = index.search(question.q, k=k)
+    gold_docs = set(question.gold_docs) if question.answerable else set()
+    on_gold = [c for c in index.chunks if c.doc_id in gold_docs] if question.evidence else []
+    positive = {c.chunk_id for c in on_gold if holds_evidence(c.text, question.evidence)}
+    hard_ids = {c.chunk_id for c in on_gold} | {h.chunk_id for h in hits[:5]}
+    ids = list(dict.fromkeys([*positive, *(h.chunk_id for h in hits), *(c.chunk_id for c in on_gold)]))
+    pos, hard, easy = [], [], []
+    seen: set[str] = set()
+    for chunk_id in ids:
+        chunk = index.chunk(chunk_id)
+        text = passage_text(chunk.heading_path, chunk.text)
+        if text in seen:
+            continue
+        seen.add(text)
+        pair = Pair(question.id, package, question.q, text, int(chunk_id in positive), not question.answerable)
+        (pos if pair.label else hard if chunk_id in hard_ids else easy).append(pair)
+    rng.shuffle(hard)
+    rng.shuffle(easy)
+    return pos + (hard + easy)[:negatives]
+
+
+KINDS = {"sentences": question_pairs, "passages": passage_pairs}
+
+
+def _cache_key(package: Package, kind: str = "sentences") -> str:
+    extra = "" if kind == "sentences" else f" {kind} k{PASSAGE_K} n{PASSAGE_NEGATIVES}"
+    digest = hashlib.sha256(f"v{DATA_VERSION} k{SEARCH_K} n{NEGATIVES}{extra}".encode())
     for path in package.questions:
         digest.update(Path(path).read_bytes())
     return digest.hexdigest()[:16]
 
 
 def package_pairs(package: Package, folder: Path, tokenizer, cache: Path, seed: int = 0,
-                  say: Callable[[str], None] = print) -> list[Pair]:
+                  say: Callable[[str], None] = print, kind: str = "sentences") -> list[Pair]:
     """Every pair of one package, from the cache when its question files are unchanged."""
-    cached = cache / f"{package.name}-{_cache_key(package)}.jsonl"
+    prefix = "" if kind == "sentences" else f"{kind}-"
+    cached = cache / f"{prefix}{package.name}-{_cache_key(package, kind)}.jsonl"
     if cached.is_file():
         return [Pair(**json.loads(line)) for line in cached.read_text(encoding="utf-8").splitlines() if line]
     from rag.indexing.build import open_index
@@ -92,7 +128,8 @@ def package_pairs(package: Package, folder: Path, tokenizer, cache: Path, seed: 
     index = open_index(folder, tokenizer, None)  # BM25 alone: no fit package is embedded for training
     questions = [q for path in package.questions for q in load_questions(path)]
     rng = random.Random(f"{seed}-{package.name}")
-    rows = [p for q in questions for p in question_pairs(index, q, package.name, rng)]
+    make = KINDS[kind]
+    rows = [p for q in questions for p in make(index, q, package.name, rng)]
     cache.mkdir(parents=True, exist_ok=True)
     tmp = cached.with_suffix(".tmp")
     tmp.write_text("".join(json.dumps(p.__dict__) + "\n" for p in rows), encoding="utf-8")
@@ -102,12 +139,12 @@ def package_pairs(package: Package, folder: Path, tokenizer, cache: Path, seed: 
 
 
 def suite_pairs(packages: Sequence[Package], tokenizer, cache: Path, root: Path | None = None,
-                say: Callable[[str], None] = print) -> list[Pair]:
+                say: Callable[[str], None] = print, kind: str = "sentences") -> list[Pair]:
     """The pairs of every fit package given (a held package is refused: it is only ever reported)."""
     held = [p.name for p in packages if p.split != "fit"]
     if held:
         raise ValueError(f"the reranker trains on fit packages only, not {', '.join(held)}")
-    return [pair for p in packages for pair in package_pairs(p, p.folder(root), tokenizer, cache, say=say)]
+    return [pair for p in packages for pair in package_pairs(p, p.folder(root), tokenizer, cache, say=say, kind=kind)]
 
 
 def by_question(pairs: Sequence[Pair]) -> Iterator[list[Pair]]:

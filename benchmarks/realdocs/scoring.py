@@ -225,7 +225,7 @@ def index_table(scores: Sequence[PackageScore]) -> str:
 
 def score_suite(packages: Sequence[Package], tokenizer, root: Path | None = None, limit: int | None = None,
         as_json: bool = False, write: Path | None = None, say: Callable[[str], None] = print,
-        rerank: str = "off") -> int:
+        rerank: str = "off", reranker_file: Path | None = None) -> int:
     """Score every package that has its folder; print the tables (or JSON), and with `write` save them as
     Markdown with the date, commit and load average. 1 when a package could not be scored."""
     load_before = load_average()
@@ -233,10 +233,10 @@ def score_suite(packages: Sequence[Package], tokenizer, root: Path | None = None
     embedder = load_embedder()
     reranker = passages = None
     if rerank != "off":
-        from models.reranker import load_reranker
+        from models.reranker import RERANKER_FILE, load_reranker
         from rag.answering.passages import PassageReranker
 
-        scorer = load_reranker(embedder.tokenize)
+        scorer = load_reranker(embedder.tokenize, reranker_file or RERANKER_FILE)
         reranker = scorer if rerank in ("on", "quotes") else None
         passages = PassageReranker(scorer) if rerank in ("on", "passages") else None
     scores, status = [], 0

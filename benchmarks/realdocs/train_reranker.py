@@ -49,6 +49,7 @@ class TrainSettings:
     negatives: int = NEGATIVES
     per_package: int = PER_PACKAGE
     limit: int | None = None  # at most this many questions (a smoke run)
+    kind: str = "sentences"  # what the model reads after the question: "sentences" (quotes) or "passages" (whole chunks)
 
 
 def torch_model(layers: int, zip_path: Path):
@@ -244,7 +245,7 @@ def write_safetensors(path: Path, tensors: dict[str, np.ndarray], metadata: dict
 
 def save(model, path: Path, settings: TrainSettings, info: dict, packages: Sequence[str], zip_path: Path | None = None) -> None:
     zip_path = zip_path or minilm_zip()
-    meta = {"max_tokens": str(settings.max_tokens), "layers": str(settings.layers), "seed": str(settings.seed),
+    meta = {"max_tokens": str(settings.max_tokens), "layers": str(settings.layers), "seed": str(settings.seed), "kind": settings.kind,
             "epochs": str(settings.epochs), "minilm_sha256": source_sha256(zip_path), "trained_on": ",".join(packages),
             "questions": str(info["questions"]), "pairs_per_epoch": str(info["pairs_per_epoch"]),
             "answer_logit": str(info.get("answer_logit", 0.0)), "validation": json.dumps(
@@ -308,7 +309,7 @@ def main(packages, tokenizer, cache: Path, out: Path = RERANKER_FILE, settings: 
         say("train-reranker needs PyTorch: pip install -e '.[train]'")
         return 2
     torch.set_num_threads(max(1, torch.get_num_threads()))
-    pairs = suite_pairs(packages, tokenizer, cache, say=say)
+    pairs = suite_pairs(packages, tokenizer, cache, say=say, kind=settings.kind)
     embedder = load_embedder()
     training = [p for p in pairs if not is_validation(p)]
     model, info = train(training, embedder.tokenize, settings, say=say)

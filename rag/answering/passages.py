@@ -24,6 +24,17 @@ RRF_K = 10
 HYBRID_WEIGHT = 0.5  # the hybrid order counts half the reranker's: its first stays near the top
 
 
+PASSAGE_CHARS = 1500  # a passage read whole is cut here (the window, 256 tokens, holds about 1,000 characters)
+
+
+def passage_text(heading_path: Sequence[str], text: str) -> str:
+    """A whole chunk as the passage reranker reads it, in training and at run time alike: its heading path, then
+    its text, cut to PASSAGE_CHARS."""
+    heading = " > ".join(heading_path)
+    body = " ".join(text.split())[:PASSAGE_CHARS]
+    return f"{heading}: {body}" if heading else body
+
+
 def chunk_texts(question: str, hit: Hit, limit: int = SENTENCES_PER_CHUNK) -> list[str]:
     """The chunk's quotable sentences under its heading path that share most words with the question."""
     shown = {1: Citation(1, hit.chunk_id, hit.doc_id, hit.uri)}
@@ -52,7 +63,10 @@ def rerank_hits(question: str, hits: Sequence[Hit], reranker: Reranker, k: int) 
     """The first `k` of `hits` (best first) in the blended order of the module docstring."""
     if len(hits) <= 1:
         return list(hits)[:k]
-    texts = [chunk_texts(question, h) for h in hits]
+    if reranker.reads == "passages":
+        texts = [[passage_text(h.heading_path, h.text)] for h in hits]
+    else:
+        texts = [chunk_texts(question, h) for h in hits]
     flat = [t for group in texts for t in group]
     logits = reranker.score(question, flat)
     best, at = [], 0

@@ -20,7 +20,7 @@ from models.protocols import Embedder, Tokenizer
 from models.redaction import redact_url
 from rag.errors import StoreRefused, Unreadable
 from rag.indexing.build import IndexProgress, IndexUpdate, ProgressFn, index_settings
-from rag.indexing.pg_schema import (
+from rag.postgres.schema import (
     DEFAULT_DIM,
     SCHEMA,
     connect,

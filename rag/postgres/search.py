@@ -3,7 +3,7 @@
 It ranks as rag.retrieval.hybrid.HybridIndex does: BM25 with rank_bm25's Okapi formula and Lucene's IDF over postings
 made by rag.retrieval.terms, cosine similarity over the same MiniLM embeddings, each cut at CANDIDATE_DEPTH, then fused by
 rag.retrieval.fusion's weighted or reciprocal-rank rule, ties broken the same way. One statement reads one snapshot, and a
-document changes in one transaction (rag.indexing.pg_ingest), so a search sees a document whole, old or new.
+document changes in one transaction (rag.postgres.ingest), so a search sees a document whole, old or new.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from models.embedder import SEMANTIC_OFF
 from models.protocols import Embedder
 from models.redaction import redact_url
 from rag.errors import StoreRefused, StoreUnavailable
-from rag.indexing.pg_ingest import vector_text
-from rag.indexing.pg_schema import (
+from rag.postgres.ingest import vector_text
+from rag.postgres.schema import (
     SCHEMA,
     check_vector_version,
     check_version,
@@ -231,7 +231,7 @@ class StoreVocabulary:
 
 
 class PgIndex(RetrieverDefaults):
-    """A rag.types.Retriever over a PostgreSQL store that rag.indexing.pg_ingest keeps fresh; a search reads no files.
+    """A rag.types.Retriever over a PostgreSQL store that rag.postgres.ingest keeps fresh; a search reads no files.
 
     With no embedder (MiniLM not installed) every mode but "dense" ranks by BM25 alone, as HybridIndex does.
     """
