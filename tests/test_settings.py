@@ -141,3 +141,34 @@ def test_a_chat_session_opens_through_the_same_two_functions(docs, tmp_path):
         assert session.docs_dir == Path(docs).resolve() and session.settings.policy == "search-first"
     finally:
         session.close()
+
+
+def test_the_chat_command_opens_a_live_session_through_the_same_loaders(docs, tmp_path, monkeypatch, settings_file):
+    """`smoldocs chat` hands the app a factory; the session it makes searches a live index of --docs."""
+    import agent.tui
+    from agent.cli import main
+    from agent.commands import common
+    from rag.indexing.live import LiveIndex
+
+    made = {}
+
+    class App:
+        return_code = 0
+
+        def __init__(self, factory, store, theme=None):
+            made["factory"], made["theme"] = factory, theme
+
+        def run(self):
+            made["session"] = made["factory"]()
+
+    monkeypatch.setattr(agent.tui, "make_app", App)
+    monkeypatch.setattr(common, "open_chat_model", lambda settings: ScriptedChatModel(["hi"]))
+    monkeypatch.setattr(common, "load_embedder_from_args", lambda settings: HashEmbedder(64))
+    settings_file.write_text('tools = "model"\n')
+    assert main(["chat", "--docs", str(docs), "--index", str(tmp_path / "i"), "--theme", "textual-light"]) == 0
+    session = made["session"]
+    try:
+        assert made["theme"] == "textual-light" and isinstance(session.retriever, LiveIndex)
+        assert session.docs_dir == docs.resolve() and session.settings.policy == "model"
+    finally:
+        session.close()
