@@ -62,6 +62,15 @@ def test_the_file_and_the_environment_reach_the_typed_fields(settings_file, monk
     assert s.origin.sources["decoding"] == "env SMOLDOCS_DECODING" and s.origin.api_key_source == "env SMOLDOCS_API_KEY"
 
 
+def test_the_files_temperature_and_length_reach_ask_which_has_no_such_flags(settings_file):
+    """docs/settings.md shows `temperature = 0.2` in config.toml: before Settings only eval, which has the flags,
+    applied it; ask and chat dropped it."""
+    settings_file.write_text("temperature = 0.05\nmax_tokens = 40\n")
+    for argv in (["ask", "what?"], ["chat"]):
+        generation = parse(argv).settings.agent.generation
+        assert (generation.temperature, generation.max_tokens) == (0.05, 40)
+
+
 def test_defaults_are_the_agents_own(settings_file):
     s = config.settings_from({}, os.environ)
     assert s.agent == AgentSettings()

@@ -7,6 +7,7 @@ import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from agent import json_output
 from agent.eval.gate import Thresholds
@@ -96,7 +97,7 @@ def agent_settings(settings: Settings, options: Options) -> AgentSettings:
     agent = replace(settings.agent, fallback=options.fallback, few_shot=options.few_shot)
     if options.k is not None:
         agent = replace(agent, k=options.k)
-    changes = {
+    changes: dict[str, Any] = {
         name: value for name, value in (("seed", options.seed), ("repeat_penalty", options.repeat_penalty))
         if value is not None
     }
