@@ -34,7 +34,7 @@ from agent.settings import AgentSettings
 from agent.toolcalls import ParseFailure, parse_tool_calls
 from agent.tools import Tool, ToolRegistry, ToolResult
 from models.errors import ModelError, ServerInterrupted
-from models.grammar import json_schema_grammar
+from models.llama_cpp.grammar import json_schema_grammar
 from models.protocols import CancelToken, ChatModel, GenerationOptions
 from rag import markers
 from rag.excerpts.conflicts import find_conflicts

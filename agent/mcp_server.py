@@ -41,7 +41,7 @@ from rag.indexing.live import LiveIndex
 from rag.excerpts.document_tool import GET_DOCUMENT_DESCRIPTION, GET_DOCUMENT_NAME, GET_DOCUMENT_SCHEMA, GetDocumentTool
 from rag.excerpts.document_tool import document_problem
 from rag.errors import RagError, StoreUnavailable
-from rag.retrieval.hybrid import HybridIndex
+from rag.indexing.hybrid import HybridIndex
 from rag.excerpts.packing import Ledger, sourced_block
 from rag.excerpts.search_tool import (
     DEFAULT_MAX_TOKENS,

@@ -25,10 +25,10 @@ EMBED_API_KEY_ENV = "SMOLDOCS_EMBED_API_KEY"
 def open_chat_model(settings: Settings) -> ChatModel:
     """The chat model: a server at base_url (checked: reachable, model served, counts exact) or a GGUF in-process."""
     if not settings.base_url:
-        from models.chat import load_chat_model
+        from models.llama_cpp.chat import load_chat_model
 
         return load_chat_model(settings.model, n_ctx=settings.n_ctx or 2048)
-    from models.server import open_server_model
+    from models.openai_server.server import open_server_model
 
     decoding = settings.agent.decoding
     if decoding == "guarded":
@@ -45,7 +45,7 @@ def open_chat_model(settings: Settings) -> ChatModel:
 
 def server_config(settings: Settings):
     """The model server's settings (agent.config checked the timeouts); needs `settings.base_url`."""
-    from models.server_api import ServerConfig
+    from models.openai_server.server_api import ServerConfig
 
     assert settings.base_url, "server_config needs a base_url"
     return ServerConfig(
@@ -60,7 +60,7 @@ def load_tokenizer(settings: Settings) -> Tokenizer:
     """The chat model's tokenizer (vocabulary only, fast), or the served model's with a base_url."""
     if settings.base_url:
         return open_chat_model(settings).tokenizer
-    from models.tokenizer import load_tokenizer as load_gguf_tokenizer
+    from models.llama_cpp.tokenizer import load_tokenizer as load_gguf_tokenizer
 
     return load_gguf_tokenizer(settings.model)
 
@@ -68,10 +68,10 @@ def load_tokenizer(settings: Settings) -> Tokenizer:
 def load_embedder(settings: Settings) -> Embedder | None:
     """The embeddings server of embed_url, else MiniLM in-process (converted on first use); None without MiniLM."""
     if settings.embed_url:
-        from models.server_embedder import ServerEmbedder
+        from models.openai_server.server_embedder import ServerEmbedder
 
         return ServerEmbedder(settings.embed_url, settings.embed_model, os.environ.get(EMBED_API_KEY_ENV))
-    from models.embedder import optional_embedder
+    from models.llama_cpp.embedder import optional_embedder
 
     return optional_embedder()
 

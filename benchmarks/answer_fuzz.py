@@ -47,7 +47,7 @@ def _lookup(chunks):
 
 def push_document(doc_id: str, text: str, tally: Tally, tokenizer=None) -> None:
     """Everything of the module docstring for one document; crashes are recorded in `tally`, not raised."""
-    from models.fakes import WordTokenizer
+    from benchmarks.word_tokenizer import WordTokenizer
     from rag.ingest.chunking import chunk_layout
     from rag.ingest.formats import parse_text
 

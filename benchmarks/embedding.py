@@ -15,9 +15,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from models.bert_gguf import CachedGGUF, ensure_minilm_gguf, minilm_zip
+from models.llama_cpp.bert_gguf import CachedGGUF, ensure_minilm_gguf, minilm_zip
 from models.config import default_threads
-from models.embedder import DEFAULT_BATCH_TOKENS, TEXTS_PER_CALL, LlamaEmbedder, minilm_model_id
+from models.llama_cpp.embedder import DEFAULT_BATCH_TOKENS, TEXTS_PER_CALL, LlamaEmbedder, minilm_model_id
 
 CORPUS = Path(__file__).resolve().parent.parent / "docs_corpus"
 CHUNK_TOKENS = 200
@@ -168,7 +168,7 @@ def _q8_rows(f16: CachedGGUF, configured: LlamaEmbedder, chunks: list[str], tmp:
 
 
 def _recall_at_5(embedder: LlamaEmbedder, index_dir: Path) -> float:
-    from models.tokenizer import load_tokenizer
+    from models.llama_cpp.tokenizer import load_tokenizer
     from rag.indexing.build import open_index
     from rag.evaluation.questions import load_questions
     from rag.evaluation.retrieval_eval import evaluate

@@ -78,7 +78,7 @@ SHOWN = ["[", "{", "]", "}", "[1] docs/a.md", "(source: docs/a.md#1; section: A;
 
 
 def _loader(doc_id: str) -> Callable[[str], None]:
-    from models.fakes import WordTokenizer
+    from benchmarks.word_tokenizer import WordTokenizer
     from rag.ingest.chunking import chunk_layout
     from rag.ingest.formats import parse_text
 

@@ -69,7 +69,7 @@ def thread_row(model, tokens: list[int], options, stop: list[str], seed: int, re
     """Bare decode with the configured decode threads against one thread per core: for a small model the
     per-token work is too small to split, and threads that wait for each other lose more than a core brings."""
     from models.config import default_threads
-    from models.loading import open_llama
+    from models.llama_cpp.loading import open_llama
 
     threads = model.config.llama_kwargs()["n_threads"]
     other = default_threads() if threads == 1 else 1

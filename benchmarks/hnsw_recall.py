@@ -61,8 +61,8 @@ def run(quick: bool = False, smoke: bool = False) -> list[dict]:
     without the real-docs suite built (its figures mean nothing)."""
     import psycopg
 
-    from models.embedder import load_embedder
-    from models.tokenizer import load_tokenizer
+    from models.llama_cpp.embedder import load_embedder
+    from models.llama_cpp.tokenizer import load_tokenizer
     from tests.pg_support import running_server
 
     embedder = load_embedder()

@@ -51,7 +51,7 @@ SHAPES: dict[str, tuple[str, Callable[[int], str]]] = {
 
 def run(quick: bool = False, smoke: bool = False) -> list[dict]:
     """Rows of the table; smoke: 20 and 40 KB, to prove the module runs (its figures mean nothing)."""
-    from models.tokenizer import load_tokenizer
+    from models.llama_cpp.tokenizer import load_tokenizer
     from rag.ingest.chunking import chunk_document
 
     tokenizer = load_tokenizer(None)

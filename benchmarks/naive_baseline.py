@@ -62,8 +62,8 @@ def main() -> None:
     print(f"{'retriever':<34} doc R@1  doc R@5")
     print(f"{'200-word windows, plain BM25':<34} {base['recall_at_1']:.3f}    {base['recall_at_5']:.3f}")
     if args.ours:
-        from models.embedder import load_embedder
-        from models.tokenizer import load_tokenizer
+        from models.llama_cpp.embedder import load_embedder
+        from models.llama_cpp.tokenizer import load_tokenizer
         from rag.indexing.build import open_index
         from rag.evaluation.retrieval_eval import MemoEmbedder, evaluate
 

@@ -29,7 +29,7 @@ from models.protocols import Embedder
 from rag.indexing import store
 from rag.ingest.chunking import indexed_text
 from rag.retrieval.fusion import fuse, top_rows
-from rag.retrieval.hybrid import CANDIDATE_DEPTH, HybridIndex
+from rag.indexing.hybrid import CANDIDATE_DEPTH, HybridIndex
 from rag.indexing.build import open_index
 from rag.evaluation.questions import load_questions
 from rag.retrieval.terms import index_terms
@@ -136,8 +136,8 @@ def run(quick: bool = False, smoke: bool = False) -> list[dict]:
     """Rows with keys what / ours / baseline / ratio / target (ratio = ours / baseline); smoke: one doc, three
     queries, 1k synthetic chunks, to prove the module runs."""
     quick = quick or smoke
-    from models.embedder import load_embedder
-    from models.tokenizer import load_tokenizer
+    from models.llama_cpp.embedder import load_embedder
+    from models.llama_cpp.tokenizer import load_tokenizer
 
     tokenizer, embedder = load_tokenizer(), load_embedder()
     questions = [q.q for q in load_questions()]

@@ -18,9 +18,9 @@ SECTION = "server"
 
 def run(quick: bool = False, smoke: bool = False) -> list[dict]:
     """Rows of the table; smoke: four tokens once each side, to prove the module runs."""
-    from models.local_server import LocalServer
-    from models.server import ServerChatModel
-    from models.server_api import ServerConfig
+    from models.openai_server.local_server import LocalServer
+    from models.openai_server.server import ServerChatModel
+    from models.openai_server.server_api import ServerConfig
 
     local = workload.chat_model()
     messages, recorded = workload.answer_prompt(k=1 if smoke else 5)

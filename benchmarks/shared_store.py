@@ -33,7 +33,7 @@ from rag.postgres.schema import SCHEMA, connect, ensure_schema
 from rag.ingest.chunking import ChunkSettings, indexed_text
 from rag.ingest.corpus import Document
 from rag.ingest.sources import SourceInfo
-from rag.retrieval.hybrid import HybridIndex
+from rag.indexing.hybrid import HybridIndex
 from rag.postgres.search import PgIndex
 from rag.retrieval.terms import index_terms
 
@@ -122,8 +122,8 @@ def _clients(url: str, embedder, queries: list[str], n: int, seconds: float) -> 
 
 def run(quick: bool = False, size: int | None = None, smoke: bool = False) -> list[dict]:
     """Rows of the table; smoke: 1,000 chunks, three queries, short client runs, to prove the module runs."""
-    from models.embedder import load_embedder
-    from models.tokenizer import load_tokenizer
+    from models.llama_cpp.embedder import load_embedder
+    from models.llama_cpp.tokenizer import load_tokenizer
     from rag.indexing.build import open_index
     from tests.pg_support import running_server
 

@@ -83,7 +83,7 @@ def _cold(fn, work, embedder):
 
 def run(quick: bool = False, smoke: bool = False) -> list[dict]:
     """Rows of the table; smoke: two answers once, to prove the module runs."""
-    from models.embedder import load_embedder
+    from models.llama_cpp.embedder import load_embedder
 
     quick = quick or smoke
     embedder = load_embedder()

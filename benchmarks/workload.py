@@ -27,7 +27,7 @@ def implements(obj, protocol: type):
 @functools.lru_cache(maxsize=1)
 def chat_model():
     """The packaged SmolLM2 chat model, as the agent loads it."""
-    from models.chat import load_chat_model
+    from models.llama_cpp.chat import load_chat_model
 
     return load_chat_model()
 
@@ -35,7 +35,7 @@ def chat_model():
 @functools.lru_cache(maxsize=1)
 def docs_index():
     """The hybrid index of docs_corpus/ (built on first use, then read from the cache)."""
-    from models.embedder import load_embedder
+    from models.llama_cpp.embedder import load_embedder
     from rag.indexing.build import open_index
 
     return open_index(None, chat_model().tokenizer, load_embedder())
@@ -84,7 +84,7 @@ def session(recorder: PromptRecorder, k: int = 5, answer_tokens: int | None = No
     `answer_tokens` caps the answers' length (None: the agent's own setting)."""
     from agent.session import ChatSession
     from agent.settings import AgentSettings
-    from models.embedder import load_embedder
+    from models.llama_cpp.embedder import load_embedder
 
     settings = AgentSettings(policy="search-first", k=k, decoding=decoding)
     if answer_tokens is not None:

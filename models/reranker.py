@@ -91,7 +91,7 @@ def pair_ids(tokenize: Callable[[str], list[int]], question: str, passage: str, 
 class CrossEncoder:
     """Scores (question, passage) pairs with the numpy forward pass of the trained cut.
 
-    `tokenize(text)` gives `[CLS] ... [SEP]` ids (models.embedder.LlamaEmbedder.tokenize)."""
+    `tokenize(text)` gives `[CLS] ... [SEP]` ids (models.llama_cpp.embedder.LlamaEmbedder.tokenize)."""
 
     def __init__(self, weights: Mapping[str, np.ndarray], word_embeddings: np.ndarray,
                  tokenize: Callable[[str], list[int]], max_tokens: int = 128, answer_logit: float = 0.0,
@@ -201,7 +201,7 @@ def minilm_word_embeddings(zip_path: Path) -> np.ndarray:
 def optional_reranker(embedder) -> CrossEncoder | None:
     """The shipped cross-encoder for the in-process MiniLM embedder; None without one (BM25 only, or an embeddings
     server: the reranker reads MiniLM's own ids), or when the file is missing or was trained on another MiniLM."""
-    from models.embedder import LlamaEmbedder
+    from models.llama_cpp.embedder import LlamaEmbedder
 
     if not isinstance(embedder, LlamaEmbedder) or not RERANKER_FILE.is_file():
         return None
@@ -222,7 +222,7 @@ _LOADED: dict[int, tuple[object, CrossEncoder]] = {}
 def load_reranker(tokenize: Callable[[str], list[int]], path: Path = RERANKER_FILE,
                   zip_path: Path | None = None) -> CrossEncoder:
     """The shipped cross-encoder over MiniLM's installed word table; refused when it was trained on another MiniLM."""
-    from models.bert_gguf import minilm_zip, source_sha256
+    from models.llama_cpp.bert_gguf import minilm_zip, source_sha256
 
     weights, meta = read_reranker(path)
     zip_path = zip_path or minilm_zip()

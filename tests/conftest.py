@@ -20,7 +20,7 @@ os.environ.setdefault("SMOLDOCS_CONFIG", os.path.join(_TMP_ROOT, "config.toml"))
 @pytest.fixture(scope="session")
 def real_tokenizer():
     """The SmolLM2-135M tokenizer, vocab only."""
-    from models.tokenizer import load_tokenizer
+    from models.llama_cpp.tokenizer import load_tokenizer
 
     return load_tokenizer()
 
@@ -28,7 +28,7 @@ def real_tokenizer():
 @pytest.fixture(scope="session")
 def real_model():
     """The SmolLM2-135M chat model with a 2048-token context."""
-    from models.chat import load_chat_model
+    from models.llama_cpp.chat import load_chat_model
 
     return load_chat_model()
 
@@ -36,7 +36,7 @@ def real_model():
 @pytest.fixture(scope="session")
 def real_embedder():
     """all-MiniLM-L6-v2 converted to GGUF and run by llama.cpp."""
-    from models.embedder import load_embedder
+    from models.llama_cpp.embedder import load_embedder
 
     return load_embedder()
 

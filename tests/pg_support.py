@@ -19,7 +19,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from models.local_server import free_port
+from models.openai_server.local_server import free_port
 
 SYSTEM_USER = "smoldocs-pg"
 SUPERUSER = "postgres"

@@ -9,7 +9,7 @@ from agent.events import AnswerFinished, ContextBuilt, SearchFinished, SearchSta
 from agent.session import ChatSession
 from agent.settings import AgentSettings
 from agent.context import Budgets
-from models.fakes import HashEmbedder, ScriptedChatModel
+from fakes import HashEmbedder, ScriptedChatModel
 from models.protocols import CancelToken
 from rag.types import Chunk, Hit, RetrieverDefaults
 

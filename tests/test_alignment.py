@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from models.fakes import HashEmbedder
+from fakes import HashEmbedder
 from rag.citations import Citation
 from rag.types import Chunk
 from rag.verification.claims import split_claims

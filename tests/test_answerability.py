@@ -64,8 +64,8 @@ def test_no_shown_sentence_is_never_answerable_and_an_unknown_name_with_weak_quo
 def test_the_hybrid_index_gives_its_term_counts_as_a_vocabulary():
     import numpy as np
 
-    from models.fakes import HashEmbedder
-    from rag.retrieval.hybrid import HybridIndex
+    from fakes import HashEmbedder
+    from rag.indexing.hybrid import HybridIndex
     from rag.types import Chunk
 
     chunks = [Chunk(f"docs/a.md#{i}", "docs/a.md", "docs/a.md", text) for i, text in
@@ -81,7 +81,7 @@ def test_a_chat_judges_answerability_by_the_live_index_after_a_reindex(tmp_path)
     """The answer path reads the term counts of the snapshot it searches, not those of the index at start-up."""
     from agent.session import ChatSession
     from agent.settings import AgentSettings
-    from models.fakes import HashEmbedder, ScriptedChatModel, WordTokenizer
+    from fakes import HashEmbedder, ScriptedChatModel, WordTokenizer
     from rag.indexing.live import open_live_index
 
     docs = tmp_path / "docs"

@@ -16,10 +16,10 @@ from agent.session import ChatSession
 from agent.settings import AgentSettings
 from agent.tui import make_app
 from agent.tui.status_line import StatusLine
-from models import bert_gguf, embedder as embedder_module
-from models.embedder import SEMANTIC_OFF, optional_embedder
+from models.llama_cpp import bert_gguf, embedder as embedder_module
+from models.llama_cpp.embedder import SEMANTIC_OFF, optional_embedder
 from models.errors import EmbedderNotInstalled, ModelNotFound
-from models.fakes import HashEmbedder, ScriptedChatModel, WordTokenizer
+from fakes import HashEmbedder, ScriptedChatModel, WordTokenizer
 from rag.indexing import store
 from rag.ingest.chunking import ChunkSettings
 from rag.errors import SemanticSearchOff

@@ -17,7 +17,7 @@ from benchmarks.followup import common_prefix
 from benchmarks.measure import interleaved, percentile
 from benchmarks.table import render, row, to_json, verdict
 from benchmarks.workload import PromptRecorder
-from models.fakes import HashEmbedder, ScriptedChatModel, WordTokenizer
+from fakes import HashEmbedder, ScriptedChatModel, WordTokenizer
 from models.protocols import ChatModel, Embedder, Tokenizer, protocol_gaps
 
 

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models import bert_gguf
-from models.bert_gguf import (
+from models.llama_cpp import bert_gguf
+from models.llama_cpp.bert_gguf import (
     CachedGGUF,
     cached_gguf_path,
     ensure_minilm_gguf,
@@ -237,7 +237,7 @@ def test_unwritable_cache_folder_is_one_clear_line(tmp_path):
 
 @pytest.mark.real
 def test_q8_0_conversion_quantizes_the_matrices_and_embeds_like_f16(built, real_embedder):
-    from models.embedder import LlamaEmbedder, minilm_model_id
+    from models.llama_cpp.embedder import LlamaEmbedder, minilm_model_id
 
     q8 = ensure_minilm_gguf(folder=built.path.parent, quant="q8_0")
     assert q8.path.name.startswith("all-MiniLM-L6-v2-q8_0-") and is_intact(q8.path) and is_intact(built.path)

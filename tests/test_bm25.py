@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
 
-from rag.retrieval.bm25 import BM25Index
+from rag.indexing.bm25 import BM25Index
 from rag.retrieval.terms import TermSettings, identifier_parts, light_stem, stem, index_terms
 
 class LuceneIdfBM25(BM25Okapi):

@@ -8,7 +8,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from models.fakes import HashEmbedder
+from fakes import HashEmbedder
 from rag.evaluation.calibrate import (
     PRECISION_FLOOR,
     _best_threshold,

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.fakes import WordTokenizer
+from fakes import WordTokenizer
 from rag.ingest.blocks import parse_units
 from rag.ingest.chunking import ChunkSettings, chunk_document, split_chunk_id
 from rag.errors import BudgetError

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from models.fakes import HashEmbedder
+from fakes import HashEmbedder
 from rag.citations import Citation
 from rag.types import Chunk
 from rag.verification.verifier import verify_answer

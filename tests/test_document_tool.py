@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agent.tools import Tool, ToolRegistry
-from models.fakes import WordTokenizer
+from fakes import WordTokenizer
 from rag.excerpts.document_tool import (
     GET_DOCUMENT_DESCRIPTION,
     GET_DOCUMENT_NAME,

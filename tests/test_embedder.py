@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.bert_gguf import minilm_zip
-from models.embedder import MAX_TOKENS, LlamaEmbedder, load_embedder
-from models.fakes import HashEmbedder
+from models.llama_cpp.bert_gguf import minilm_zip
+from models.llama_cpp.embedder import MAX_TOKENS, LlamaEmbedder, load_embedder
+from fakes import HashEmbedder
 from models.protocols import Embedder
 from bert_reference import ReferenceBert
 
@@ -171,7 +171,7 @@ def test_concurrent_callers_get_the_same_rows(embedder):
 
 def test_load_embedder_converts_into_the_cache_and_reuses_one_instance(monkeypatch, tmp_path):
     monkeypatch.setenv("SMOLDOCS_CACHE", str(tmp_path))
-    monkeypatch.setattr("models.embedder._LOADED", {})
+    monkeypatch.setattr("models.llama_cpp.embedder._LOADED", {})
     first = load_embedder()
     assert load_embedder() is first
     assert list((tmp_path / "models").glob("all-MiniLM-L6-v2-f16-*.gguf"))
@@ -185,7 +185,7 @@ def test_one_string_instead_of_a_list_is_refused(embedder):
 
 
 def test_a_query_embeds_on_one_thread_and_a_chunk_group_on_all_with_the_same_rows(embedder):
-    from models.embedder import FEW_TOKENS
+    from models.llama_cpp.embedder import FEW_TOKENS
 
     query, chunk = "what is min-p sampling", " ".join(["the kv cache stores keys and values"] * 20)
     assert embedder.count(query) <= FEW_TOKENS < embedder.count(chunk)

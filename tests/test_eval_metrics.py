@@ -24,7 +24,7 @@ from agent.events import Answer, SearchFinished
 from agent.events import ToolStep as ToolStepEvent
 from agent.session import ChatSession
 from agent.settings import AgentSettings
-from models.fakes import HashEmbedder, ScriptedChatModel
+from fakes import HashEmbedder, ScriptedChatModel
 from rag.evaluation.questions import Question, load_questions
 from rag.types import Chunk, Hit, RetrieverDefaults
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from models.fakes import HashEmbedder
+from fakes import HashEmbedder
 from rag.citations import Citation
 from rag.verification.claims import split_claims
 from rag.answering.extractive import QUOTE_LABEL, best_quotes, extractive_answer

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from models.fakes import HashEmbedder, WordTokenizer
+from fakes import HashEmbedder, WordTokenizer
 from rag.ingest.chunking import ChunkSettings, chunk_document, chunk_layout
 from rag.errors import Unreadable
 from rag.ingest.formats import parse_text, read_layout, stream_digest, syntax_for

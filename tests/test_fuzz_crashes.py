@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from models.fakes import WordTokenizer
+from fakes import WordTokenizer
 from rag.ingest.chunking import chunk_document
 
 

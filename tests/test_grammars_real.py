@@ -57,7 +57,7 @@ def test_constrained_decoding_ends_every_sentence_with_a_shown_marker(real_model
 
 
 def test_tool_call_grammar_gives_a_call_that_parses_and_validates(real_model):
-    from models.grammar import json_schema_grammar
+    from models.llama_cpp.grammar import json_schema_grammar
 
     grammar = tool_call_grammar(SEARCH_DOCS_NAME, json_schema_grammar(_grammar_schema()))
     messages = [

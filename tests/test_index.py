@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.fakes import CountingEmbedder, WordTokenizer
+from fakes import CountingEmbedder, WordTokenizer
 from rag.indexing import store
 from rag.ingest.chunking import ChunkSettings
 from rag.indexing.build import IndexProgress, open_index
@@ -39,7 +39,7 @@ def test_first_open_builds_and_saves_then_reopens_without_embedding(docs, tmp_pa
 
 
 def test_reopening_loads_the_stored_bm25_postings_unless_term_settings_differ(docs, tmp_path, monkeypatch):
-    from rag.retrieval import hybrid
+    from rag.indexing import hybrid
     from rag.retrieval.terms import TermSettings
 
     first, _ = open_(docs, tmp_path / "idx")
@@ -228,7 +228,7 @@ any_text = st.text(st.one_of(st.sampled_from(AWKWARD), st.characters(exclude_cat
 @settings(max_examples=25, deadline=None)
 @given(texts=st.lists(any_text, min_size=1, max_size=4), heading=any_text, doc_id=any_text)
 def test_any_text_round_trips_through_the_stored_index(tmp_path_factory, texts, heading, doc_id):
-    from rag.retrieval.bm25 import BM25Index
+    from rag.indexing.bm25 import BM25Index
 
     chunks = [Chunk(f"{doc_id}#{n}", doc_id, doc_id, text, (heading,), 1, 2) for n, text in enumerate(texts)]
     index_dir = tmp_path_factory.mktemp("roundtrip")

@@ -11,7 +11,7 @@ import pytest
 from agent.cli import main
 from agent.commands import common
 from json_support import read_output
-from models.fakes import HashEmbedder, WordTokenizer
+from fakes import HashEmbedder, WordTokenizer
 from rag.errors import DocsNotFound
 from rag.ingest.chunking import chunk_layout
 from rag.ingest.corpus import load_corpus
@@ -206,7 +206,7 @@ def test_a_live_index_of_man_pages_is_not_watched(man_tree, tmp_path):
 def test_a_chat_session_over_man_pages_reads_only_the_chosen_sections(man_tree, tmp_path):
     """The chat app passes --man's pages on as they are: as a folder they would be every page (or all of /)."""
     from agent.session import open_session
-    from models.fakes import ScriptedChatModel
+    from fakes import ScriptedChatModel
 
     source = ManSource((man_tree,), parse_sections("8"))
     session = open_session(source, open_model=ScriptedChatModel, live=True, index_dir=tmp_path / "i",

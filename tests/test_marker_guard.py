@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from agent.grammars import MarkerGuard
-from models.guards import GuardProcessor, Vocabulary
+from models.llama_cpp.guards import GuardProcessor, Vocabulary
 from rag import markers
 
 GUARD = MarkerGuard([1, 2, 12])

@@ -297,7 +297,7 @@ def test_what_held_still_holds(small_docs, tmp_path):
 
 def test_a_model_server_that_is_down_is_one_line_per_call_after_a_prompt_handshake(small_docs, tmp_path):
     """The models load behind the handshake, so a server that is not there is said on every call, not a hang."""
-    from models.local_server import free_port
+    from models.openai_server.local_server import free_port
     from models.locate import default_model_path
     from tests.mcp_support import mcp_client
 

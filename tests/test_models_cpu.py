@@ -30,7 +30,7 @@ def test_a_bad_setting_is_one_line_naming_the_choices():
 
 CHILD = """
 import llama_cpp.llama_cpp as lib
-from models.chat import load_chat_model
+from models.llama_cpp.chat import load_chat_model
 from models.cpu import use_safe_weight_buffers
 from models.protocols import GenerationOptions
 model = load_chat_model()

@@ -87,7 +87,7 @@ def test_config_spells_every_llama_argument():
 
 @pytest.mark.real
 def test_truncated_gguf_fails_with_one_line(tmp_path):
-    from models.loading import open_llama
+    from models.llama_cpp.loading import open_llama
 
     path = tmp_path / "truncated.gguf"
     path.write_bytes(default_model_path().read_bytes()[:200_000])
@@ -102,7 +102,7 @@ def test_model_with_small_context_is_refused(tmp_path):
 
     from gguf import GGUFReader
 
-    from models.loading import open_llama
+    from models.llama_cpp.loading import open_llama
 
     path = tmp_path / "small-ctx.gguf"
     shutil.copyfile(default_model_path(), path)
@@ -120,7 +120,7 @@ def test_model_with_small_context_is_refused(tmp_path):
 def test_an_n_ctx_above_the_trained_context_is_refused_before_llama_cpp_allocates(n_ctx, monkeypatch):
     import llama_cpp
 
-    from models.loading import open_llama
+    from models.llama_cpp.loading import open_llama
 
     def allocate(**kwargs):  # the real Llama would reserve GBs of KV cache for this n_ctx before failing
         raise AssertionError(f"Llama(n_ctx={kwargs.get('n_ctx')}) was called")
@@ -135,7 +135,7 @@ def test_an_n_ctx_above_the_trained_context_is_refused_before_llama_cpp_allocate
 def test_an_n_ctx_past_any_model_is_refused_when_the_gguf_does_not_say(tmp_path, monkeypatch):
     import llama_cpp
 
-    from models.loading import MAX_N_CTX, open_llama
+    from models.llama_cpp.loading import MAX_N_CTX, open_llama
 
     path = tmp_path / "no-metadata.gguf"
     path.write_bytes(b"GGUF" + bytes(64))

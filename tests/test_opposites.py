@@ -12,7 +12,7 @@ import json
 import pytest
 
 from agent.cli import main
-from models.fakes import HashEmbedder
+from fakes import HashEmbedder
 from test_alignment import check  # the verdict on `claim [1]` with [1] = the passage
 
 

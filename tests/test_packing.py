@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.fakes import WordTokenizer
+from fakes import WordTokenizer
 from rag.citations import Citation
 from rag.errors import BudgetError
 from rag.excerpts.near_duplicates import jaccard, shingles

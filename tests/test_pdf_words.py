@@ -108,7 +108,7 @@ def test_join_hyphenated_rules():
 
 
 def test_an_index_whose_pdf_chunks_came_from_another_reader_reads_the_pdf_again(tmp_path, monkeypatch):
-    from models.fakes import WordTokenizer
+    from fakes import WordTokenizer
     from rag.ingest import formats
     from rag.indexing.build import open_index
 

@@ -25,7 +25,7 @@ from rag.postgres.ingest import apply_document, from_index, ingest, prepare, rem
 from rag.postgres.schema import SCHEMA, connect, ensure_schema
 from rag.ingest.chunking import ChunkSettings
 from rag.ingest.corpus import Document, default_docs_dir, load_corpus
-from rag.retrieval.hybrid import MODES
+from rag.indexing.hybrid import MODES
 from rag.postgres.search import PgIndex
 from rag.retrieval.terms import TermSettings
 from rag.types import Retriever
@@ -430,7 +430,7 @@ def _plan_nodes(plan: dict):
 def test_the_planner_takes_an_unanalyzed_stats_table_for_one_row(pg_url, docs, real_tokenizer):
     """Before anything analyzed the one-row `stats` table, the planner guessed it at 1,330 rows, and its plan for a
     search hashed every posting of the store (2k synthetic chunks: BM25 184 ms, 2.7 ms once told it is one row)."""
-    from rag.retrieval.bm25 import B, K1
+    from rag.indexing.bm25 import B, K1
     from rag.postgres.search import SEED_POSTINGS, search_sql
     from rag.retrieval.terms import index_terms
 
@@ -462,7 +462,7 @@ def test_pruned_bm25_ranks_exactly_as_the_sum_of_every_posting(pg_url, real_inde
     from benchmarks.shared_store import PER_DOC, synthetic_document
     from rag.evaluation.questions import load_questions
     from rag.postgres import search as pg_search
-    from rag.retrieval.bm25 import B, K1
+    from rag.indexing.bm25 import B, K1
     from rag.retrieval.terms import index_terms
 
     settings = real_index.term_settings

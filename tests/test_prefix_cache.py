@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from agent.prompts import system_rules
-from models.prefix_cache import PrefixCache, prefix_key
+from models.llama_cpp.prefix_cache import PrefixCache, prefix_key
 
 
 def _logits(llm) -> np.ndarray:
@@ -66,7 +66,7 @@ def test_a_cold_answer_loads_the_rules_from_disk(real_model, tmp_path, monkeypat
 
 @pytest.mark.real
 def test_the_vocabulary_is_read_back_from_the_cache_as_computed(real_model, tmp_path, monkeypatch):
-    from models.guards import _pieces
+    from models.llama_cpp.guards import _pieces
 
     monkeypatch.setenv("SMOLDOCS_CACHE", str(tmp_path))
     computed = _pieces(real_model.llm)

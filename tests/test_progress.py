@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from agent.progress import ProgressBar
-from models.fakes import HashEmbedder, WordTokenizer
+from fakes import HashEmbedder, WordTokenizer
 from rag.indexing.build import IndexProgress, open_index
 
 DATA = Path(__file__).parent / "data" / "retrieval_docs"

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from models.fakes import CountingEmbedder, WordTokenizer
+from fakes import CountingEmbedder, WordTokenizer
 from rag.indexing import store
 from rag.ingest.chunking import ChunkSettings
 from rag.retrieval.fusion import Ranked, fuse

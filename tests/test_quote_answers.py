@@ -10,7 +10,7 @@ from agent.events import AnswerFinished, TextDelta
 from agent.quoting import REF_OPEN, QuoteGuard
 from agent.session import ChatSession
 from agent.settings import AgentSettings
-from models.fakes import HashEmbedder, ScriptedChatModel
+from fakes import HashEmbedder, ScriptedChatModel
 from models.protocols import CancelToken
 from rag.verification.verdicts import Verdict
 from test_agent_loop import CHUNKS, MemoryRetriever, _chunk, final

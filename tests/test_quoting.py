@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from agent.quoting import REF_OPEN, QuoteGuard, Span, QuoteUnit, normalized, parse_quote_units, quote_spans
-from models.guards import GuardProcessor, Vocabulary
+from models.llama_cpp.guards import GuardProcessor, Vocabulary
 from rag.answering.extractive import Quote
 
 def words(text: str) -> int:

@@ -67,7 +67,7 @@ def test_scores_follow_the_answer_not_the_order(shipped):
 def test_numpy_scores_match_pytorch_on_20_pairs(real_embedder, tmp_path):
     torch = pytest.importorskip("torch", reason="the training extra: pip install -e '.[train]'")
     from benchmarks.realdocs.train_reranker import batch_tensors, torch_model, write_safetensors
-    from models.bert_gguf import minilm_zip
+    from models.llama_cpp.bert_gguf import minilm_zip
 
     weights, meta = read_reranker()
     model = torch_model(int(meta["layers"]), minilm_zip())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag.retrieval.hybrid import DEFAULT_FUSION, HybridIndex
+from rag.indexing.hybrid import DEFAULT_FUSION, HybridIndex
 from rag.evaluation.questions import load_questions
 from rag.evaluation.retrieval_eval import MemoEmbedder, evaluate, ungraded
 

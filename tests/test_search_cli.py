@@ -7,7 +7,7 @@ import pytest
 
 from agent.cli import main
 from agent.commands import common
-from models.fakes import HashEmbedder, WordTokenizer
+from fakes import HashEmbedder, WordTokenizer
 from json_support import read_output
 
 JSON_KEYS = {"rank", "chunk_id", "doc_id", "uri", "heading", "lines", "pages", "score", "bm25_rank", "dense_rank",

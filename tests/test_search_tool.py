@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from models.fakes import WordTokenizer
+from fakes import WordTokenizer
 from rag import markers
 from rag.citations import Citation, problem
 from rag.verification.verifier import verify_answer

@@ -9,10 +9,10 @@ import sys
 import numpy as np
 import pytest
 
-from models.bert_gguf import ensure_minilm_gguf
+from models.llama_cpp.bert_gguf import ensure_minilm_gguf
 from models.errors import ServerRefused, ServerUnreachable
-from models.local_server import LocalServer, free_port
-from models.server_embedder import ServerEmbedder
+from models.openai_server.local_server import LocalServer, free_port
+from models.openai_server.server_embedder import ServerEmbedder
 from rag.errors import StoreRefused
 from rag.postgres.ingest import ingest
 from rag.postgres.search import PgIndex

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from models.errors import ModelError, ServerRefused, ServerUnreachable
-from models.local_server import free_port
-from models.server_embedder import ServerEmbedder
+from models.openai_server.local_server import free_port
+from models.openai_server.server_embedder import ServerEmbedder
 
 DIM = 4
 SECRETS = ("eSECRET", "QSECRET")

@@ -16,8 +16,8 @@ import pytest
 
 from agent.session import ChatSession
 from agent.settings import AgentSettings
-from models.server import ServerChatModel
-from models.server_api import ServerConfig
+from models.openai_server.server import ServerChatModel
+from models.openai_server.server_api import ServerConfig
 
 pytestmark = pytest.mark.real
 

@@ -13,11 +13,11 @@ import time
 import pytest
 
 from models.errors import ModelError, ServerInterrupted, ServerUnreachable
-from models.local_server import free_port
+from models.openai_server.local_server import free_port
 from models.locate import default_model_path
 from models.protocols import GenerationOptions
-from models.server import PROBE, ServerChatModel
-from models.server_api import MAX_EVENT_BYTES, MAX_RESPONSE_BYTES, ServerConfig, stream_byte_limit
+from models.openai_server.server import PROBE, ServerChatModel
+from models.openai_server.server_api import MAX_EVENT_BYTES, MAX_RESPONSE_BYTES, ServerConfig, stream_byte_limit
 
 pytestmark = pytest.mark.real
 

@@ -19,11 +19,11 @@ from agent.events import AnswerFinished, ContextBuilt, ErrorEvent, SearchFinishe
 from agent.session import ChatSession
 from agent.settings import AgentSettings
 from models.errors import GenerationError, NoTokenizer, ServerRefused, ServerUnreachable
-from models.local_server import LocalServer, free_port
+from models.openai_server.local_server import LocalServer, free_port
 from models.locate import default_model_path
 from models.protocols import CancelToken, GenerationOptions
-from models.server import ServerChatModel
-from models.server_api import ServerConfig
+from models.openai_server.server import ServerChatModel
+from models.openai_server.server_api import ServerConfig
 from json_support import read_output
 
 pytestmark = [pytest.mark.real, pytest.mark.server]
@@ -273,7 +273,7 @@ def test_silent_server_hits_the_first_token_timeout():
 def test_openai_errors_map_to_one_line_each():
     import httpx2 as httpx
 
-    from models.server_api import explain
+    from models.openai_server.server_api import explain
 
     config = ServerConfig("http://127.0.0.1:9/v1", connect_timeout=2)
     request = httpx.Request("GET", config.base_url)

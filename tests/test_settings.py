@@ -14,7 +14,7 @@ from agent.cli import parse
 from agent.commands import COMMANDS
 from agent.opening import Loaders, Models, open_docs, open_models
 from agent.settings import AgentSettings, Settings
-from models.fakes import HashEmbedder, ScriptedChatModel, WordTokenizer
+from fakes import HashEmbedder, ScriptedChatModel, WordTokenizer
 
 
 @pytest.fixture

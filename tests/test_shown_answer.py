@@ -13,7 +13,7 @@ from agent.quoting import QuoteUnit
 from agent.session import ChatSession
 from agent.settings import AgentSettings
 from agent.verified import quote_display
-from models.fakes import HashEmbedder, ScriptedChatModel
+from fakes import HashEmbedder, ScriptedChatModel
 from rag.answering.extractive import QUOTE_LABEL, extractive_answer
 from rag.answering.overrides import overrides
 from rag.citations import Citation

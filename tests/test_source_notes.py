@@ -15,7 +15,7 @@ from agent.events import AnswerFinished
 from agent.session import ChatSession
 from agent.settings import AgentSettings
 from agent.tui import make_app
-from models.fakes import HashEmbedder, ScriptedChatModel
+from fakes import HashEmbedder, ScriptedChatModel
 from rag.excerpts.packing import Omission
 from rag.ingest.sources import source_info
 from rag.types import Chunk, Hit

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from models.fakes import HashEmbedder, WordTokenizer
+from fakes import HashEmbedder, WordTokenizer
 from rag.ingest.chunking import ChunkSettings
 from rag.indexing.build import IndexProgress, open_index
 from rag.ingest.sources import front_matter, parse_date, source_info

@@ -714,7 +714,7 @@ def rendered_controls(app) -> list[str]:
 async def test_document_and_model_escapes_are_shown_never_sent_to_the_terminal(store):
     from agent.session import ChatSession
     from agent.settings import AgentSettings
-    from models.fakes import HashEmbedder, ScriptedChatModel
+    from fakes import HashEmbedder, ScriptedChatModel
     from rag.types import Chunk
     from test_agent_loop import MemoryRetriever
 

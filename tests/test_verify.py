@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.fakes import CountingEmbedder, HashEmbedder
+from fakes import CountingEmbedder, HashEmbedder
 from rag.citations import Citation
 from rag.verification.support import Params
 from rag.types import Chunk

@@ -18,7 +18,7 @@ from agent.events import (
 )
 from agent.session import ChatSession
 from agent.settings import AgentSettings
-from models.fakes import HashEmbedder, ScriptedChatModel
+from fakes import HashEmbedder, ScriptedChatModel
 from rag.excerpts.packing import Omission
 from rag.types import Chunk, Hit
 from rag.verification.verdicts import CitationVerdict, ClaimVerdict, Verdict

@@ -17,7 +17,7 @@ from agent.commands.common import (
 from agent.errors import UsageError
 from agent.settings import Settings
 from rag.excerpts.search_tool import as_indexed
-from rag.retrieval.hybrid import MODES
+from rag.indexing.hybrid import MODES
 from rag.indexing.fill import coverage_note
 from rag.printable import one_line, visible
 from rag.types import Hit

@@ -57,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from benchmarks.realdocs.gather import build_suite
 
         return build_suite(packages)
-    from models.tokenizer import load_tokenizer  # real parts only once a command needs them
+    from models.llama_cpp.tokenizer import load_tokenizer  # real parts only once a command needs them
 
     if args.command == "check":
         from benchmarks.realdocs.checking import check_suite
@@ -65,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return check_suite(packages, load_tokenizer())
     if args.command == "cold":
         from benchmarks.realdocs.scoring import cold_start
-        from models.embedder import load_embedder
+        from models.llama_cpp.embedder import load_embedder
 
         tokenizer, embedder = load_tokenizer(), load_embedder()
         for package in packages:
@@ -73,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command == "refit":
         from benchmarks.realdocs.refit import main as refit_main
-        from models.embedder import load_embedder
+        from models.llama_cpp.embedder import load_embedder
 
         return refit_main(packages, load_tokenizer(), load_embedder(), args.cases_cache)
     if args.command == "train-reranker":
@@ -90,7 +90,7 @@ def _train(packages, args) -> int:
     from benchmarks.realdocs.suite import suite_dir
     from benchmarks.realdocs.train_reranker import TrainSettings, main as train_main
     from models.reranker import RERANKER_FILE
-    from models.tokenizer import load_tokenizer
+    from models.llama_cpp.tokenizer import load_tokenizer
 
     fit = [p for p in packages if p.split == "fit"]
     given = (("epochs", args.epochs), ("layers", args.layers), ("limit", args.limit), ("max_tokens", args.max_tokens),

@@ -1,7 +1,7 @@
 """Which way of fusing BM25 and dense rankings holds on real docs: chosen on the fit packages, reported on the held.
 
 `python -m benchmarks.realdocs.fusion_sweep [--packages ...]`. Each question's BM25 and dense rankings (depth
-rag.retrieval.hybrid.CANDIDATE_DEPTH, the dense floor as shipped) are computed once; every fusion below is scored on them
+rag.indexing.hybrid.CANDIDATE_DEPTH, the dense floor as shipped) are computed once; every fusion below is scored on them
 by doc-level Recall@5 and MRR@10. The winner is the best mean over the fit packages (each package weighs the
 same, so docs_corpus's 150 questions do not outvote the others); the held-back packages are only reported.
 
@@ -20,15 +20,15 @@ from typing import Callable, Sequence
 import numpy as np
 
 from benchmarks.realdocs.suite import Package, choose_packages, load_packages
-from models.embedder import load_embedder
-from models.tokenizer import load_tokenizer
+from models.llama_cpp.embedder import load_embedder
+from models.llama_cpp.tokenizer import load_tokenizer
 from rag.evaluation.questions import (
     Question, first_per_doc, gold_chunk_ids, load_questions, mean, mrr_at_k, recall_at_k,
 )
 from rag.evaluation.retrieval_eval import DEPTH, MemoEmbedder
 from rag.indexing.build import open_index
 from rag.retrieval.fusion import Ranked, fuse
-from rag.retrieval.hybrid import CANDIDATE_DEPTH
+from rag.indexing.hybrid import CANDIDATE_DEPTH
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from typing import Callable, Sequence
 
 from benchmarks.measure import load_average
 from benchmarks.realdocs.suite import REPO, Package
-from models.embedder import load_embedder
+from models.llama_cpp.embedder import load_embedder
 from rag.answering.extractive import QuoteFallback
 from rag.evaluation.evidence import evidence_sentence, holds_evidence
 from rag.evaluation.questions import Question, load_questions
@@ -39,7 +39,7 @@ from rag.markers import MARKER_PATTERN
 from rag.indexing.build import IndexProgress, open_index
 from rag.verification.verifier import Verifier
 
-RETRIEVERS = ("bm25", "dense", "weighted", "rrf")  # "weighted" is the default fusion (rag.retrieval.hybrid.DEFAULT_FUSION)
+RETRIEVERS = ("bm25", "dense", "weighted", "rrf")  # "weighted" is the default fusion (rag.indexing.hybrid.DEFAULT_FUSION)
 _QUOTE = re.compile(r"^> (?P<sentence>.*) " + MARKER_PATTERN + "$", re.S)  # one `> sentence [n]` block
 
 

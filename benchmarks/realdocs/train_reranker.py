@@ -22,7 +22,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from benchmarks.realdocs.rerank_data import Pair, by_question
-from models.bert_gguf import minilm_zip, source_sha256
+from models.llama_cpp.bert_gguf import minilm_zip, source_sha256
 from models.reranker import HEADS, LN_EPS, RERANKER_FILE, pair_ids
 from models.safetensors import read_safetensors
 
@@ -301,7 +301,7 @@ def main(packages, tokenizer, cache: Path, out: Path = RERANKER_FILE, settings: 
     """Make (or read back) the pairs of the fit packages, train on nine tenths, choose the decline threshold on the
     tenth kept out, write the model file."""
     from benchmarks.realdocs.rerank_data import suite_pairs
-    from models.embedder import load_embedder
+    from models.llama_cpp.embedder import load_embedder
 
     try:
         import torch

@@ -229,7 +229,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"no {name} calibration set at {path}: {hint}", file=sys.stderr)
             return 2
         loaded.append((name, path, load(path)))
-    from models.embedder import load_embedder
+    from models.llama_cpp.embedder import load_embedder
     from rag.verification.verifier import DENSE, LEXICAL
 
     modes = (("DENSE", load_embedder(), DENSE), ("LEXICAL", None, LEXICAL))
@@ -252,7 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _build(path: Path) -> int:
-    from models.tokenizer import load_tokenizer
+    from models.llama_cpp.tokenizer import load_tokenizer
     from rag.ingest.chunking import chunk_document
     from rag.ingest.corpus import default_docs_dir, load_corpus
 

@@ -195,8 +195,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--fit", action="store_true", help="fit the weights on the fit split and report them")
     args = parser.parse_args(argv)
 
-    from models.embedder import load_embedder  # real components only when run as a program
-    from models.tokenizer import load_tokenizer
+    from models.llama_cpp.embedder import load_embedder  # real components only when run as a program
+    from models.llama_cpp.tokenizer import load_tokenizer
     from rag.indexing.build import open_index
 
     tokenizer, embedder = load_tokenizer(), load_embedder()

@@ -15,7 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
-from rag.retrieval.hybrid import HybridIndex
+from rag.indexing.hybrid import HybridIndex
 from rag.evaluation.questions import Question, first_per_doc, gold_chunk_ids, load_questions, mean, mrr_at_k, recall_at_k
 from rag.retrieval.terms import TermSettings
 
@@ -144,8 +144,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print rows as JSON")
     args = parser.parse_args(argv)
 
-    from models.embedder import optional_embedder  # real components only when run as a program
-    from models.tokenizer import load_tokenizer
+    from models.llama_cpp.embedder import optional_embedder  # real components only when run as a program
+    from models.llama_cpp.tokenizer import load_tokenizer
     from rag.indexing.build import open_index
 
     embedder = optional_embedder()

@@ -1,1 +1,1 @@
-"""The index on disk and in memory: building, saving, opening, filling embeddings, watching the folder."""
+"""The file-based index: BM25 and MiniLM vectors fused in memory, saved, built, filled, kept live, watched."""

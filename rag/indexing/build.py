@@ -12,15 +12,15 @@ from typing import Callable
 
 import numpy as np
 
-from models.embedder import SEMANTIC_OFF
+from models.llama_cpp.embedder import SEMANTIC_OFF
 from models.protocols import Embedder, Tokenizer
 from rag.indexing import store
 from rag.ingest.chunking import ChunkSettings, chunk_layout
 from rag.ingest.corpus import Document, check_docs_dir, default_docs_dir, load_corpus
 from rag.errors import IndexCorrupt, IndexDirNotFolder, IndexNotSaved, Unreadable
 from rag.ingest.formats import read_layout, reader_of
-from rag.retrieval.bm25 import IDF_NAME
-from rag.retrieval.hybrid import CANDIDATE_DEPTH, HybridIndex
+from rag.indexing.bm25 import IDF_NAME
+from rag.indexing.hybrid import CANDIDATE_DEPTH, HybridIndex
 from rag.indexing.fill import fill_missing
 from rag.ingest.sources import source_info
 from rag.retrieval.terms import TermSettings

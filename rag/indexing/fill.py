@@ -1,6 +1,6 @@
 """Progressive indexing: BM25 is searchable at once, embeddings fill in behind it in batches, and resume.
 
-A chunk whose embedding row is all zeros has no dense half yet (rag.retrieval.dense.embedded_rows): it ranks by BM25 alone,
+A chunk whose embedding row is all zeros has no dense half yet (rag.indexing.dense.embedded_rows): it ranks by BM25 alone,
 the stored index keeps the zero row, and the next run embeds it. So an index saved mid-way is a whole index with a
 dense coverage below 1, never a half-written one.
 """
@@ -15,7 +15,7 @@ import numpy as np
 
 from models.protocols import Embedder
 from rag.ingest.chunking import indexed_text
-from rag.retrieval.dense import EMBED_BATCH, embedded_rows
+from rag.indexing.dense import EMBED_BATCH, embedded_rows
 from rag.types import Chunk
 
 # One-shot commands (`search`, `ask`) embed for at most this long before answering; the rest waits for the next

@@ -17,8 +17,8 @@ import numpy as np
 
 from models.protocols import Embedder
 from rag.indexing import store
-from rag.retrieval.dense import EMBED_BATCH
-from rag.retrieval.hybrid import HybridIndex
+from rag.indexing.dense import EMBED_BATCH
+from rag.indexing.hybrid import HybridIndex
 from rag.retrieval.vocabulary import TermCounts
 from rag.types import Chunk, SourceInfo
 from rag.indexing.build import IndexProgress, ProgressFn

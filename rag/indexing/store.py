@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from models.paths import cache_dir
-from rag.retrieval.bm25 import BM25Index
+from rag.indexing.bm25 import BM25Index
 from rag.errors import IndexCorrupt
 from rag.types import Chunk
 

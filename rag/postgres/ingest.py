@@ -15,7 +15,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from models.embedder import SEMANTIC_OFF
+from models.llama_cpp.embedder import SEMANTIC_OFF
 from models.protocols import Embedder, Tokenizer
 from models.redaction import redact_url
 from rag.errors import StoreRefused, Unreadable
@@ -36,7 +36,7 @@ from rag.ingest.chunking import ChunkSettings, chunk_layout, indexed_text
 from rag.ingest.corpus import Document, check_docs_dir, load_corpus
 from rag.ingest.formats import read_layout
 from rag.ingest.sources import SourceInfo, source_info
-from rag.retrieval.dense import EMBED_BATCH, embed_texts
+from rag.indexing.dense import EMBED_BATCH, embed_texts
 from rag.retrieval.terms import TermSettings, index_terms
 from rag.retrieval.vocabulary import PREFIX
 from rag.types import Chunk
@@ -124,7 +124,7 @@ class EmbedQueue:
 
 
 def from_index(index, documents: Sequence[Document]) -> Iterator[Prepared]:
-    """The documents of an embedded rag.retrieval.hybrid.HybridIndex, ready to write with its chunks, terms and embeddings.
+    """The documents of an embedded rag.indexing.hybrid.HybridIndex, ready to write with its chunks, terms and embeddings.
 
     Moving a folder's index into the store this way costs no embedding; `documents` give the content hashes.
     """

@@ -1,6 +1,6 @@
 """Hybrid search over the PostgreSQL store: BM25 and pgvector halves fused in one SQL statement.
 
-It ranks as rag.retrieval.hybrid.HybridIndex does: BM25 with rank_bm25's Okapi formula and Lucene's IDF over postings
+It ranks as rag.indexing.hybrid.HybridIndex does: BM25 with rank_bm25's Okapi formula and Lucene's IDF over postings
 made by rag.retrieval.terms, cosine similarity over the same MiniLM embeddings, each cut at CANDIDATE_DEPTH, then fused by
 rag.retrieval.fusion's weighted or reciprocal-rank rule, ties broken the same way. One statement reads one snapshot, and a
 document changes in one transaction (rag.postgres.ingest), so a search sees a document whole, old or new.
@@ -14,7 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
-from models.embedder import SEMANTIC_OFF
+from models.llama_cpp.embedder import SEMANTIC_OFF
 from models.protocols import Embedder
 from models.redaction import redact_url
 from rag.errors import StoreRefused, StoreUnavailable
@@ -29,9 +29,9 @@ from rag.postgres.schema import (
     unavailable,
 )
 from rag.ingest.sources import SourceInfo, source_info
-from rag.retrieval.bm25 import B, K1
+from rag.indexing.bm25 import B, K1
 from rag.retrieval.fusion import BM25_WEIGHT, FUSIONS, RRF_K
-from rag.retrieval.hybrid import CANDIDATE_DEPTH, DEFAULT_FUSION, MIN_DENSE_SCORE, search_mode
+from rag.indexing.hybrid import CANDIDATE_DEPTH, DEFAULT_FUSION, MIN_DENSE_SCORE, search_mode
 from rag.retrieval.terms import TermSettings, index_terms
 from rag.retrieval.vocabulary import PREFIX
 from rag.types import Chunk, Hit, RetrieverDefaults
@@ -59,7 +59,7 @@ def _filters(doc_ids: bool, current_only: bool) -> str:
     return where
 
 
-# One posting's share of a chunk's BM25 score (rag.retrieval.bm25: Okapi with K1 and B), for query term i.
+# One posting's share of a chunk's BM25 score (rag.indexing.bm25: Okapi with K1 and B), for query term i.
 _SHARE = "i.qtf * i.idf * (p.tf * (%(k1)s + 1)) / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.length / s.avgdl))"
 
 
@@ -132,7 +132,7 @@ def _lexical(where: str) -> str:
         SELECT chunks::float8 AS n, greatest(total_length, 1)::float8 / greatest(chunks, 1) AS avgdl FROM {S}.stats
         LIMIT 1),
     q AS (SELECT term, count(*)::float8 AS qtf FROM unnest(%(terms)s::text[]) AS term GROUP BY term),
-    idf AS MATERIALIZED (  -- rag.retrieval.bm25.idf, Lucene's: computed here from df, so nothing stored depends on it
+    idf AS MATERIALIZED (  -- rag.indexing.bm25.idf, Lucene's: computed here from df, so nothing stored depends on it
         SELECT q.term, q.qtf, t.df, ln(1 + (s.n - t.df + 0.5::float8) / (t.df + 0.5::float8)) AS idf
         FROM q JOIN {S}.terms t ON t.term = q.term, stats s),{scores}{ranked}
     lex AS (

@@ -1,1 +1,1 @@
-"""Ranking chunks for a query: BM25 terms and scores, MiniLM vectors, and their fusion."""
+"""What both index backends share: query and index terms, the vocabulary, and the fusion of BM25 and vector ranks."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from models.fakes import HashEmbedder, WordTokenizer
+from fakes import HashEmbedder, WordTokenizer
 from json_support import read_output
 
 

@@ -18,7 +18,7 @@ import pytest
 import rag.indexing.build
 import rag.indexing.store
 from faults_support import forked, kill_self, wait
-from models.fakes import HashEmbedder, WordTokenizer
+from fakes import HashEmbedder, WordTokenizer
 from rag.indexing import store
 from rag.ingest.chunking import ChunkSettings
 from rag.indexing.build import open_index

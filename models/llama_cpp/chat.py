@@ -10,10 +10,10 @@ from typing import Iterator, Sequence
 
 from models.config import ModelConfig
 from models.errors import GenerationError
-from models.loading import open_llama
+from models.llama_cpp.loading import open_llama
 from models.locate import resolve_model_path
 from models.protocols import CancelToken, GenerationOptions, GenerationStats, Message
-from models.tokenizer import LlamaTokenizer
+from models.llama_cpp.tokenizer import LlamaTokenizer
 
 
 @functools.lru_cache(maxsize=16)
@@ -45,7 +45,7 @@ class LlamaChatModel:
 
     def cache_prefix(self, messages: Sequence[Message]) -> None:
         """Every prompt will start with `messages` (the system rules): keep their KV state on disk so that a
-        cold start loads it instead of evaluating them (models/prefix_cache.py). No messages: forget it."""
+        cold start loads it instead of evaluating them (models/llama_cpp/prefix_cache.py). No messages: forget it."""
         if not messages:
             self._prefix = []
             return
@@ -79,7 +79,7 @@ class LlamaChatModel:
         self.prefix_status = ""
         if prefix and len(tokens) > len(prefix) and tokens[: len(prefix)] == prefix:
             from models.paths import cache_dir
-            from models.prefix_cache import PrefixCache
+            from models.llama_cpp.prefix_cache import PrefixCache
 
             self.prefix_status = PrefixCache(self.llm, self.config.path, cache_dir() / "kv").ensure(prefix)
 
@@ -95,7 +95,7 @@ class LlamaChatModel:
 
         processors = [count_sample]
         if options.guard is not None:
-            from models.guards import GuardProcessor, vocabulary
+            from models.llama_cpp.guards import GuardProcessor, vocabulary
 
             processors.append(GuardProcessor(options.guard, vocabulary(self.llm), len(tokens)))
 

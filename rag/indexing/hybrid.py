@@ -8,11 +8,11 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from models.embedder import SEMANTIC_OFF
+from models.llama_cpp.embedder import SEMANTIC_OFF
 from models.protocols import Embedder
-from rag.retrieval.bm25 import BM25Index
+from rag.indexing.bm25 import BM25Index
 from rag.ingest.chunking import indexed_text
-from rag.retrieval.dense import DenseIndex, embedded_rows
+from rag.indexing.dense import DenseIndex, embedded_rows
 from rag.errors import SemanticSearchOff
 from rag.retrieval.fusion import BM25_WEIGHT, FUSIONS, Ranked, fuse, top_rows
 from rag.ingest.sources import source_info

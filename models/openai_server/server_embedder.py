@@ -16,7 +16,7 @@ import openai
 
 from models.errors import ServerRefused, ServerUnreachable
 from models.redaction import redact_url, scrub
-from models.server_api import NO_KEY
+from models.openai_server.server_api import NO_KEY
 
 BATCH = 32  # texts per request: ~200-token chunks, so a request stays well under the servers' usual 8k-token cap
 RETRIES = 3  # the SDK's own retries of connection errors, 408, 429 and 5xx, with exponential backoff

@@ -25,7 +25,7 @@ def free_port() -> int:
 
 
 class LocalServer:
-    """`python -m llama_cpp.server` in a child process (through models.serve_local); a context manager that
+    """`python -m llama_cpp.server` in a child process (through models.openai_server.serve_local); a context manager that
     always stops it."""
 
     def __init__(self, model_path: Path, n_ctx: int = 2048, n_threads: int = 1, api_key: str | None = None,
@@ -46,7 +46,7 @@ class LocalServer:
     def start(self, timeout: float = 90.0) -> "LocalServer":
         self.port = free_port()
         command = [
-            sys.executable, "-m", "models.serve_local", "--model", str(self.model_path),
+            sys.executable, "-m", "models.openai_server.serve_local", "--model", str(self.model_path),
             "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(self.n_ctx),
             "--n_threads", str(self.n_threads), "--verbose", "False",
         ]  # fmt: skip

@@ -10,7 +10,7 @@ from typing import Sequence
 
 import numpy as np
 
-from models.bert_gguf import CONVERTER_VERSION, MINILM_NAME, MINILM_PACKAGE, CachedGGUF, ensure_minilm_gguf
+from models.llama_cpp.bert_gguf import CONVERTER_VERSION, MINILM_NAME, MINILM_PACKAGE, CachedGGUF, ensure_minilm_gguf
 from models.config import ModelConfig, default_threads
 from models.errors import EmbedderNotInstalled, GenerationError, ModelLoadFailed
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Sequence
 
 from models.config import ModelConfig
-from models.loading import open_llama
+from models.llama_cpp.loading import open_llama
 from models.locate import resolve_model_path
 from models.protocols import Message
 

@@ -13,7 +13,7 @@ from typing import Sequence
 from models.errors import NoTokenizer
 from models.protocols import Message
 from models.redaction import redact_url
-from models.server_api import ServerAPI, ServerInfo
+from models.openai_server.server_api import ServerAPI, ServerInfo
 
 
 class ServerTokenizer:
@@ -93,7 +93,7 @@ def _formatter(info: ServerInfo):
 def server_tokenizer(api: ServerAPI, info: ServerInfo, tokenizer_path=None):
     """The exact tokenizer for this server, or a one-line NoTokenizer naming what is missing and the fix."""
     if tokenizer_path is not None:
-        from models.tokenizer import load_tokenizer
+        from models.llama_cpp.tokenizer import load_tokenizer
 
         return load_tokenizer(tokenizer_path)
     if info.family == "llama-server" and info.chat_template:

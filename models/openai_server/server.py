@@ -20,8 +20,8 @@ from models.errors import (
 )
 from models.protocols import CancelToken, GenerationOptions, GenerationStats, Message
 from models.redaction import redact_url
-from models.server_api import ServerAPI, ServerConfig, ServerInfo, explain, not_understood, sent
-from models.server_tokenizer import server_tokenizer
+from models.openai_server.server_api import ServerAPI, ServerConfig, ServerInfo, explain, not_understood, sent
+from models.openai_server.server_tokenizer import server_tokenizer
 
 PROBE = (
     {"role": "system", "content": "You are a careful assistant. Answer in one word."},
