@@ -60,6 +60,8 @@ KEYS = (
     Key("token_timeout", float, "--token-timeout", "SMOLDOCS_TOKEN_TIMEOUT", 60.0, example="60", seconds=True),
     Key("answer_timeout", float, "--answer-timeout", "SMOLDOCS_ANSWER_TIMEOUT", 600.0, example="600", seconds=True),
     Key("api_key_file", Path, None, "SMOLDOCS_API_KEY_FILE", example='"~/.config/smoldocs/api_key"'),
+    # The chat app's Copy: a local tool (auto) or the terminal's OSC 52 (agent.tui.clipboard.CLIPBOARDS).
+    Key("clipboard", str, "--clipboard", "SMOLDOCS_CLIPBOARD", "auto", ("auto", "osc52"), '"osc52"'),
 )
 BY_NAME = {k.name: k for k in KEYS}
 # A day: longer is no timeout at all, and the socket layer overflows on values near 1e10.
@@ -115,6 +117,7 @@ def read_file(path: Path) -> dict:
 def _convert(key: Key, value, where: str, flag: bool = False):
     """`value` as `key` takes it, checked; `where` names its source in the one-line error (a flag: `--x VALUE`)."""
     example = f"{key.flag} {key.example}" if flag else (f"{key.name} = {key.example}" if key.example else key.name)
+    converted: Path | str | int | float
     try:
         if key.kind is Path:
             if not isinstance(value, (str, Path)) or not str(value):
@@ -125,15 +128,17 @@ def _convert(key: Key, value, where: str, flag: bool = False):
                 raise ValueError
             converted = value
         elif key.kind is int:
-            converted = int(value) if not isinstance(value, (bool, float)) else None
-            if converted is None or converted < 1:
+            whole = int(value) if not isinstance(value, (bool, float)) else None
+            if whole is None or whole < 1:
                 raise ValueError
+            converted = whole
         else:
-            converted = float(value) if not isinstance(value, bool) else None
-            if converted is None or not math.isfinite(converted) or converted < 0:
+            number = float(value) if not isinstance(value, bool) else None
+            if number is None or not math.isfinite(number) or number < 0:
                 raise ValueError
-            if key.seconds and not 0 < converted <= MAX_SECONDS:
+            if key.seconds and not 0 < number <= MAX_SECONDS:
                 raise ValueError
+            converted = number
     except (TypeError, ValueError, OverflowError):
         kinds = {Path: "a path in quotes", str: "text in quotes", int: "a whole number >= 1", float: "a number >= 0"}
         kind = f"a number of seconds above 0 (at most {MAX_SECONDS:g})" if key.seconds else kinds[key.kind]
@@ -149,14 +154,15 @@ def resolve(flags: Mapping[str, object], environ: Mapping[str, str] = os.environ
     """Flags (None: not given) over environment over file over defaults, with the source of each value."""
     path = config_path(environ)
     file_values = read_file(path)
-    values, sources = {}, {}
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
     for key in KEYS:
         flag_value = flags.get(key.name)
         if flag_value is not None:
             if key.kind is Path and not str(flag_value).strip():  # Path("") is the current folder, silently
                 raise ConfigError(f"{key.flag} is empty: give a path, or leave {key.flag} out for the default")
             # Numbers are checked here too, so a bad timeout is one line wherever it comes from.
-            checked = _convert(key, flag_value, key.flag, flag=True) if key.kind in (int, float) else flag_value
+            checked = _convert(key, flag_value, key.flag or key.name, flag=True) if key.kind in (int, float) else flag_value
             values[key.name], sources[key.name] = checked, f"flag {key.flag}"
         elif key.env and environ.get(key.env, "").strip():
             values[key.name] = _convert(key, environ[key.env].strip(), key.env)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Iterator, Mapping, Sequence
+from typing import Generator, Iterator, Mapping, Sequence
 
 from agent.context import ContextWindow
 from agent.decline import Decline, decline_text, is_decline_text
@@ -44,7 +44,7 @@ from rag.excerpts.packing import Ledger, block
 from rag.excerpts.search_tool import (
     SEARCH_DOCS_DESCRIPTION, SEARCH_DOCS_NAME, SEARCH_DOCS_SCHEMA, Reorder, search_docs_tool, search_first_arguments,
 )
-from rag.types import Retriever
+from rag.types import Hit, Retriever
 from rag.verification.verdicts import Judge
 from rag.verification.verifier import Verifier
 
@@ -143,9 +143,11 @@ class Agent:
         return ToolRegistry({
             SEARCH_DOCS_NAME: Tool(SEARCH_DOCS_NAME, SEARCH_DOCS_DESCRIPTION, SEARCH_DOCS_SCHEMA, tool),
             GET_DOCUMENT_NAME: Tool(GET_DOCUMENT_NAME, GET_DOCUMENT_DESCRIPTION, GET_DOCUMENT_SCHEMA, document),
-        })  # fmt: skip
+        })
 
-    def _run_calls(self, calls, ledger: Ledger, budget: int, by_model: bool = False) -> Iterator[Event]:
+    def _run_calls(
+        self, calls, ledger: Ledger, budget: int, by_model: bool = False
+    ) -> Generator[Event, None, list[ToolResult]]:
         """Run tool calls (in parallel threads when several), sharing the run's ledger; returns their results."""
         registry = self._registry(ledger, budget // max(1, len(calls)))
         base = self._calls_made
@@ -184,7 +186,7 @@ class Agent:
             )
         return results
 
-    def _model_steps(self, question, history, ledger, budget, cancel) -> Iterator[Event]:
+    def _model_steps(self, question, history, ledger, budget, cancel) -> Generator[Event, None, list[ToolResult]]:
         """The model chooses its searches: up to max_steps - 1 tool rounds, errors fed back as results."""
         registry = self._registry(ledger, budget)
         options = self.settings.tool_generation
@@ -258,7 +260,9 @@ class Agent:
         """The answer's generation settings, within the tokens the prompt left."""
         return replace(self.settings.generation, max_tokens=min(self.settings.generation.max_tokens, reserve))
 
-    def generate(self, turn: Turn, options: GenerationOptions, opening: str = "", watch_repeats: bool = True) -> Iterator[Event]:
+    def generate(
+        self, turn: Turn, options: GenerationOptions, opening: str = "", watch_repeats: bool = True
+    ) -> Generator[Event, None, "Generation"]:
         """Stream the answer (TextDelta events); stops early when it starts repeating. Returns what was generated.
 
         `opening`: text the system wrote before the model's first token, streamed with it (quote decoding's `> `)."""
@@ -327,10 +331,10 @@ class Agent:
         return text, status, quoted, written.merged(self.judge(text, shown, lookup))
 
 
-def _blocks(results: Sequence[ToolResult], ledger: Ledger) -> tuple[dict[int, str], dict[int, object]]:
+def _blocks(results: Sequence[ToolResult], ledger: Ledger) -> tuple[dict[int, str], dict[int, Hit]]:
     """The excerpt block and the hit of every number the turn's tool results packed, first use of each."""
     blocks: dict[int, str] = {}
-    hits: dict[int, object] = {}
+    hits: dict[int, Hit] = {}
     for result in results:
         packed = result.packed
         for hit in packed.used if packed else ():

@@ -151,6 +151,14 @@ class FolderIndex:
             raise NotServing(f"smoldocs mcp could not start: {self._failure or 'the index is still opening'}")
         return self.live
 
+    @property
+    def counter(self) -> Tokenizer:
+        """The tokenizer excerpts are counted with, once the models are loaded (NotServing says why they are not)."""
+        self.wait()
+        if self.tokenizer is None:  # set before the index opens: never None once wait() returned
+            raise NotServing("smoldocs mcp could not start: the tokenizer did not load")
+        return self.tokenizer
+
     def current(self) -> tuple[HybridIndex, str | None]:
         """The index as the files are now, and a one-line note when it had to be refreshed or is still filling."""
         live = self.wait()
@@ -237,6 +245,10 @@ class StoredDocs:
     def current(self):
         return self.index, None
 
+    @property
+    def counter(self) -> Tokenizer:
+        return self.tokenizer
+
     def document(self, doc_id: str) -> str | None:
         chunks = self.index.document_chunks(doc_id)
         return "\n\n".join(c.text for c in chunks) if chunks else None
@@ -314,7 +326,7 @@ class CheckedTool(Tool):
 
     problem: Callable[[Any], str | None] | None = None
 
-    async def run(self, arguments: dict[str, Any], context: Context, convert_result: bool = False) -> Any:
+    async def run(self, arguments: dict[str, Any], context: Context[Any, Any], convert_result: bool = False) -> Any:
         if self.problem is not None and (why := self.problem(arguments)) is not None:
             raise ToolError(f"Error executing tool {self.name}: {why}")
         return await super().run(arguments, context, convert_result=convert_result)
@@ -412,7 +424,7 @@ def build_server(
     def _search(state: SessionState, args: dict[str, Any], call: ToolCall) -> str:
         with live.lock:
             index, note = _fresh()
-            result = SearchDocsTool(index, state.ledger, live.tokenizer, max_tokens, render=sourced_block)(args)
+            result = SearchDocsTool(index, state.ledger, live.counter, max_tokens, render=sourced_block)(args)
             if result.error is not None:
                 raise ToolError(result.error)
             state.remember(result.citations, index)
@@ -423,7 +435,7 @@ def build_server(
     def _document(state: SessionState, source_id: str, call: ToolCall) -> str:
         with live.lock:
             index, note = _fresh()
-            result = GetDocumentTool(index, state.ledger, live.tokenizer, max_tokens)({"source_id": source_id})
+            result = GetDocumentTool(index, state.ledger, live.counter, max_tokens)({"source_id": source_id})
             if result.error is not None:
                 raise ToolError(result.error)
             state.remember(result.citations, index)
@@ -463,9 +475,9 @@ def build_server(
         _tool(get_document, GET_DOCUMENT_NAME, GET_DOCUMENT_DESCRIPTION, GET_DOCUMENT_SCHEMA, document_problem),
         _tool(check_citations_tool, CHECK_CITATIONS_NAME, CHECK_CITATIONS_DESCRIPTION, CHECK_CITATIONS_SCHEMA,
               _answer_problem),
-    ]  # fmt: skip
+    ]
     server = DocsServer(live, name="smoldocs", version=__version__, instructions=INSTRUCTIONS, tools=tools,
-                        log_level="WARNING")  # fmt: skip
+                        log_level="WARNING")
 
     def _read(doc_id: str, call: ToolCall) -> str:
         with live.lock:

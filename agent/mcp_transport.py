@@ -141,4 +141,4 @@ def client_gone(exc: BaseException) -> bool:
     if isinstance(exc, BaseExceptionGroup):
         return all(client_gone(e) for e in exc.exceptions)
     return isinstance(exc, (BrokenPipeError, ConnectionResetError, anyio.BrokenResourceError,
-                            anyio.ClosedResourceError))  # fmt: skip
+                            anyio.ClosedResourceError))

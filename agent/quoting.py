@@ -253,7 +253,7 @@ def parse_quote_units(text: str, prefix: str = REF_OPEN) -> tuple[list[QuoteUnit
         if line.startswith(">"):
             m = _REF_LINE.match(line.rstrip())
             numbers = markers.parse(m.group("marker")) if m else ()
-            if len(numbers) == 1:
+            if m is not None and len(numbers) == 1:
                 units.append(QuoteUnit(m.group("body"), numbers[0]))
             elif i == len(lines) - 1 or line.strip():
                 partial = line[len(REF_OPEN):] if line.startswith(REF_OPEN) else line

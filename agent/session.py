@@ -32,7 +32,7 @@ class Session(Protocol):
 
     model_name: str
     index_size: int
-    docs_dir: Path | None
+    docs_dir: Path | str | None  # a PostgreSQL store: its URL, password hidden
     dense_coverage: float  # the share of chunks search ranks by meaning too
     backend_note: str  # what the status line says of the model's backend ("" in-process)
     search_notice: str  # what search is missing, in one line ("" when whole)
@@ -60,7 +60,7 @@ class ChatSession:
         *,
         embedder: Embedder | None = None,
         settings: AgentSettings | None = None,
-        docs_dir: Path | None = None,
+        docs_dir: Path | str | None = None,
     ) -> None:
         self.model = model
         self.retriever = retriever

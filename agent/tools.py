@@ -48,9 +48,10 @@ class Tool:
     validator: jsonschema.protocols.Validator = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        cls = jsonschema.validators.validator_for(self.schema)
-        cls.check_schema(self.schema)
-        object.__setattr__(self, "validator", cls(self.schema))
+        schema = dict(self.schema)
+        cls = jsonschema.validators.validator_for(schema)
+        cls.check_schema(schema)
+        object.__setattr__(self, "validator", cls(schema))
 
     def spec(self) -> dict:
         """The tool as the model is told about it."""

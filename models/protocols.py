@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Hashable, Iterator, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Hashable, Iterator, Mapping, Protocol, Sequence, TypeVar, runtime_checkable
 
 import numpy as np
 
@@ -70,7 +70,17 @@ class CancelToken:
         self._event.clear()
 
 
-class TextGuard(Protocol):
+class CancelFlag(Protocol):
+    """What a model checks between tokens: a CancelToken, or anything that reads as one (several seen together)."""
+
+    @property
+    def cancelled(self) -> bool: ...
+
+
+GuardState = TypeVar("GuardState", bound=Hashable)  # what of the text so far a guard's masks depend on
+
+
+class TextGuard(Protocol[GuardState]):
     """Which vocabulary pieces may follow the text generated so far: a cheap, Python-side constraint.
 
     A grammar is checked against every vocabulary entry at every token; a guard's masks are computed once per
@@ -79,28 +89,28 @@ class TextGuard(Protocol):
 
     watch: str  # in a settled state, a piece without any of these characters is always allowed
 
-    def state(self, text: str) -> Hashable:
+    def state(self, text: str) -> GuardState:
         """What of `text` (everything generated so far) decides the next piece; equal states, equal masks."""
         ...
 
-    def settled(self, state: Hashable) -> bool:
+    def settled(self, state: GuardState) -> bool:
         """True when every piece without a `watch` character may come next."""
         ...
 
-    def allows(self, state: Hashable, piece: str) -> bool:
+    def allows(self, state: GuardState, piece: str) -> bool:
         """Whether `piece` may come next in `state`."""
         ...
 
-    def starts(self, state: Hashable) -> str | None:
+    def starts(self, state: GuardState) -> str | None:
         """The characters a piece may start with in an unsettled `state` (None: any); the rest are refused unseen."""
         ...
 
 
-class SpellingGuard(TextGuard, Protocol):
+class SpellingGuard(TextGuard[GuardState], Protocol[GuardState]):
     """A TextGuard that, in some states, names the allowed token ids itself (e.g. the pieces that continue a
     copied span), found by looking pieces up by text instead of checking the whole vocabulary."""
 
-    def only(self, state: Hashable, vocab) -> "np.ndarray | None":
+    def only(self, state: GuardState, vocab) -> "np.ndarray | None":
         """The allowed ids in `state` (control tokens included only when listed), or None: ask `allows`."""
         ...
 
@@ -115,7 +125,7 @@ class GenerationOptions:
     repeat_penalty: float = 1.15
     stop: tuple[str, ...] = ()
     grammar: str | None = None  # GBNF text
-    guard: TextGuard | None = None  # pieces it refuses are never sampled
+    guard: TextGuard[Any] | None = None  # pieces it refuses are never sampled
     seed: int | None = None
     prefix: str = ""  # the reply starts with this text, already written: sent after the prompt, not streamed back
 
@@ -151,8 +161,12 @@ class ChatModel(Protocol):
     n_params: int | None
     supports_grammar: bool
     supports_guard: bool  # logits guards (GenerationOptions.guard) run: in-process only
-    tokenizer: Tokenizer
     last_stats: GenerationStats
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        """Read-only here, so a backend may hold its own kind (LlamaTokenizer, ServerTokenizer)."""
+        ...
 
     def cache_prefix(self, messages: Sequence[Message]) -> None:
         """Keep the KV state of `messages` for a faster cold start, where the backend can (a no-op elsewhere)."""
@@ -162,7 +176,7 @@ class ChatModel(Protocol):
         self,
         messages: Sequence[Message],
         options: GenerationOptions = GenerationOptions(),
-        cancel: CancelToken | None = None,
+        cancel: CancelFlag | None = None,
     ) -> Iterator[str]: ...
 
 

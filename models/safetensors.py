@@ -51,9 +51,11 @@ def read_safetensors(data: bytes | bytearray | memoryview, source: str = "safete
 
 def _tensor(body: memoryview, name: str, info: object, source: str) -> np.ndarray:
     try:
-        dtype_name = info["dtype"]  # type: ignore[index]
-        shape = [int(d) for d in info["shape"]]  # type: ignore[index]
-        begin, end = (int(o) for o in info["data_offsets"])  # type: ignore[index]
+        if not isinstance(info, dict):
+            raise TypeError
+        dtype_name = info["dtype"]
+        shape = [int(d) for d in info["shape"]]
+        begin, end = (int(o) for o in info["data_offsets"])
     except (TypeError, KeyError, ValueError):
         raise _bad(source, f"tensor {name!r} has a malformed header entry") from None
     if dtype_name not in _DTYPES:

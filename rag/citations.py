@@ -16,7 +16,7 @@ What counts as a marker is rag.markers' one grammar: `[2]`, `[1][3]` and `[1, 3]
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping, Protocol, Union
+from typing import Callable, Iterable, Mapping, Protocol, Union, runtime_checkable
 
 from rag import markers
 from rag.types import Chunk
@@ -48,6 +48,7 @@ class CitationLike(Protocol):
 Lookup = Callable[[str], "Chunk | None"]
 
 
+@runtime_checkable
 class ChunkSource(Protocol):
     """Anything that finds a stored chunk by id (a Retriever does)."""
 
@@ -71,15 +72,20 @@ def resolve(answer: str, citations: Citations) -> tuple[list[CitationLike], list
 
 def problem(citation: CitationLike, lookup: Lookup | ChunkSource) -> str | None:
     """Why `citation` does not resolve to the chunk it names in the store, or None when it does."""
-    find = lookup.chunk if hasattr(lookup, "chunk") else lookup
-    chunk = find(citation.chunk_id)
+    found = chunk_of(citation, lookup.chunk if isinstance(lookup, ChunkSource) else lookup)
+    return found if isinstance(found, str) else None
+
+
+def chunk_of(citation: CitationLike, lookup: Lookup) -> Chunk | str:
+    """The chunk `citation` stands for, as shown, or why it does not resolve (problem's line): one lookup."""
+    chunk = lookup(citation.chunk_id)
     if chunk is None:
         return f"[{citation.n}] {citation.chunk_id}: chunk not in the index"
     if chunk.doc_id != citation.doc_id:
         return f"[{citation.n}] {citation.chunk_id}: doc id {citation.doc_id!r} but the index has {chunk.doc_id!r}"
     if chunk.uri != citation.uri:
         return f"[{citation.n}] {citation.chunk_id}: uri {citation.uri!r} but the index has {chunk.uri!r}"
-    return None
+    return chunk
 
 
 def unresolved(citations: Citations, lookup: Lookup | ChunkSource) -> list[CitationLike]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Callable, Protocol, Self, Sequence, runtime_checkable
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -120,6 +120,12 @@ class Hit(_Located):
             expires=expires,
         )
 
+    @property
+    def chunk(self) -> Chunk:
+        """The chunk this hit ranks, without its score."""
+        fields = (self.heading_path, self.line_start, self.line_end, self.page_start, self.page_end)
+        return Chunk(self.chunk_id, self.doc_id, self.uri, self.text, *fields)
+
 
 @runtime_checkable
 class Retriever(Protocol):
@@ -190,22 +196,13 @@ def _resume() -> None:
     return None
 
 
-class RetrieverDefaults:
-    """Retriever's answers for an index that has no more to say: a fixed set of chunks, all current, searched
-    whole, with no background work. A backend overrides what it knows better."""
+class IndexDefaults:
+    """Retriever's answers for an index that has no more to say of itself: all documents current, searched whole,
+    with no background work. A backend overrides what it knows better (PostgreSQL lists its chunks itself)."""
 
     docs_dir: "Path | None" = None
-    chunks: Sequence[Chunk] = ()
-
-    def __len__(self) -> int:
-        return len(self.chunks)
-
-    @property
-    def doc_ids(self) -> list[str] | None:
-        return sorted({c.doc_id for c in self.chunks}) if self.chunks else None
 
     def source(self, doc_id: str) -> SourceInfo:
-
         return SourceInfo()
 
     @property
@@ -224,11 +221,24 @@ class RetrieverDefaults:
     def notice(self) -> str:
         return ""
 
-    def snapshot(self) -> "Retriever":
-        return self  # type: ignore[return-value]
+    def snapshot(self) -> Self:
+        return self
 
     def hold(self) -> Callable[[], None]:
         return _resume
 
     def close(self) -> None:
         return None
+
+
+class RetrieverDefaults(IndexDefaults):
+    """IndexDefaults for an index over a fixed list of chunks, kept in memory."""
+
+    chunks: Sequence[Chunk] = ()
+
+    def __len__(self) -> int:
+        return len(self.chunks)
+
+    @property
+    def doc_ids(self) -> list[str] | None:
+        return sorted({c.doc_id for c in self.chunks}) if self.chunks else None

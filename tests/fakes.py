@@ -13,7 +13,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from benchmarks.word_tokenizer import WordTokenizer
-from models.protocols import CancelToken, GenerationOptions, GenerationStats, Message
+from models.protocols import CancelFlag, GenerationOptions, GenerationStats, Message
 
 __all__ = ["CountingEmbedder", "HashEmbedder", "ScriptedChatModel", "WordTokenizer"]
 
@@ -45,7 +45,7 @@ class ScriptedChatModel:
         self,
         messages: Sequence[Message],
         options: GenerationOptions = GenerationOptions(),
-        cancel: CancelToken | None = None,
+        cancel: CancelFlag | None = None,
     ) -> Iterator[str]:
         self.calls.append([dict(m) for m in messages])
         self.options.append(options)

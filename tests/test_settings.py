@@ -164,7 +164,7 @@ def test_the_chat_command_opens_a_live_session_through_the_same_loaders(docs, tm
     class App:
         return_code = 0
 
-        def __init__(self, factory, store, theme=None):
+        def __init__(self, factory, store, theme=None, clipboard="auto"):
             made["factory"], made["theme"] = factory, theme
 
         def run(self):

@@ -11,7 +11,7 @@ import pytest
 from agent.chats import ChatStore
 from agent.tui import make_app
 from agent.tui.history_input import HistoryInput
-from tui_support import ReplaySession, mixed_turn
+from tui_support import ReplaySession, mixed_turn, save_chats
 
 SIZE = (100, 32)
 QUESTION = "What does the kv cache store, and how big is it?"
@@ -71,7 +71,8 @@ def test_answer_with_mixed_verdicts_in_the_light_theme(snap_compare, store):
 
 def test_citation_view(snap_compare, store):
     """You should see source [2]: docs/kv-cache.md lines 8-14 under KV cache > Size, marked weak with support
-    0.41, its claim, and the chunk text with the evidence sentence highlighted."""
+    0.41, its claim, the chunk text with the evidence sentence highlighted, and the hint naming c (copy the quote),
+    o (open in $PAGER) and e (open in $EDITOR)."""
 
     async def open_citation(pilot):
         await answered(pilot)
@@ -94,7 +95,7 @@ def test_token_meter(snap_compare, store):
 
 
 def test_help_screen(snap_compare, store):
-    """You should see the keys (Enter, Up/Down, Esc, 1-9, Ctrl+N/O/E/T/S/P, F1, Ctrl+Q) and the slash commands."""
+    """You should see the keys (Enter, Up/Down, Esc, 1-9 with c/o/e in a source, Ctrl+N/O/E/T/S/Y/P, F1, Ctrl+Q) and the slash commands."""
 
     async def open_help(pilot):
         await loaded(pilot)
@@ -102,3 +103,27 @@ def test_help_screen(snap_compare, store):
         await pilot.pause()
 
     assert snap_compare(replay_app(store), terminal_size=SIZE, run_before=open_help)
+
+
+def test_chat_list_filtered(snap_compare, store, monkeypatch):
+    """You should see the saved chats dialog with "ranked" typed in its filter, and only "how are documents ranked"
+    (1970-01-12 13:46 · 1 question) left of the three saved chats."""
+    import time
+
+    monkeypatch.setenv("TZ", "UTC")  # the list shows local times
+    time.tzset()
+    save_chats(store)
+
+    async def filter_chats(pilot):
+        await loaded(pilot)
+        await pilot.press("ctrl+o")
+        await until(pilot, lambda: pilot.app.screen.query("#chat-filter"))
+        pilot.app.screen.query_one("#chat-filter").cursor_blink = False
+        await pilot.press(*"ranked")
+        await pilot.pause()
+
+    try:
+        assert snap_compare(replay_app(store), terminal_size=SIZE, run_before=filter_chats)
+    finally:
+        monkeypatch.undo()
+        time.tzset()

@@ -112,6 +112,26 @@ def mixed_turn(question: str = "What does the kv cache store, and how big is it?
     ]
 
 
+SAVED_CHATS = (  # (question, answer), oldest first
+    ("what does the kv cache store", "The kv cache stores keys and values [1]."),
+    ("how are documents ranked", "BM25 ranks documents by term frequency [1]."),
+    ("what does temperature do", "Temperature scales the logits before sampling [1]."),
+)
+
+
+def save_chats(store, chats=SAVED_CHATS) -> None:
+    """One saved chat per (question, answer text), in that order, updated a second apart from a fixed time."""
+    import os
+
+    from agent.events import AnswerStatus
+
+    for i, (question, text) in enumerate(chats):
+        with store.create(docs_dir="docs_corpus", model="scripted") as log:
+            log.record(TurnStarted(question, 0, "search-first"))
+            log.record(AnswerFinished(Answer(question=question, text=text, status=AnswerStatus.ANSWERED)))
+        os.utime(log.path, (1_000_000 + i, 1_000_000 + i))  # newest first, whatever the clock did
+
+
 class ReplaySession:
     """The ChatSession API over fixed events, for deterministic snapshots."""
 

@@ -43,10 +43,21 @@ class ChatInfo:
     path: Path
     damaged_after: int | None = None  # the intact turns before a damaged line; None when the file is whole
     damage: str = ""  # what is wrong, e.g. "line 7 is not a saved event"
+    text: str = ""  # every question and answer, for the chat list's filter
 
     @property
     def when(self) -> str:
         return datetime.fromtimestamp(self.updated).strftime("%Y-%m-%d %H:%M")
+
+    def matches(self, query: str) -> bool:
+        """True when every word of `query` occurs in the title, a question or an answer, whatever the case."""
+        haystack = f"{self.title}\n{self.text}".casefold()
+        return all(word in haystack for word in query.casefold().split())
+
+
+def chat_text(turns: list[SavedTurn]) -> str:
+    """What a chat's text search reads: each question and its answer's text (a cut-off answer's draft too)."""
+    return "\n".join(f"{t.question}\n{t.answer.text or t.answer.draft}" for t in turns)
 
 
 @dataclass

@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from agent.chats.codec import event_from_dict, event_to_dict
 from agent.chats.export import chat_json, chat_markdown
-from agent.chats.saved import ChatInfo, SavedChat, SavedTurn
+from agent.chats.saved import ChatInfo, SavedChat, SavedTurn, chat_text
 from agent.errors import AgentError, UsageError
 from agent.events import Event, TextDelta, TurnStarted
 from models.paths import data_dir
@@ -192,7 +192,8 @@ def _parse(path: Path) -> SavedChat:
     created = float(created) if isinstance(created, (int, float)) else stat.st_mtime
     title = turns[0].question if turns else ("(damaged chat)" if scan.damage else "(empty chat)")
     damaged_after = len(turns) if scan.damage else None
-    info = ChatInfo(path.stem, title, created, stat.st_mtime, len(turns), path, damaged_after, scan.damage)
+    info = ChatInfo(path.stem, title, created, stat.st_mtime, len(turns), path, damaged_after, scan.damage,
+                    chat_text(turns))
     return SavedChat(info, meta, turns)
 
 

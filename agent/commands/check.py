@@ -29,11 +29,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--shown", metavar="SHOWN", required=True,
         help="file of what the agent was shown: a JSON list of {n, chunk_id}, or the numbered excerpts as "
              "smoldocs pack or search_docs printed them",
-    )  # fmt: skip
+    )
     p.add_argument(
         "--min-supported", type=_share, default=None, metavar="X",
         help="also fail unless at least this share (0-1) of the answer's factual claims is supported",
-    )  # fmt: skip
+    )
     p.add_argument("--json", action="store_true", help="print the verdicts as one JSON object")
     add_index_options(p)
 
@@ -68,11 +68,11 @@ def render(report: Verification, share: float | None) -> str:
         lines.append(f"  {c.verdict.mark} [{c.n}] {c.verdict.label}{score}  {one_line(c.chunk_id or '-')}{reason}")
     tally = ", ".join(f"{n} {v.label}" for v, n in report.counts().items() if n)
     lines.append(f"claims: {len(report.claims)}" + (f" ({tally})" if tally else ""))
-    for c in report.claims:
-        marks = "".join(f"[{n}]" for n in c.citations)
-        text = " ".join(c.text.split())
+    for claim in report.claims:
+        marks = "".join(f"[{n}]" for n in claim.citations)
+        text = " ".join(claim.text.split())
         text = text if len(text) <= 90 else text[:87] + "..."
-        lines.append(f"  {c.verdict.mark} {c.verdict.label:<12} {text} {marks}".rstrip())
+        lines.append(f"  {claim.verdict.mark} {claim.verdict.label:<12} {text} {marks}".rstrip())
     lines.append("supported: " + ("no factual claims" if share is None else f"{share:.0%} of claims"))
     return "\n".join(lines)
 

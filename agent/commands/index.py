@@ -54,7 +54,10 @@ def watch(settings: Settings, models: Models, index) -> None:
     from rag.indexing.watch import FolderWatcher
 
     changed = threading.Event()
-    gone = lambda root: print(f"{root} is gone: watching for it to come back", flush=True)  # noqa: E731
+
+    def gone(root) -> None:
+        print(f"{root} is gone: watching for it to come back", flush=True)
+
     watcher = FolderWatcher(index.docs_dir, lambda paths: changed.set(), on_gone=gone).start()
     watcher.ready.wait(10)  # a change made once "watching" is printed must not fall before the watch is armed
     print(visible(f"watching {index.docs_dir} (Ctrl+C stops)"), flush=True)

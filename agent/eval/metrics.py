@@ -132,7 +132,7 @@ def source_metrics(records: Sequence[Record]) -> dict:
 def asks_about_outdated(record: Record) -> bool:
     """The question's gold document is an outdated page (seen among its shown or cited excerpts)."""
     outdated_docs = {cid.rpartition("#")[0] for cid in record.shown_outdated}
-    outdated_docs |= {c.doc_id for c in record.citations if c.outdated}
+    outdated_docs |= {c.doc_id for c in record.citations if c.outdated and c.doc_id is not None}
     return record.doc is not None and record.doc in outdated_docs
 
 

@@ -130,8 +130,8 @@ class Record:
         values["tool_steps"] = tuple(ToolRound(**s) for s in row.get("tool_steps", ()))
         for name in ("shown_sentences", "draft_sentences"):
             values[name] = tuple(ShownSentence(**{**s, "verdict": Verdict.of(s["verdict"])}) for s in row.get(name, ()))
-        names = ("gold_docs", "gold_chunks", "markers", "packed", "retrieved", "queries", "shown_chunks", "tags",
-                 "conflicts", "shown_outdated")
-        for name in names:
+        listed = ("gold_docs", "gold_chunks", "markers", "packed", "retrieved", "queries", "shown_chunks", "tags",
+                  "conflicts", "shown_outdated")
+        for name in listed:
             values[name] = tuple(row.get(name, ()))
         return cls(**values)

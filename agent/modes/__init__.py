@@ -83,7 +83,7 @@ def mode_for(decoding: str) -> AnswerMode:
     from agent.modes.free import Free
     from agent.modes.quote import Quote
 
-    modes = {"extractive": Extractive(), "free": Free(), "guarded": Free("guarded"), "constrained": Free("constrained"),
+    modes: dict[str, AnswerMode] = {"extractive": Extractive(), "free": Free(), "guarded": Free("guarded"), "constrained": Free("constrained"),
              "quote": Quote()}
     if decoding not in modes:
         raise ValueError(f"unknown decoding {decoding!r}: choose one of {', '.join(modes)}")

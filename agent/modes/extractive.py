@@ -23,7 +23,7 @@ class Extractive:
         quoted = agent.quoter(turn.question, turn.shown, lookup) if agent.quoter is not None else None
         # judged before anything is shown: a quote the verifier does not hold never reaches the screen
         quoted, verification = verified_quotes(quoted, agent.judge, turn.shown, lookup)
-        if not quoted:
+        if not quoted or verification is None:  # verified_quotes gives both or neither
             yield agent.declined(Decline.NOT_ANSWERABLE, turn.base)
             return
         yield TextDelta(quoted.text)

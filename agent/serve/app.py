@@ -38,7 +38,7 @@ def is_loopback(host: str) -> bool:
 
 
 def make_app(served: FolderIndex | StoredDocs, tokens: TokenFile, log: AccessLog, host: str = "127.0.0.1",
-             call_timeout_s: float = CALL_TIMEOUT_S, max_in_flight: int = MAX_CONCURRENT_PER_TOKEN) -> ASGIApp:  # fmt: skip
+             call_timeout_s: float = CALL_TIMEOUT_S, max_in_flight: int = MAX_CONCURRENT_PER_TOKEN) -> ASGIApp:
     """The gated ASGI app: the same tools as `smoldocs mcp`, at PATH, for holders of a token only."""
     server = build_server(served, around=CallLimits(log, call_timeout_s))
     inner = server.streamable_http_app(

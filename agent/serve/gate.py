@@ -28,7 +28,7 @@ class Gate:
     """ASGI middleware: only requests with a known token reach `app`, and no token holds more than its share."""
 
     def __init__(self, app: ASGIApp, tokens: TokenFile, log: AccessLog,
-                 max_body_bytes: int = MAX_BODY_BYTES, max_in_flight: int = MAX_CONCURRENT_PER_TOKEN) -> None:  # fmt: skip
+                 max_body_bytes: int = MAX_BODY_BYTES, max_in_flight: int = MAX_CONCURRENT_PER_TOKEN) -> None:
         self.app = app
         self.tokens = tokens
         self.log = log
@@ -47,7 +47,7 @@ class Gate:
         if name is None:
             self.log.record("refused", status=401, client=client)
             await _refuse(send, 401, UNAUTHORIZED, "unauthorized: send a valid token as `Authorization: Bearer <token>`",
-                          {"www-authenticate": 'Bearer realm="smoldocs"'})  # fmt: skip
+                          {"www-authenticate": 'Bearer realm="smoldocs"'})
             return
         session = headers.get(SESSION_HEADER)
         if session is not None and self.session_owner.get(session, name) != name:
@@ -58,14 +58,14 @@ class Gate:
         if _declared_length(headers) > self.max_body_bytes:
             self.log.record("refused", who=name, status=413, client=client)
             await _refuse(send, 413, INVALID_REQUEST,
-                          f"request body over {self.max_body_bytes} bytes: send a shorter answer or query")  # fmt: skip
+                          f"request body over {self.max_body_bytes} bytes: send a shorter answer or query")
             return
         counted = scope["method"] == "POST"  # a GET is the session's event stream, open for as long as the session
         if counted and self.in_flight[name] >= self.max_in_flight:
             self.log.record("refused", who=name, status=429, client=client)
             await _refuse(send, 429, TOO_MANY,
                           f"too many requests at once for this token (at most {self.max_in_flight}): wait for an "
-                          "answer before sending more", {"retry-after": "1"})  # fmt: skip
+                          "answer before sending more", {"retry-after": "1"})
             return
         scope[TOKEN_SCOPE_KEY] = name
         if counted:

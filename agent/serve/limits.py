@@ -29,7 +29,7 @@ SESSION_IDLE_S = 30 * 60  # an MCP session unused this long is closed, with its 
 TOKEN_SCOPE_KEY = "smoldocs.token"  # where the gate leaves the request's token name in the ASGI scope
 
 __all__ = ["CALL_TIMEOUT_S", "MAX_ANSWER_CHARS", "MAX_BODY_BYTES", "MAX_CONCURRENT_PER_TOKEN", "MAX_QUERY_CHARS",
-           "MAX_SESSIONS", "SESSION_IDLE_S", "TOKEN_SCOPE_KEY", "CallLimits", "token_name"]  # fmt: skip
+           "MAX_SESSIONS", "SESSION_IDLE_S", "TOKEN_SCOPE_KEY", "CallLimits", "token_name"]
 
 
 def token_name(call: ToolCall) -> str | None:
@@ -62,4 +62,4 @@ class CallLimits:
             ) from None
         finally:
             self.log.record("call", who=token_name(call), tool=call.tool, ms=elapsed_ms(start), hits=call.hits,
-                            outcome=outcome)  # fmt: skip
+                            outcome=outcome)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -21,10 +22,12 @@ from agent.tui import verdicts
 from agent.tui.chat_list_screen import ChatListScreen
 from agent.tui.citation_screen import CitationInfo, CitationScreen, citation_infos
 from agent.tui.conversation import Conversation
+from agent.tui.copy_text import answer_copy, quote_copy
 from agent.tui.help_screen import HelpScreen
 from agent.tui.history_input import HistoryInput
 from agent.tui.loading import LoadingPanel, describe_progress
 from agent.tui.message_list import AnswerView, MessageList, QuestionView, welcome_text
+from agent.tui.open_source import open_source
 from agent.tui.messages import (
     AnswerSelected,
     LoadProgress,
@@ -32,6 +35,7 @@ from agent.tui.messages import (
     SearchResults,
     SessionFailed,
     SessionReady,
+    SwitchFailed,
     TurnEnded,
     TurnEvent,
 )
@@ -39,11 +43,16 @@ from agent.tui.search_view import SearchResultsView
 from agent.tui.slash import Slash, export_arguments, parse_slash
 from agent.tui.sources_panel import SourcesPanel
 from agent.tui.status_line import StatusLine
+from agent.tui.switch_screen import SwitchScreen
+from agent.tui.switching import KINDS, Switch, switch_note
 from agent.tui.token_meter import TokenBar, TokenScreen
 from agent.tui.turns import error_line, run_turn
 from agent.tui.display_copy import display_copy
 from models.protocols import CancelToken
 from rag.printable import one_line, visible
+
+if TYPE_CHECKING:
+    from agent.tui.app import SmoldocsApp
 
 SessionFactory = Callable[..., Session]  # (progress=callback) -> a ChatSession
 WIDE = 100  # the sources panel shows by default from this width
@@ -58,6 +67,7 @@ class ChatScreen(Screen):
         Binding("ctrl+e", "export", "Export", priority=True),  # the input would take it as "end of line"
         Binding("ctrl+t", "token_meter", "Tokens"),
         Binding("ctrl+s", "toggle_sources", "Sources"),
+        Binding("ctrl+y", "copy_answer", "Copy", show=False),
         Binding("f1", "help", "Help"),
         Binding("question_mark", "help", "Help", show=False),
         *(Binding(str(i), f"open_citation({i})", show=False) for i in range(1, 10)),
@@ -72,6 +82,7 @@ class ChatScreen(Screen):
         self.pending: list[str] = []  # asked while loading
         self.sources_shown: bool | None = None  # None: by width
         self._search_hits: dict[str, Any] = {}
+        self.choice: dict[str, Path] = {}  # the folder or model switched to (agent.tui.switching); {}: as started
 
     @property
     def session(self) -> Session | None:
@@ -119,13 +130,21 @@ class ChatScreen(Screen):
 
     # -- loading ----------------------------------------------------------------------------------------
     @work(thread=True, exit_on_error=False, group="load")
-    def _load_session(self) -> None:
+    def _load_session(self, switch: Switch | None = None) -> None:
+        if switch is not None and switch.old is not None:
+            switch.old.close()  # first: one model and one live index at a time (it saves its embeddings)
+        def progress(p: Any) -> None:
+            self.post_message(describe_progress(display_copy(p)))
+
         try:
-            session = self.session_factory(progress=lambda p: self.post_message(describe_progress(display_copy(p))))
+            session = self.session_factory(progress=progress, **(switch.choice if switch else {}))
         except Exception as exc:  # shown in the app: it stays up to say what went wrong
-            self.post_message(SessionFailed(visible(error_line(exc))))
+            why = visible(error_line(exc))
+            self.post_message(SwitchFailed(why, switch) if switch and not switch.rollback else SessionFailed(why))
             return
-        self.post_message(SessionReady(session))
+        if switch is not None and switch.history:
+            session.restore(switch.history)
+        self.post_message(SessionReady(session, switch))
 
     def on_load_progress(self, message: LoadProgress) -> None:
         if self.session is None:
@@ -151,8 +170,49 @@ class ChatScreen(Screen):
         )
         for welcome in self.query(".welcome").results(Static):
             welcome.update(welcome_text(session.docs_dir))
+        switch = message.switch
+        if switch is not None and not switch.rollback:
+            await self._note(switch_note(switch.kind, switch.value, session.model_name, session.index_size))
         if self.pending:
             await self.ask(self.pending.pop(0))
+
+    # -- switching the folder or the model -------------------------------------------------------------------
+    def action_switch(self, kind: str) -> None:
+        if self.busy or self.session is None:
+            self.notify("Wait for the answer (or the loading) to finish first.", severity="warning")
+            return
+        current = self.session.docs_dir if kind == "docs" else self.session.model_name
+        self.app.push_screen(SwitchScreen(kind, visible(str(current or ""))), partial(self._switch_to, kind))
+
+    def _switch_to(self, kind: str, value: Path | None) -> None:
+        """Close this session and open one over the new folder or model, carrying the chat over."""
+        if value is None or self.busy or self.session is None:
+            return
+        previous = dict(self.choice)
+        self.choice[kind] = value
+        switch = Switch(kind, value, dict(self.choice), previous, self.session, self.conversation.turns_so_far())
+        self.conversation.session = None  # questions asked meanwhile wait, as at start
+        self._show_loading(f"Switching the {KINDS[kind]}…")
+        self._load_session(switch)
+
+    async def on_switch_failed(self, message: SwitchFailed) -> None:
+        switch = message.switch
+        self.choice = dict(switch.previous)
+        await self._note(f"✗ Could not switch the {KINDS[switch.kind]} to {one_line(str(switch.value))}: "
+                         f"{message.message}. Back on the one before.")
+        self._show_loading("Opening the one before again…")
+        self._load_session(Switch(switch.kind, switch.value, dict(switch.previous), switch.previous,
+                                  history=switch.history, rollback=True))
+
+    def _show_loading(self, label: str) -> None:
+        panel = self.query_one(LoadingPanel)
+        panel.display = True
+        panel.show(LoadProgress(label))
+
+    async def _note(self, text: str) -> None:
+        """A line in the conversation, where it happened (a switch), not a notice that goes away."""
+        await self.message_list.mount(Static(Content(text), classes="switch-note"))
+        self.call_after_refresh(self.message_list.follow, True)
 
     def on_session_failed(self, message: SessionFailed) -> None:
         panel = self.query_one(LoadingPanel)
@@ -190,7 +250,8 @@ class ChatScreen(Screen):
         first = self.conversation.log is None
         turn_id, log, cancel = self.conversation.begin()
         if first and self.conversation.unsaved:
-            self.notify(one_line(f"This chat is not saved: {self.conversation.unsaved}. It goes on unsaved."), severity="error")
+            self.notify(one_line(f"This chat is not saved: {self.conversation.unsaved}. It goes on unsaved."), severity="error",
+                        timeout=30)  # it matters for the whole chat: not gone in the default 5 s
         await self._add_turn(turn_id, question)
         self._run_turn(self.session, log, question, turn_id, cancel)
 
@@ -282,16 +343,80 @@ class ChatScreen(Screen):
 
     # -- sources, citations, meters ---------------------------------------------------------------------
     def action_open_citation(self, n: int, turn_id: int | None = None) -> None:
+        found = self._sources(n, turn_id)
+        if found is not None:
+            infos, index = found
+            self.app.push_screen(CitationScreen(infos, index))
+
+    def _sources(self, n: int, turn_id: int | None = None) -> tuple[list[CitationInfo], int] | None:
+        """The sources of an answer (default: the current one) and where [n] is among them; None, said, if not."""
         view = self._view(self.current_turn if turn_id is None else turn_id)
         if view is None:
             self.notify("No answer yet: ask a question first.", severity="warning")
-            return
+            return None
         infos = citation_infos(view.excerpts(), view.answer, self._shown_chunk)
         index = next((i for i, info in enumerate(infos) if info.n == n), None)
         if index is None:
             self.notify(f"This answer has no source [{n}].", severity="warning")
+            return None
+        return infos, index
+
+    def source_numbers(self) -> list[int]:
+        """The numbers of the current answer's sources that have a text: what Copy a quote and Open offer."""
+        view = self._view(self.current_turn)
+        if view is None:
+            return []
+        return [i.n for i in citation_infos(view.excerpts(), view.answer, self._shown_chunk)
+                if i.n is not None and i.source is not None]
+
+    # -- acting on an answer: copy it, open its sources ------------------------------------------------------
+    @property
+    def host(self) -> SmoldocsApp:
+        """The app, with its clipboard and its way of running a program outside."""
+        return cast("SmoldocsApp", self.app)
+
+    @property
+    def docs_dir(self):
+        return self.session.docs_dir if self.session is not None else None
+
+    def action_copy_answer(self) -> None:
+        view = self._view(self.current_turn)
+        if view is None or view.answer is None:
+            self.notify("No answer to copy yet: ask a question first.", severity="warning")
             return
-        self.app.push_screen(CitationScreen(infos, index))
+        self.host.copy_text(answer_copy(view.answer, view.excerpts(), self.docs_dir), "the answer")
+
+    def action_copy_quote(self, n: int) -> None:
+        found = self._sources(n)
+        if found is not None:
+            self.copy_quote(found[0][found[1]])
+
+    def copy_quote(self, info: CitationInfo) -> None:
+        """The evidence sentence the checker matched, else the whole excerpt, with its `path:line`."""
+        source = info.source
+        if source is None:
+            self.notify(f"Nothing to quote: [{info.n}] has no excerpt.", severity="warning")
+            return
+        quote = (info.citation.evidence if info.citation else None) or source.text
+        self.host.copy_text(quote_copy(quote, source, self.docs_dir), f"a quote from [{info.n}]" if info.n else "a quote")
+
+    def action_open_source(self, n: int, opener: str = "pager") -> None:
+        found = self._sources(n)
+        if found is not None:
+            self.open_source(found[0][found[1]], opener)
+
+    def open_source(self, info: CitationInfo, opener: str) -> None:
+        """Show the source's file at its line in $PAGER or $EDITOR (a man page in man); the chat stays as it was."""
+        if info.source is None:
+            self.notify(f"Nothing to open: [{info.n}] has no excerpt.", severity="warning")
+            return
+        try:
+            launch = open_source(info.source, self.docs_dir, opener)
+        except UsageError as exc:
+            self.notify(f"Cannot open it: {exc}", severity="warning", timeout=10)
+            return
+        if self.host.run_outside(launch) is not None:
+            self.notify(f"Back from {launch.how}.")
 
     def on_answer_selected(self, message: AnswerSelected) -> None:
         self._select(message.turn_id)
@@ -299,8 +424,8 @@ class ChatScreen(Screen):
     def _select(self, turn_id: int | None) -> None:
         """Make `turn_id` the answer the sources panel, 1-9 and Ctrl+T refer to."""
         self.current_turn = turn_id
-        for view in self.query(AnswerView).results(AnswerView):
-            view.set_class(view.turn_id == turn_id, "-current")
+        for each in self.query(AnswerView).results(AnswerView):
+            each.set_class(each.turn_id == turn_id, "-current")
         view = self._view(turn_id)
         if view is not None:
             self.query_one(SourcesPanel).show(turn_id, view.excerpts(), view.answer)

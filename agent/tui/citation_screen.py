@@ -14,6 +14,7 @@ from textual.widgets import Static
 
 from agent.events import Answer
 from agent.tui import verdicts as v
+from agent.tui.messages import CopyQuote, OpenSource
 from rag.types import Chunk, Hit
 from rag.verification.verdicts import CitationVerdict, ClaimVerdict, Verdict
 
@@ -109,6 +110,9 @@ class CitationScreen(ModalScreen[None]):
         Binding("escape,q", "dismiss", "Close"),
         Binding("left", "step(-1)", "Previous source"),
         Binding("right", "step(1)", "Next source"),
+        Binding("c", "copy_quote", "Copy quote"),
+        Binding("o", "open('pager')", "Open in pager"),
+        Binding("e", "open('editor')", "Open in editor"),
     ]
 
     def __init__(self, infos: list[CitationInfo], index: int = 0) -> None:
@@ -122,7 +126,7 @@ class CitationScreen(ModalScreen[None]):
             with VerticalScroll(id="citation-body"):
                 yield Static(id="citation-claims")
                 yield Static(id="citation-text")
-            yield Static("Esc close · ←/→ other sources", classes="dialog-hint")
+            yield Static("Esc close · ←/→ other sources · c copy quote · o open in $PAGER · e in $EDITOR", classes="dialog-hint")
 
     def on_mount(self) -> None:
         self._show()
@@ -139,6 +143,16 @@ class CitationScreen(ModalScreen[None]):
     def action_step(self, delta: int) -> None:
         self.index = (self.index + delta) % len(self.infos)
         self._show()
+
+    @property
+    def info(self) -> CitationInfo:
+        return self.infos[self.index]
+
+    def action_copy_quote(self) -> None:
+        self.post_message(CopyQuote(self.info))
+
+    def action_open(self, opener: str) -> None:
+        self.post_message(OpenSource(self.info, opener))
 
     async def action_dismiss(self, result=None) -> None:
         self.dismiss(result)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.content import Content
 from textual.style import Style
 from textual.widgets import Markdown
@@ -35,15 +37,23 @@ def cite_content(
     return out + content[position:]
 
 
-class _Citing:
+# The mixin is typed as the block it is mixed into; at run time its base is object, so each block class keeps its
+# own place in the method order.
+if TYPE_CHECKING:
+    _Block = MarkdownBlock
+else:
+    _Block = object
+
+
+class _Citing(_Block):
     """Mixed into a Markdown block: restyle its inline content once built."""
 
     def build_from_token(self, token) -> None:
-        super().build_from_token(token)  # type: ignore[misc]
+        super().build_from_token(token)
         self.auto_links = False  # a link colour would hide the verdict colour of clickable markers
-        markdown = self._markdown  # type: ignore[attr-defined]
-        if isinstance(markdown, CitedMarkdown) and isinstance(self.content, Content):  # type: ignore[attr-defined]
-            self.set_content(cite_content(self.content, markdown.verdicts, markdown.turn_id, markdown.stale))  # type: ignore
+        markdown = self._markdown
+        if isinstance(markdown, CitedMarkdown) and isinstance(self.content, Content):
+            self.set_content(cite_content(self.content, markdown.verdicts, markdown.turn_id, markdown.stale))
 
 
 _CITING: dict[type, type] = {}

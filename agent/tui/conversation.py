@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agent.chats import ChatInfo, ChatLog, ChatStore, SavedTurn, UnsavedLog
-from agent.errors import UsageError
+from agent.errors import AgentError, UsageError
 from agent.session import Session
 from models.protocols import CancelToken
 from rag.printable import one_line
@@ -42,14 +42,21 @@ class Conversation:
         A chat file that cannot be created leaves the chat going on unsaved: the answer matters more than the file.
         """
         if self.log is None:
-            docs = self.session.docs_dir
+            session = self._loaded()
+            docs = session.docs_dir
             try:
-                self.log = self.store.create(docs_dir=str(docs) if docs else None, model=self.session.model_name)
+                self.log = self.store.create(docs_dir=str(docs) if docs else None, model=session.model_name)
             except OSError as exc:
                 where = f" ({exc.filename})" if exc.filename else ""
                 self.log = UnsavedLog(f"{exc.strerror or exc}{where}")
         self.cancel = CancelToken()
         return self._number(), self.log, self.cancel
+
+    def _loaded(self) -> Session:
+        """The session; the screen asks nothing of a conversation before its model and index are loaded."""
+        if self.session is None:
+            raise UsageError("still loading: wait for the model and the index to be ready")
+        return self.session
 
     def end(self) -> None:
         self.cancel = None
@@ -74,10 +81,10 @@ class Conversation:
         """Export the chat; never into the docs folder being chatted over (it would be indexed as a document)."""
         if self.log is None:
             raise UsageError("nothing to export yet: ask a question first")
-        if self.unsaved:
-            raise UsageError(f"this chat is not saved ({self.unsaved}): there is no file to export")
+        if isinstance(self.log, UnsavedLog):
+            raise UsageError(f"this chat is not saved ({self.log.reason}): there is no file to export")
         docs = self.session.docs_dir if self.session is not None else None
-        if dest is not None and docs is not None and _inside(dest, docs):
+        if dest is not None and isinstance(docs, Path) and _inside(dest, docs):
             raise UsageError(f"{dest} is inside the docs folder being chatted over ({docs}): export somewhere else")
         return self.store.export(self.log.chat_id, dest, lookup=self.chunk, drafts=drafts, overwrite=overwrite)
 
@@ -91,12 +98,25 @@ class Conversation:
         and a notice when it was saved over another docs folder than this session searches (else None)."""
         from agent.session import Turn
 
+        session = self._loaded()
         chat = self.store.load(chat_id)
-        self.session.restore([Turn(t.question, t.answer) for t in chat.turns])
+        session.restore([Turn(t.question, t.answer) for t in chat.turns])
         self._close_log()
         self.log = self.store.reopen(chat_id)
-        notice = folder_change(chat.meta.get("docs_dir"), self.session.docs_dir)
+        notice = folder_change(chat.meta.get("docs_dir"), session.docs_dir)
         return chat.info, [(self._number(), turn) for turn in chat.turns], notice
+
+    def turns_so_far(self) -> tuple:
+        """The chat's questions and answers as saved, for a session that takes over (a switch); () when unsaved."""
+        from agent.session import Turn
+
+        chat_id = self.chat_id
+        if chat_id is None or self.unsaved:
+            return ()
+        try:
+            return tuple(Turn(t.question, t.answer) for t in self.store.load(chat_id).turns)
+        except (OSError, AgentError):
+            return ()
 
     def close(self) -> None:
         """On quit: stop the turn; a running turn's worker still owns the log until it ends."""
@@ -119,9 +139,12 @@ def _inside(path: Path, folder: Path) -> bool:
     return Path(path).expanduser().resolve().is_relative_to(Path(folder).expanduser().resolve())
 
 
-def folder_change(saved: str | None, current: Path | None) -> str | None:
-    """What to tell a user whose resumed chat was saved over another docs folder than the one searched now."""
-    if not saved or current is None or _same_folder(Path(saved), current):
+def folder_change(saved: str | None, current: Path | str | None) -> str | None:
+    """What to tell a user whose resumed chat was saved over another docs folder than the one searched now.
+    A `current` str is a PostgreSQL store's URL: the same store is the same text."""
+    if not saved or current is None:
+        return None
+    if saved == current if isinstance(current, str) else _same_folder(Path(saved), current):
         return None
     now = one_line(str(current))
     if not Path(saved).is_dir():

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from enum import Enum
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from rag.printable import visible
 
@@ -22,13 +22,14 @@ def display_copy(value: T) -> T:
     """`value` with every string in it (inside dataclasses, lists, tuples and dict values) escaped for display."""
     if isinstance(value, Enum):
         return value  # a StrEnum member is compared by identity: keep it
+    # A copy has its original's type (a str or dict subclass would come back as plain str or dict).
     if isinstance(value, str):
-        return visible(value)  # type: ignore[return-value]
+        return cast(T, visible(value))
     if isinstance(value, (list, tuple)):
         items = [display_copy(item) for item in value]
-        return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)  # type: ignore[return-value]
+        return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
     if isinstance(value, dict):
-        return {key: display_copy(item) for key, item in value.items()}  # type: ignore[return-value]
+        return cast(T, {key: display_copy(item) for key, item in value.items()})
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         shown = copy.copy(value)
         for f in dataclasses.fields(value):

@@ -8,6 +8,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import Collapsible, Markdown, Static
+from textual.widgets.markdown import MarkdownStream
 
 from agent.events import (
     shown_hits,
@@ -38,7 +39,7 @@ STATUS = {
 }
 
 
-def welcome_text(docs: Path | None) -> Content:
+def welcome_text(docs: Path | str | None) -> Content:
     """What an empty chat shows: what to do, and what the citation colours mean."""
     where = f" in {docs}" if docs else ""
     return Content("\n").join(
@@ -87,7 +88,7 @@ class AnswerView(Vertical):
         self.context: ContextBuilt | None = None
         self.error: str | None = None
         self.stale: dict[int, str] = {}  # saved answers only: number -> "changed" | "vanished"
-        self._stream = None
+        self._stream: MarkdownStream | None = None
 
     def compose(self) -> ComposeResult:
         yield ToolTrace(classes="trace")

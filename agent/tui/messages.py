@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
 from agent.events import Event
 from agent.session import Session
 from rag.types import Hit
+
+if TYPE_CHECKING:
+    from agent.tui.citation_screen import CitationInfo
+    from agent.tui.switching import Switch
 
 
 @dataclass
@@ -24,6 +29,15 @@ class LoadProgress(Message):
 @dataclass
 class SessionReady(Message):
     session: Session
+    switch: "Switch | None" = None  # set when the session replaces another (agent.tui.switching)
+
+
+@dataclass
+class SwitchFailed(Message):
+    """The switched-to session could not open: why, and the switch (its `previous` choice is opened again)."""
+
+    message: str
+    switch: "Switch"
 
 
 @dataclass
@@ -66,3 +80,18 @@ class AnswerSelected(Message):
     """The user clicked an answer: the sources panel, 1-9 and Ctrl+T now refer to it."""
 
     turn_id: int
+
+
+@dataclass
+class CopyQuote(Message):
+    """Copy the quote of the source the citation view shows."""
+
+    info: "CitationInfo"
+
+
+@dataclass
+class OpenSource(Message):
+    """Open the source the citation view shows in the pager or the editor (agent.tui.open_source.OPENERS)."""
+
+    info: "CitationInfo"
+    opener: str

@@ -79,7 +79,9 @@ class ToolTrace(Vertical):
 
     def started(self, event: SearchStarted) -> None:
         hits = Static("searching…", classes="trace-hits")
-        call = Collapsible(hits, title=Content(call_title(event)), collapsed=True)  # the model's query is not markup
+        # The model's query is not markup: a Content title is shown as is. Collapsible hands its title to
+        # CollapsibleTitle, which takes Content; Textual 8.2 annotates Collapsible's title as str only.
+        call = Collapsible(hits, title=Content(call_title(event)), collapsed=True)  # type: ignore[arg-type]
         self._calls[event.call_id] = (call, hits)
         self.mount(call)
         self.display = True
@@ -96,7 +98,7 @@ class ToolTrace(Vertical):
         if event.call_id not in self._calls:
             self.started(SearchStarted(event.query, len(event.hits), call_id=event.call_id))
         call, hits = self._calls[event.call_id]
-        call.title = Content(call_title(event))
+        call.title = Content(call_title(event))  # type: ignore[assignment]  # as in started: shown as is
         hits.update(call_details(event))
         if event.error:
             call.add_class("-error")

@@ -12,8 +12,8 @@ from models.config import ModelConfig
 from models.errors import GenerationError
 from models.llama_cpp.loading import open_llama
 from models.locate import resolve_model_path
-from models.protocols import CancelToken, GenerationOptions, GenerationStats, Message
 from models.llama_cpp.tokenizer import LlamaTokenizer
+from models.protocols import CancelFlag, GenerationOptions, GenerationStats, Message
 
 
 @functools.lru_cache(maxsize=16)
@@ -57,13 +57,13 @@ class LlamaChatModel:
         self,
         messages: Sequence[Message],
         options: GenerationOptions = GenerationOptions(),
-        cancel: CancelToken | None = None,
+        cancel: CancelFlag | None = None,
     ) -> Iterator[str]:
         """Yield text deltas; stops at EOS, a stop string, max_tokens or cancellation (checked every token)."""
         with self._lock:
             yield from self._stream(messages, options, cancel)
 
-    def _stream(self, messages, options: GenerationOptions, cancel: CancelToken | None) -> Iterator[str]:
+    def _stream(self, messages, options: GenerationOptions, cancel: CancelFlag | None) -> Iterator[str]:
         prompt, added_special, template_stop = self.tokenizer._renderer.render(messages)
         prompt += options.prefix
         tokens = self.llm.tokenize(prompt.encode("utf-8"), add_bos=not added_special, special=True)

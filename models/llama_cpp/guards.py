@@ -81,7 +81,7 @@ def _pieces(llm) -> list[str]:
         "" if llama_cpp.llama_vocab_is_control(handle, token)
         else llm.detokenize([token]).decode("utf-8", errors="replace")
         for token in range(llm.n_vocab())
-    ]  # fmt: skip
+    ]
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")

@@ -49,7 +49,7 @@ class LocalServer:
             sys.executable, "-m", "models.openai_server.serve_local", "--model", str(self.model_path),
             "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(self.n_ctx),
             "--n_threads", str(self.n_threads), "--verbose", "False",
-        ]  # fmt: skip
+        ]
         if self.api_key:
             command += ["--api_key", self.api_key]
         if self.embedding:

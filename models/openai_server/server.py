@@ -18,7 +18,7 @@ from models.config import DEFAULT_N_CTX
 from models.errors import (
     ContextTooSmall, CountMismatch, GenerationError, ModelError, ServerInterrupted, ServerRefused, ServerUnreachable,
 )
-from models.protocols import CancelToken, GenerationOptions, GenerationStats, Message
+from models.protocols import CancelFlag, GenerationOptions, GenerationStats, Message
 from models.redaction import redact_url
 from models.openai_server.server_api import ServerAPI, ServerConfig, ServerInfo, explain, not_understood, sent
 from models.openai_server.server_tokenizer import server_tokenizer
@@ -83,7 +83,7 @@ class ServerChatModel:
         self,
         messages: Sequence[Message],
         options: GenerationOptions = GenerationOptions(),
-        cancel: CancelToken | None = None,
+        cancel: CancelFlag | None = None,
     ) -> Iterator[str]:
         """Yield text deltas; cancelling closes the stream, which stops the server's generation."""
         prompt, template_stop = self.tokenizer.render_prompt(messages)

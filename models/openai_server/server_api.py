@@ -145,14 +145,18 @@ class CappedTransport(httpx.BaseTransport):
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         response = self.inner.handle_request(request)
+        inner = response.stream
+        if not isinstance(inner, httpx.SyncByteStream):  # HTTPTransport's never is: it reads its socket in this thread
+            raise TypeError(f"a synchronous transport got an asynchronous reply stream ({type(inner).__name__})")
         body = _streamed(request)
+        stream: httpx.SyncByteStream
         if body is not None:
             max_tokens = body.get("max_tokens")
-            stream = _CappedEvents(response.stream, max_tokens if isinstance(max_tokens, int) and max_tokens > 0 else 4096)
+            stream = _CappedEvents(inner, max_tokens if isinstance(max_tokens, int) and max_tokens > 0 else 4096)
         else:
-            stream = _CappedBody(response.stream, request.url.path)
+            stream = _CappedBody(inner, request.url.path)
         return httpx.Response(response.status_code, headers=response.headers, extensions=response.extensions,
-                              stream=stream)  # fmt: skip
+                              stream=stream)
 
     def close(self) -> None:
         self.inner.close()
@@ -239,7 +243,8 @@ class ServerAPI:
                 "fix --model-name"
             )
         entry = entries[ids.index(model)]
-        meta = entry.get("meta") if isinstance(entry.get("meta"), dict) else {}
+        given = entry.get("meta")
+        meta = given if isinstance(given, dict) else {}
         n_params = _int(meta.get("n_params"))
         props = self.get_json("/props")
         if props is not None and ("default_generation_settings" in props or "chat_template" in props):
@@ -251,7 +256,7 @@ class ServerAPI:
                 chat_template=props.get("chat_template") or None,
                 bos_token=str(props.get("bos_token") or ""),
                 eos_token=str(props.get("eos_token") or ""),
-            )  # fmt: skip
+            )
         if entry.get("owned_by") == "vllm" or "max_model_len" in entry:
             return ServerInfo("vllm", model, ids, n_ctx=_int(entry.get("max_model_len")), n_params=n_params)
         if self.has_endpoint("/extras/tokenize", {"input": "a", "model": model}):

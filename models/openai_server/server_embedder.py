@@ -31,14 +31,14 @@ class ServerEmbedder:
                  retries: int = RETRIES, timeout: float = TIMEOUT) -> None:
         self.base_url = base_url
         self.shown_url = redact_url(base_url)  # what messages show: never the URL's password or key parameters
-        self.dim: int | None = None
+        self._width: int | None = None  # the row width every reply must have: unknown until the first one
         self.batch = max(1, batch)
         self.timeout = timeout
         self.client = openai.OpenAI(base_url=base_url, api_key=api_key or NO_KEY, max_retries=retries,
                                     timeout=httpx.Timeout(timeout, connect=CONNECT_TIMEOUT))
         self.model = model or self._only_model()
         self.model_id = self.model
-        self.dim = int(self._call(["dimension"]).shape[1])
+        self.dim = self._width = int(self._call(["dimension"]).shape[1])
 
     def _only_model(self) -> str:
         try:
@@ -69,7 +69,7 @@ class ServerEmbedder:
                                     "list of numbers: check that it speaks the OpenAI embeddings API")
         if not all(isinstance(row.embedding, list) and row.embedding for row in rows):
             raise not_numbers
-        width = self.dim if self.dim is not None else len(rows[0].embedding)
+        width = self._width if self._width is not None else len(rows[0].embedding)
         for row in rows:
             if len(row.embedding) != width:
                 raise ServerRefused(f"the embeddings server at {self.shown_url} returned a row of {len(row.embedding)} "

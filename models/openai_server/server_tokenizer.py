@@ -28,7 +28,7 @@ class ServerTokenizer:
         self.info = info
         self.name = f"{info.model} ({info.family} at {redact_url(api.config.root)})"
         self._lock = threading.Lock()
-        self._formatter = _formatter(info) if info.family == "llama-server" else None
+        self._formatter = _formatter(info.chat_template, info) if info.family == "llama-server" and info.chat_template else None
         self._bos_ids = self._tokenize("", add_special=True)  # what the server prepends to every prompt
 
     # -- the Tokenizer protocol ---------------------------------------------------------------------------------
@@ -74,7 +74,7 @@ class ServerTokenizer:
             prompt = result.prompt
         else:  # vLLM renders its own template: ids of the chat, back to text
             body = {"model": self.info.model, "messages": [dict(m) for m in messages],
-                    "add_generation_prompt": add_generation_prompt, "add_special_tokens": False}  # fmt: skip
+                    "add_generation_prompt": add_generation_prompt, "add_special_tokens": False}
             ids = list(self.api.post_json("/tokenize", body).get("tokens", []))
             prompt, stop = self.decode(ids), []
         # The server prepends its BOS to every prompt: a template that writes one would make it appear twice.
@@ -84,10 +84,10 @@ class ServerTokenizer:
         return prompt, stop
 
 
-def _formatter(info: ServerInfo):
+def _formatter(template: str, info: ServerInfo):
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-    return Jinja2ChatFormatter(template=info.chat_template, eos_token=info.eos_token, bos_token=info.bos_token)
+    return Jinja2ChatFormatter(template=template, eos_token=info.eos_token, bos_token=info.bos_token)
 
 
 def server_tokenizer(api: ServerAPI, info: ServerInfo, tokenizer_path=None):

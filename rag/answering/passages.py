@@ -21,7 +21,7 @@ from rag.types import Hit
 POOL = 20  # hybrid hits reranked (k=5 shown)
 SENTENCES_PER_CHUNK = 2
 RRF_K = 10
-HYBRID_WEIGHT = 0.5  # the hybrid order counts half the reranker's: its first stays near the top
+HYBRID_WEIGHT = 1.0  # the two orders count alike: chosen on the fit packages' kept-out questions (BM25 pools: 0.64 -> 0.69 in the first 5)
 
 
 PASSAGE_CHARS = 1500  # a passage read whole is cut here (the window, 256 tokens, holds about 1,000 characters)
@@ -38,7 +38,7 @@ def passage_text(heading_path: Sequence[str], text: str) -> str:
 def chunk_texts(question: str, hit: Hit, limit: int = SENTENCES_PER_CHUNK) -> list[str]:
     """The chunk's quotable sentences under its heading path that share most words with the question."""
     shown = {1: Citation(1, hit.chunk_id, hit.doc_id, hit.uri)}
-    found = candidates(shown, lambda chunk_id: hit if chunk_id == hit.chunk_id else None)
+    found = candidates(shown, lambda chunk_id: hit.chunk if chunk_id == hit.chunk_id else None)
     if not found:
         heading = " > ".join(hit.heading_path)
         return [f"{heading}: {hit.text[:400]}" if heading else hit.text[:400]]

@@ -21,7 +21,7 @@ import numpy as np
 
 from models.protocols import Embedder
 from rag import markers
-from rag.citations import CitationLike, Lookup, problem
+from rag.citations import CitationLike, Lookup, chunk_of
 from rag.types import Chunk
 from rag.verification.claim_terms import terms
 from rag.ingest.formats import syntax_for
@@ -70,10 +70,10 @@ def candidates(shown: Mapping[int, CitationLike] | Iterable[CitationLike], looku
     out: list[Candidate] = []
     rank = 0
     for citation in sorted(citations, key=lambda c: c.n):
-        if problem(citation, lookup) is not None:
+        chunk = chunk_of(citation, lookup)
+        if isinstance(chunk, str):
             continue  # never quote text the index no longer holds as shown
         rank += 1
-        chunk = lookup(citation.chunk_id)
         heading = " > ".join(chunk.heading_path)
         text = quotable_text(chunk)
         claims = split_claims(text, keep_markers=True)

@@ -35,7 +35,7 @@ _NEGATION_EDITS: tuple[tuple[str, str], ...] = (
     (r"\bisn't\b", "is"), (r"\baren't\b", "are"), (r"\bwon't\b", "will"), (r"\bnot\b ", ""),
     (r"\bis\b", "is not"), (r"\bare\b", "are not"), (r"\bcan\b", "cannot"), (r"\bmust\b", "must not"),
     (r"\bshould\b", "should not"), (r"\bwill\b", "will not"), (r"\bdoes\b", "does not"), (r"\balways\b", "never"),
-)  # fmt: skip
+)
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.]\d)")
 _CLAUSE = re.compile(r",\s+|;\s+|\s+(?:and|but|because|so|which|while|when)\s+")
 
@@ -56,7 +56,7 @@ class Item:
         return {
             "type": "item", "id": self.id, "kind": self.kind, "label": self.label, "split": self.split,
             "claim": self.claim, "source": self.source, "chunk_id": self.chunk.chunk_id,
-        }  # fmt: skip
+        }
 
     @classmethod
     def from_json(cls, d: dict, chunk: Chunk) -> "Item":
@@ -109,9 +109,9 @@ def build_items(chunks: Sequence[Chunk], paraphrases: Sequence[dict], seed: int 
         for other in _other_claims(chunk, chunks, sentences_of, rng):
             items.append(("other_chunk", other, chunk, ""))
     for entry in paraphrases:
-        chunk = by_source.get(entry["source"])
-        if chunk is not None:
-            items.append(("paraphrased", entry["paraphrase"], chunk, entry["source"]))
+        paraphrased = by_source.get(entry["source"])
+        if paraphrased is not None:
+            items.append(("paraphrased", entry["paraphrase"], paraphrased, entry["source"]))
     out = []
     for i, (kind, claim, chunk, source) in enumerate(items):
         label = "supported" if kind in SUPPORTED_KINDS else "unsupported"
@@ -225,4 +225,4 @@ def load_items(path: Path = CALIBRATION_FILE) -> list[Item]:
 
 def _chunk_record(c: Chunk) -> dict:
     return {"type": "chunk", "chunk_id": c.chunk_id, "doc_id": c.doc_id, "uri": c.uri,
-            "heading_path": list(c.heading_path), "text": c.text}  # fmt: skip
+            "heading_path": list(c.heading_path), "text": c.text}

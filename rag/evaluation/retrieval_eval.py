@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 from dataclasses import asdict, dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -81,7 +81,7 @@ def ungraded(index: HybridIndex, questions: Sequence[Question]) -> list[str]:
 
 def variant(index: HybridIndex, **changes) -> HybridIndex:
     """The same chunks and embeddings searched with other term settings or fusion parameters."""
-    options = dict(
+    options: dict[str, Any] = dict(
         term_settings=index.term_settings, fusion=index.fusion, bm25_weight=index.bm25_weight,
         min_dense_score=index.min_dense_score,
     )

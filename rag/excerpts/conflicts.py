@@ -18,6 +18,7 @@ from typing import Any, Sequence
 from rag.verification.claims import split_claims
 from rag.markers import mask_code
 from rag.retrieval.terms import STOPWORDS, snowball
+from rag.types import Hit
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +101,7 @@ class Conflict:
         }
 
 
-def find_conflicts(excerpts: Sequence[tuple[int, Any]]) -> tuple[Conflict, ...]:
+def find_conflicts(excerpts: Sequence[tuple[int, Hit]]) -> tuple[Conflict, ...]:
     """Conflicts among `(number, hit)` excerpts; a failure inside detection gives none, never an error."""
     try:
         return detect_conflicts(excerpts)
@@ -109,7 +110,7 @@ def find_conflicts(excerpts: Sequence[tuple[int, Any]]) -> tuple[Conflict, ...]:
         return ()
 
 
-def detect_conflicts(excerpts: Sequence[tuple[int, Any]]) -> tuple[Conflict, ...]:
+def detect_conflicts(excerpts: Sequence[tuple[int, Hit]]) -> tuple[Conflict, ...]:
     """Conflicts among `(number, hit)` excerpts, in order of their first excerpt number."""
     found = [s for n, hit in sorted(excerpts, key=lambda e: e[0]) for s in statements(n, hit)]
     parent = list(range(len(found)))
@@ -135,11 +136,11 @@ def detect_conflicts(excerpts: Sequence[tuple[int, Any]]) -> tuple[Conflict, ...
     return tuple(sorted(conflicts, key=lambda c: c.numbers))
 
 
-def statements(n: int, hit: Any) -> list[Statement]:
+def statements(n: int, hit: Hit) -> list[Statement]:
     """Every number with a unit outside code in excerpt `n`, with the key words of its clause."""
     text = hit.text
     masked = mask_code(text)
-    heading = getattr(hit, "heading_path", ()) or ()
+    heading = hit.heading_path
     heading_terms = key_terms(heading[-1]) if heading else ()
     out = []
     for claim in split_claims(text, keep_markers=True):
@@ -161,9 +162,9 @@ def statements(n: int, hit: Any) -> list[Statement]:
                 written = " ".join(text[m.start() : m.end()].split())
                 out.append(Statement(
                     n, hit.doc_id, hit.uri, _value(m.group("num")), written, unit,
-                    bool(getattr(hit, "outdated", False)), tuple(t for t, _ in pairs), tuple(w for _, w in pairs),
+                    hit.outdated, tuple(t for t, _ in pairs), tuple(w for _, w in pairs),
                     frozenset(heading_terms),
-                ))  # fmt: skip
+                ))
             previous = m.end()
     return out
 

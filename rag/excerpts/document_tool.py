@@ -8,8 +8,9 @@ from typing import Any, Mapping
 
 import jsonschema
 
+from models.protocols import Counter
 from rag.errors import BudgetError
-from rag.excerpts.packing import CountsTokens, Ledger, Omission, PackedContext, sourced_block
+from rag.excerpts.packing import Ledger, Omission, PackedContext, sourced_block
 from rag.excerpts.search_tool import DEFAULT_MAX_TOKENS, NO_RESULTS, SearchResult, schema_errors
 from rag.types import Hit, Retriever
 
@@ -66,7 +67,7 @@ class GetDocumentTool:
 
     retriever: Retriever
     ledger: Ledger
-    counter: CountsTokens
+    counter: Counter
     max_tokens: int = DEFAULT_MAX_TOKENS
     name: str = GET_DOCUMENT_NAME
     schema: dict = field(default_factory=lambda: GET_DOCUMENT_SCHEMA)
@@ -80,9 +81,8 @@ class GetDocumentTool:
         problem = document_problem(arguments)
         if problem is not None:
             return DocumentResult(text=f"Error: {problem}", error=problem)
-        if isinstance(arguments, (str, bytes)):
-            arguments = json.loads(arguments)
-        source_id = arguments["source_id"].strip()
+        given: Mapping[str, Any] = json.loads(arguments) if isinstance(arguments, (str, bytes)) else arguments
+        source_id = given["source_id"].strip()
         chunk = self.retriever.chunk(source_id)
         if chunk is None:
             # The ids are not listed: the model would copy one instead of searching for what it needs.
@@ -117,7 +117,7 @@ def _whole(count: Any) -> int:
 
 
 def get_document_tool(
-    retriever: Retriever, ledger: Ledger, counter: CountsTokens, max_tokens: int = DEFAULT_MAX_TOKENS
+    retriever: Retriever, ledger: Ledger, counter: Counter, max_tokens: int = DEFAULT_MAX_TOKENS
 ) -> GetDocumentTool:
     """The get_document tool bound to a retriever and one run's ledger; call it with the arguments dict."""
     return GetDocumentTool(retriever, ledger, counter, max_tokens)

@@ -8,8 +8,9 @@ import re
 import threading
 from collections import Counter as Tally
 from dataclasses import dataclass, field
-from typing import Callable, Protocol, Sequence
+from typing import Callable, Protocol, Sequence, runtime_checkable
 
+from models.protocols import Counter
 from rag.citations import Citation
 from rag.errors import BudgetError
 from rag.excerpts.near_duplicates import check_threshold, jaccard, shingles
@@ -24,17 +25,35 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
 
 class HitLike(Protocol):
-    """What the packer reads of a hit; rag.types.Hit is one."""
+    """What the packer reads of a hit: any object with these five is one (the ag.08 contract); rag.types.Hit is.
+    Read-only, so frozen dataclasses match."""
 
-    chunk_id: str
-    doc_id: str
-    uri: str
-    text: str
-    score: float
+    @property
+    def chunk_id(self) -> str: ...
+
+    @property
+    def doc_id(self) -> str: ...
+
+    @property
+    def uri(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def score(self) -> float: ...
 
 
-class CountsTokens(Protocol):
-    def count(self, text: str) -> int: ...
+@runtime_checkable
+class StandingHit(HitLike, Protocol):
+    """A hit that also carries its document's standing (rag.types.Hit): outdated ones are tagged, expired ones
+    left out. A caller's hit with only HitLike's five fields is current and never expires."""
+
+    @property
+    def outdated(self) -> bool: ...
+
+    @property
+    def expires(self) -> str | None: ...
 
 
 def block(n: int, hit: HitLike) -> str:
@@ -42,7 +61,7 @@ def block(n: int, hit: HitLike) -> str:
 
     A line break in a file name is escaped (rag.printable.one_line): the header stays one line.
     """
-    tag = f" {OUTDATED_TAG}" if getattr(hit, "outdated", False) else ""
+    tag = f" {OUTDATED_TAG}" if _outdated(hit) else ""
     return f"[{n}] {one_line(hit.uri)}{tag}\n{hit.text}\n"
 
 
@@ -52,13 +71,16 @@ _PROVENANCE = re.compile(
 )
 
 
-class Located(Protocol):
-    chunk_id: str
-    uri: str
-    text: str
-    heading: str
-    lines: str
-    where: str  # "lines 3-9", or "page 4" / "pages 4-5" for a paged document (PDF)
+class Located(HitLike, Protocol):
+    """A hit that says where in its file it is (rag.types.Hit and Chunk's heading and line fields)."""
+
+    @property
+    def heading(self) -> str: ...
+
+    @property
+    def where(self) -> str:
+        """ "lines 3-9", or "page 4" / "pages 4-5" for a paged document (PDF)."""
+        ...
 
 
 def provenance(chunk: Located) -> str:
@@ -187,7 +209,7 @@ class PackedContext:
 class Packer:
     """Greedy packing in rank order, counting the whole candidate context at every step."""
 
-    counter: CountsTokens
+    counter: Counter
     ledger: Ledger = field(default_factory=Ledger)
     render: Callable[[int, HitLike], str] = block  # or sourced_block
 
@@ -288,11 +310,11 @@ class Packer:
 
 
 def _outdated(hit: HitLike) -> bool:
-    return bool(getattr(hit, "outdated", False))
+    return isinstance(hit, StandingHit) and bool(hit.outdated)
 
 
 def _expired(hit: HitLike, today: dt.date) -> bool:
-    expires = getattr(hit, "expires", None)
+    expires = hit.expires if isinstance(hit, StandingHit) else None
     if not expires:
         return False
     try:

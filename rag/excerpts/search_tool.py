@@ -9,10 +9,11 @@ from typing import Any, Callable, Mapping, Protocol
 
 import jsonschema
 
+from models.protocols import Counter
 from rag.citations import Citation
 from rag.errors import BudgetError
 from rag.excerpts.near_duplicates import DEFAULT_JACCARD, check_threshold
-from rag.excerpts.packing import ORDERS, CountsTokens, Ledger, PackedContext, Packer, block
+from rag.excerpts.packing import ORDERS, Ledger, PackedContext, Packer, block
 from rag.printable import one_line
 from rag.types import Hit, Retriever
 
@@ -74,7 +75,7 @@ USAGE = 'expected {"query": "<1-1000 characters>", "k": <1-20, default 5>, "doc_
 def _describe(error: jsonschema.ValidationError) -> str:
     where = ".".join(str(p) for p in error.absolute_path)
     message = error.message
-    if error.validator == "maxLength":
+    if error.validator == "maxLength" and isinstance(error.instance, str):
         # jsonschema quotes the whole instance; a 1000-character echo helps no one.
         message = f"is {len(error.instance)} characters long, more than {error.validator_value}"
     return f"{where}: {message}" if where else message
@@ -106,7 +107,7 @@ class Reorder(Protocol):
 
     pool: int
 
-    def __call__(self, query: str, hits: list[Hit], k: int) -> list[Hit]: ...
+    def __call__(self, query: str, hits: list[Hit], k: int, /) -> list[Hit]: ...
 
 
 @dataclass(frozen=True)
@@ -130,7 +131,7 @@ class SearchDocsTool:
 
     retriever: Retriever
     ledger: Ledger
-    counter: CountsTokens
+    counter: Counter
     max_tokens: int = DEFAULT_MAX_TOKENS
     order: str = "rank"
     jaccard_threshold: float | None = DEFAULT_JACCARD  # near-duplicate collapse; None keeps every excerpt
@@ -154,12 +155,11 @@ class SearchDocsTool:
         problem = search_problem(arguments)
         if problem is not None:
             return SearchResult(text=f"Error: {problem}", error=problem)
-        if isinstance(arguments, (str, bytes)):
-            arguments = json.loads(arguments)
-        query = arguments["query"]
-        k = int(arguments.get("k", DEFAULT_K))
+        given: Mapping[str, Any] = json.loads(arguments) if isinstance(arguments, (str, bytes)) else arguments
+        query = given["query"]
+        k = int(given.get("k", DEFAULT_K))
         # An empty list is read as "no filter": a filter that matches nothing is never what the model means.
-        doc_ids = as_indexed(list(arguments.get("doc_ids") or ()), self.retriever.doc_ids) or None
+        doc_ids = as_indexed(list(given.get("doc_ids") or ()), self.retriever.doc_ids) or None
         unknown = _unknown_doc_ids(self.retriever, doc_ids)
         if unknown:
             return SearchResult(text=f"Error: {unknown}", error=unknown)
@@ -183,10 +183,10 @@ class SearchDocsTool:
 
 def _unknown_doc_ids(retriever: Retriever, doc_ids: list[str] | None) -> str | None:
     """Name doc ids the index does not hold: a misspelled filter must not look like a search that found nothing."""
-    known = retriever.doc_ids
-    if not doc_ids or known is None:
+    listed = retriever.doc_ids
+    if not doc_ids or listed is None:
         return None  # a retriever that cannot list its documents is trusted with the filter
-    known = set(known)
+    known = set(listed)
     missing = [d for d in doc_ids if d not in known]
     if not missing:
         return None
@@ -219,7 +219,7 @@ def _shown_id(doc_id: str) -> str:
 def search_docs_tool(
     retriever: Retriever,
     ledger: Ledger,
-    counter: CountsTokens,
+    counter: Counter,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     order: str = "rank",
     jaccard_threshold: float | None = DEFAULT_JACCARD,
@@ -236,7 +236,7 @@ def search_first_arguments(question: str, k: int = DEFAULT_K) -> dict[str, Any]:
 
 
 def search_first(
-    retriever: Retriever, ledger: Ledger, counter: CountsTokens, question: str, k: int = DEFAULT_K,
+    retriever: Retriever, ledger: Ledger, counter: Counter, question: str, k: int = DEFAULT_K,
     max_tokens: int = DEFAULT_MAX_TOKENS, reorder: Reorder | None = None,
 ) -> SearchResult:
     """The search-first step outside an agent turn (the eval's probe, quote_eval): the question as the query."""

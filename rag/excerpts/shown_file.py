@@ -82,7 +82,7 @@ def _from_json(data: Any, catalog: Catalog) -> dict[int, Citation]:
             raise ShownUnreadable(f"SHOWN item {i + 1} is not {{n: <number from 1>, chunk_id: <text>}}: {USAGE}")
         doc_id, uri = item.get("doc_id"), item.get("uri")
         _add(shown, _citation(n, chunk_id, catalog, doc_id if isinstance(doc_id, str) else None,
-                              uri if isinstance(uri, str) else None))  # fmt: skip
+                              uri if isinstance(uri, str) else None))
     return shown
 
 

@@ -53,7 +53,7 @@ ProgressFn = Callable[[IndexProgress], None]
 class IndexUpdate:
     """What open_index did: loaded as is, updated some files, or rebuilt everything (and why)."""
 
-    index_dir: Path
+    index_dir: Path | str  # a PostgreSQL store: its URL, password hidden
     rebuilt: bool
     reason: str  # why everything was rebuilt; "" otherwise
     added: tuple[str, ...] = ()
@@ -179,8 +179,8 @@ def open_index(
             emit(IndexProgress("notice", message=f"{doc_id}: {info.notice}"))
     terms_wanted = search_options.get("term_settings", TermSettings()).to_dict() | {"idf": IDF_NAME}
     same_chunks = stored is not None and not fresh and set(old_files) == set(files)
-    reusable = same_chunks and stored.bm25_terms == terms_wanted
-    bm25 = stored.bm25 if reusable else None  # else HybridIndex builds it from the chunks
+    reusable = stored is not None and same_chunks and stored.bm25_terms == terms_wanted
+    bm25 = stored.bm25 if stored is not None and reusable else None  # else HybridIndex builds it from the chunks
     index = HybridIndex(
         chunks, embeddings, embedder, docs_dir=root, index_dir=target, bm25=bm25, sources=sources, **search_options
     )

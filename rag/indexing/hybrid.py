@@ -180,6 +180,8 @@ class HybridIndex(RetrieverDefaults):
 
     def rank_dense(self, query: str, depth: int, allowed: np.ndarray | None = None) -> Ranked:
         """Chunks whose embedding is close enough to the query's, most similar first."""
+        if self.embedder is None:
+            raise SemanticSearchOff(SEMANTIC_OFF)
         vector = np.asarray(self.embedder.embed([query]), dtype=np.float32)[0]
         return top_rows(self.dense.scores(vector), depth, allowed, above=self.min_dense_score)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -23,6 +23,9 @@ from rag.retrieval.vocabulary import TermCounts
 from rag.types import Chunk, SourceInfo
 from rag.indexing.build import IndexProgress, ProgressFn
 from rag.indexing.fill import fill_missing, missing_rows
+
+if TYPE_CHECKING:
+    from rag.indexing.watch import FolderWatcher
 
 READY_CHUNK_BUDGET = 0.5  # seconds of chunking before a live index is ready; the other files are chunked behind
 # A re-index chunks for at most this long, then publishes what it has and goes on: a quit never waits for more,
@@ -73,7 +76,7 @@ class LiveIndex:
         self._embedding_failed = False
         self._unpublished = False  # embeddings computed but not in the snapshot yet
         self._holds = 0  # answers running: embedding waits so they get the cores
-        self.watcher = None  # a rag.indexing.watch.FolderWatcher feeding `changed`, closed with this index
+        self.watcher: FolderWatcher | None = None  # feeds `changed`; closed with this index
 
     # -- reading: always one snapshot -----------------------------------------------------------------------
     def snapshot(self) -> HybridIndex:
@@ -91,7 +94,7 @@ class LiveIndex:
 
     # The rest of rag.types.Retriever, always the current snapshot's.
     @property
-    def chunks(self) -> list[Chunk]:
+    def chunks(self) -> Sequence[Chunk]:
         return self._current.chunks
 
     @property
@@ -208,7 +211,7 @@ class LiveIndex:
         if self.embedder is None or self._embedding_failed or not missing_rows(self._matrix).size:
             self._finish()
             return "idle"
-        self._embed_batch()
+        self._embed_batch(self.embedder)
         return "embed"
 
     def start(self) -> "LiveIndex":
@@ -261,10 +264,10 @@ class LiveIndex:
                                     f"{len(update.changed)} changed, {len(update.removed)} removed"))
         self._progress()
 
-    def _embed_batch(self) -> None:
+    def _embed_batch(self, embedder: Embedder) -> None:
         snapshot = self._current
         try:
-            fill_missing(self._matrix, snapshot.chunks, self.embedder, budget=None, batch=self.batch,
+            fill_missing(self._matrix, snapshot.chunks, embedder, budget=None, batch=self.batch,
                          stop=self._stop, limit=self.batch)
         except Exception as exc:
             self._embedding_failed = True

@@ -187,7 +187,7 @@ def _generation_bytes(chunks: list[Chunk], embeddings: np.ndarray, bm25: BM25Ind
     np.save(buf, np.ascontiguousarray(embeddings, dtype=np.float32), allow_pickle=False)
     yield "embeddings", buf.getvalue()
     buf = io.BytesIO()
-    np.savez(buf, **bm25.to_arrays())
+    np.savez(buf, allow_pickle=False, **bm25.to_arrays())  # plain arrays: read back with allow_pickle=False
     yield "bm25", buf.getvalue()
 
 
@@ -347,7 +347,8 @@ def save_embeddings(index_dir: Path, embeddings: np.ndarray, chunk_ids: list[str
     np.save(buf, np.ascontiguousarray(embeddings, dtype=np.float32), allow_pickle=False)
     data = buf.getvalue()
     name = f"embeddings-{uuid.uuid4().hex[:12]}.npy"
-    written = index_dir / name
+    target = index_dir / name
+    written: Path | None = target  # None once committed: nothing to remove
     try:
         with _locked(index_dir):
             try:
@@ -358,7 +359,7 @@ def save_embeddings(index_dir: Path, embeddings: np.ndarray, chunk_ids: list[str
                 return False
             if listed != list(chunk_ids) or embeddings.shape[0] != len(listed):
                 return False
-            atomic_write(written, data)
+            atomic_write(target, data)
             checksums = {k: v for k, v in manifest["checksums"].items() if k != old_name}
             checksums[name] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
             manifest.update(embeddings_file=name, checksums=checksums)

@@ -12,7 +12,7 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, cast
 
 import rag
 from rag.errors import DocsNotFound
@@ -84,7 +84,8 @@ def check_docs_dir(docs_dir: str | os.PathLike[str]) -> Path:
     """The resolved folder, or one clear error if it is not a readable folder (`--man`'s pages: as they are)."""
     if isinstance(docs_dir, ManSource):
         check_docs_dir(docs_dir.root)
-        return docs_dir  # type: ignore[return-value] - path-like, and load_corpus reads only its pages
+        # It stands in for the folder (os.fspath, /, str give its root) and load_corpus reads only its pages.
+        return cast(Path, docs_dir)
     if not str(docs_dir).strip():  # Path("") is the current folder: a stray --docs "" once indexed all of it
         raise DocsNotFound("--docs is empty: pass --docs DIR to a folder of docs, or leave it out for the bundled docs")
     path = Path(docs_dir).expanduser()
@@ -271,9 +272,9 @@ def load_corpus(docs_dir: str | os.PathLike[str], on_document: Callable[[int], N
         if path.suffix.lower() not in TEXT_SUFFIXES:
             _count(skipped, "not text")
             continue
-        data, why = _read_text_file(path)
+        data, unread = _read_text_file(path)
         if data is None:
-            _count(skipped, why)
+            _count(skipped, unread)
             continue
         text = decode_text(data)
         if not text.strip():

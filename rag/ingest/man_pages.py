@@ -17,6 +17,7 @@ import subprocess
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
 from rag.errors import DocsNotFound
 from rag.ingest.formats.manuals import info_name, man_parts
@@ -78,10 +79,9 @@ def parse_sections(spec: str | None) -> frozenset[str]:
     return frozenset(sections)
 
 
-def man_trees(env: dict[str, str] | None = None) -> tuple[Path, ...]:
+def man_trees(env: Mapping[str, str] | None = None) -> tuple[Path, ...]:
     """The existing folders of the man path: $MANPATH, else `manpath`, else the usual two, each once."""
-    env = os.environ if env is None else env
-    spec = env.get("MANPATH", "").strip(":")
+    spec = (os.environ if env is None else env).get("MANPATH", "").strip(":")
     if not spec and shutil.which("manpath"):
         try:
             spec = subprocess.run(["manpath", "-q"], capture_output=True, text=True, timeout=10, check=False).stdout.strip()

@@ -99,17 +99,17 @@ class EmbedQueue:
             return [item]
         self._items.append(item)
         self._texts.extend(indexed_text(c) for c in item.chunks)
-        return self._drain(final=False)
+        return self._drain(self.embedder, final=False)
 
     def finish(self) -> list[Prepared]:
         """Embed what is left (a last, shorter batch) and release every waiting document."""
-        return self._drain(final=True) if self.embedder is not None else []
+        return self._drain(self.embedder, final=True) if self.embedder is not None else []
 
-    def _drain(self, final: bool) -> list[Prepared]:
+    def _drain(self, embedder: Embedder, final: bool) -> list[Prepared]:
         while len(self._texts) - len(self._vectors) >= self.batch or (final and len(self._texts) > len(self._vectors)):
             lo = len(self._vectors)
             part = self._texts[lo : lo + self.batch]
-            self._vectors.extend(embed_texts(self.embedder, part, len(part)))
+            self._vectors.extend(embed_texts(embedder, part, len(part)))
             self.embedded += len(part)
             rate = self.embedded / max(time.perf_counter() - self._started, 1e-9)
             self.progress(IndexProgress("embed", self.embedded, 0, rate=rate))
@@ -327,7 +327,9 @@ def ingest(
         emit(IndexProgress("scan", 0, 0))
         corpus = load_corpus(root, on_document=lambda n: emit(IndexProgress("scan", n, 0)))
         stored = dict(conn.execute(f"SELECT doc_id, sha256 FROM {S}.documents").fetchall())
-        added, changed, skipped = [], [], dict(corpus.skipped)
+        added: list[str] = []
+        changed: list[str] = []
+        skipped = dict(corpus.skipped)
         queue = EmbedQueue(embedder, progress=emit)
 
         def apply(item: Prepared) -> None:

@@ -25,7 +25,7 @@ MIN_PGVECTOR = (0, 8)  # hnsw.iterative_scan arrived in 0.8.0
 
 
 def is_store_url(text: str | None) -> bool:
-    return bool(text) and text.strip().lower().startswith(URL_SCHEMES)
+    return text is not None and text.strip().lower().startswith(URL_SCHEMES)
 
 
 def unavailable(exc: Exception, url: str, during: str = "") -> StoreUnavailable:

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Self, Sequence
 
 import numpy as np
 
 from models.llama_cpp.embedder import SEMANTIC_OFF
 from models.protocols import Embedder
 from models.redaction import redact_url
-from rag.errors import StoreRefused, StoreUnavailable
+from rag.errors import SemanticSearchOff, StoreRefused, StoreUnavailable
 from rag.postgres.ingest import vector_text
 from rag.postgres.schema import (
     SCHEMA,
@@ -34,7 +34,10 @@ from rag.retrieval.fusion import BM25_WEIGHT, FUSIONS, RRF_K
 from rag.indexing.hybrid import CANDIDATE_DEPTH, DEFAULT_FUSION, MIN_DENSE_SCORE, search_mode
 from rag.retrieval.terms import TermSettings, index_terms
 from rag.retrieval.vocabulary import PREFIX
-from rag.types import Chunk, Hit, RetrieverDefaults
+from rag.types import Chunk, Hit, IndexDefaults
+
+if TYPE_CHECKING:
+    import psycopg
 
 S = SCHEMA
 # Candidates an HNSW scan keeps (pgvector's default 40 is below CANDIDATE_DEPTH). Measured with
@@ -230,7 +233,7 @@ class StoreVocabulary:
                                     (term[:PREFIX],)) or 0)
 
 
-class PgIndex(RetrieverDefaults):
+class PgIndex(IndexDefaults):
     """A rag.types.Retriever over a PostgreSQL store that rag.postgres.ingest keeps fresh; a search reads no files.
 
     With no embedder (MiniLM not installed) every mode but "dense" ranks by BM25 alone, as HybridIndex does.
@@ -259,7 +262,7 @@ class PgIndex(RetrieverDefaults):
         self.index_dir = redact_url(url)  # where the index lives, as shown to people
         self.update = update  # rag.indexing.build.IndexUpdate of the ingest this process ran, if any
         self._lock = threading.Lock()  # one connection, one statement at a time (the TUI and MCP use threads)
-        self._conn = None
+        self._conn: psycopg.Connection | None = None
         conn = self._connection()
         try:
             check_version(conn, url)
@@ -285,7 +288,7 @@ class PgIndex(RetrieverDefaults):
         self._vocabulary = StoreVocabulary(self)
 
     # -- the connection --------------------------------------------------------------------------------------
-    def _connection(self):
+    def _connection(self) -> psycopg.Connection:
         if self._conn is None or self._conn.closed or self._conn.broken:
             self._conn = connect(self.url)
             # Iterative scans: a doc_ids filter still returns its k rows from the HNSW index, exactly ordered.
@@ -363,7 +366,7 @@ class PgIndex(RetrieverDefaults):
         rows = self._rows(f"SELECT {CHUNK_COLUMNS} FROM {S}.chunks c WHERE c.doc_id = %s ORDER BY c.ordinal", (doc_id,))
         return [_chunk(r) for r in rows]
 
-    def snapshot(self) -> "PgIndex":
+    def snapshot(self) -> Self:
         """Itself: every search is one statement over one snapshot of the store."""
         return self
 
@@ -391,12 +394,14 @@ class PgIndex(RetrieverDefaults):
         names = [doc_ids] if isinstance(doc_ids, str) else list(doc_ids or ())
         vector = None
         if method != "bm25":
+            if self.embedder is None:
+                raise SemanticSearchOff(SEMANTIC_OFF)
             vector = vector_text(np.asarray(self.embedder.embed([query]), dtype=np.float32)[0])
         params = {
             "terms": index_terms(query, self.term_settings), "vector": vector, "doc_ids": names,
             "depth": max(CANDIDATE_DEPTH, k), "k": k, "k1": K1, "b": B,
             "min_dense": self.min_dense_score, "weight": self.bm25_weight, "rrf_k": RRF_K, "seed": SEED_POSTINGS,
-        }  # fmt: skip
+        }
         rows = self._rows(search_sql(method, bool(names), self.current_only), params)
         hits = []
         for score, bm25_rank, dense_rank, outdated, expires, *chunk in rows:

@@ -92,7 +92,7 @@ def identifier_parts(token: str) -> list[str]:
 
     "fs.readFile" -> ["fs", "read", "file"]; "HTTPServer" -> ["http", "server"]; "n_ctx" -> ["n", "ctx"].
     """
-    parts = []
+    parts: list[str] = []
     for segment in _SEPARATORS.split(token):
         if segment.isascii():
             parts.extend(m.group().lower() for m in _HUMP.finditer(segment))

@@ -13,8 +13,11 @@ PREFIX = 6  # "proposed" and "proposal" share a stem this long: a morphological 
 class DocumentFrequencies(Protocol):
     """Document frequencies of an index's BM25 terms (HybridIndex.vocabulary gives one)."""
 
-    settings: TermSettings
-    documents: int
+    @property
+    def settings(self) -> TermSettings: ...
+
+    @property
+    def documents(self) -> int: ...
 
     def frequency(self, term: str, prefix: bool = True) -> int: ...
 

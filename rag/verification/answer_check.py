@@ -39,7 +39,7 @@ def check_citations(
         replace(c, reason=next(why[n] for n in c.citations if n in why))
         if c.verdict is Verdict.UNRESOLVED and any(n in why for n in c.citations) else c
         for c in verification.claims
-    )  # fmt: skip
+    )
     return replace(verification, citations=tuple(explained(c) for c in verification.citations), claims=claims)
 
 

@@ -30,7 +30,7 @@ CUES: dict[str, str] = {
     "must": "must", "required": "must", "shall": "must", "not only": "also", "either": "either", "both": "both",
     "whether or not": "always", "regardless of whether": "always",
     "may": "may", "can": "may", "is allowed": "may", "never": "never", "cannot": "cannot",
-}  # fmt: skip
+}
 CUE_PATTERN = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, CUES), key=len, reverse=True)) + r")\b")
 _CUE_REACH, _CUE_BACK = 4, 3  # content words after and before a cue that it governs
 _CUE_WORDS = frozenset(cue for cue in CUES if " " not in cue and cue != "required")
@@ -54,11 +54,11 @@ _CLAUSE = re.compile(
 _NUMBER_WORDS = {
     "zero": "0", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
     "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12", "twenty": "20", "hundred": "100",
-}  # fmt: skip
+}
 _NUMBER = re.compile(r"(?<![A-Za-z_\d.])\d+(?:[.,]\d+)*")
 # "one" as a count ("one key vector"), not as a pronoun ("the one that", "one of", "one another").
 _ONE = re.compile(r"(?<!\bthe )(?<!\bthat )(?<!\bthis )(?<!\bwhich )(?<!\bno )(?<!\bany )(?<!\beach )"
-                  r"(?<!\bevery )(?<!\bby )\bone\b(?! of\b)(?! another\b)(?! by one\b)")  # fmt: skip
+                  r"(?<!\bevery )(?<!\bby )\bone\b(?! of\b)(?! another\b)(?! by one\b)")
 ANTONYMS: tuple[tuple[str, str], ...] = (
     ("before", "after"), ("always", "never"), ("first", "last"), ("larger", "smaller"), ("more", "less"),
     ("more", "fewer"), ("higher", "lower"), ("faster", "slower"), ("increase", "decrease"),
@@ -80,7 +80,7 @@ ANTONYMS: tuple[tuple[str, str], ...] = (
     ("sensitive", "insensitive"), ("opt-in", "opt-out"),
     ("turned on", "turned off"), ("turns on", "turns off"), ("turn on", "turn off"), ("switched on", "switched off"),
     ("switches on", "switches off"), ("switch on", "switch off"), ("on by default", "off by default"),
-)  # fmt: skip
+)
 ANTONYM: dict[str, set[str]] = {}
 for _a, _b in ANTONYMS:
     ANTONYM.setdefault(_a, set()).add(_b)
@@ -129,7 +129,7 @@ def terms(text: str) -> Terms:
     numbers += ["1"] * len(_ONE.findall(lower))
     polar = frozenset(w for w in words if w in ANTONYM) | frozenset(_POLAR_PHRASE.findall(lower))
     return Terms(_content(lower), tuple(sorted(numbers)), frozenset(identifiers(text)), *_polarity(lower), polar,
-                 cues(lower))  # fmt: skip
+                 cues(lower))
 
 
 def _content(lower: str) -> frozenset[str]:

@@ -61,18 +61,18 @@ _ADDING = re.compile(r"\b(?:also|as well as|in addition to|additionally)\b", re.
 _CLOSED = re.compile(r"\b(?:nothing else|nothing more|and no other)\b", re.IGNORECASE)
 # A superlative picks one of many ("the oldest connections first"): the text must say which.
 _RANKING = {"oldest": {"oldest", "earliest"}, "newest": {"newest", "latest", "recent"},
-            "minimum": {"minimum", "min", "least"}, "maximum": {"maximum", "max", "most"}}  # fmt: skip
+            "minimum": {"minimum", "min", "least"}, "maximum": {"maximum", "max", "most"}}
 # A quantity in words: "one hour", "at most one" must be stated like "60 minutes" would be (a bare "one" need not).
 _ONE_UNIT = re.compile(r"\bone (?:millisecond|second|minute|hour|day|week|month|year|byte|kilobyte|megabyte|gigabyte|"
                        r"line|page|cell|character|column|row)s?\b|\b(?:at most|at least|exactly|no more than) one\b",
-                       re.IGNORECASE)  # fmt: skip
+                       re.IGNORECASE)
 _LOWER_WORD = re.compile(r"[a-z]+")
 # Effects a claim may invent on top of what the text says: a warning, a log line, a deletion, a prompt. Each must
 # be in the cited chunk (the word or one of its equivalents, stemmed) for `supported`.
 EFFECTS = {snowball(w): {snowball(s) for s in same} for w, *same in (
     ("warn", "warn", "warning"), ("warning", "warn", "warning"), ("log", "log"), ("delete", "delete", "remove"),
     ("hide", "hide", "hidden"), ("prompt", "prompt", "ask"), ("retry", "retry", "again"), ("crash", "crash"),
-    ("abort", "abort"), ("compress", "compress"), ("encrypt", "encrypt"))}  # fmt: skip
+    ("abort", "abort"), ("compress", "compress"), ("encrypt", "encrypt"))}
 # Words that tie two terms in one direction: "A over B", "A then B", "A until B", "A instead of B".
 _PIVOT = re.compile(
     r"\b(?:(?:takes?|took)\s+precedence\s+over|(?:(?:is|are)\s+)?preferred\s+over|over|then|until|instead of|"
@@ -130,7 +130,7 @@ def unstated(claim_text: str, claim: Terms, window_text: str, window: Terms, chu
     text = matchable(window_text)
     names = {s.text for s in specifics(claim_text) if not contains(text, s.text)}
     names |= {i for i in claim.identifiers
-              if i not in window.identifiers and i not in text and matchable(i) not in text}  # fmt: skip
+              if i not in window.identifiers and i not in text and matchable(i) not in text}
     missing = sorted(numbers) + sorted(names)
     release = _RELEASE.search(claim_text)
     if release and not _VERSION_WORD.search(window_text):
@@ -318,15 +318,15 @@ def _negation(claim_text: str, claim: Terms, window_text: str, window: Terms) ->
         # ... and an antonym in place of the negated word says it again ("not accepted" for "rejected").
         flips = [p for p in aligned if terms(p).negations % 2 != mine.negations % 2
                  and terms(_sentence_of(p, sentences)).negations % 2 != claimed
-                 and not _said_by_antonym(ours, p)]  # fmt: skip
+                 and not _said_by_antonym(ours, p)]
         if flips and len(flips) == len(aligned):
             said = " ".join(sorted(terms(ours).words & terms(flips[0]).words)[:4])
             if terms(ours).negations % 2:
                 return f"the claim negates what the cited text states ({said})"
             return f"the cited text negates the claim ({said})"
     for ours in clauses(claim_text):
-        mine = terms(ours).polar
-        for word in sorted(mine):
+        polar = terms(ours).polar
+        for word in sorted(polar):
             aligned = _aligned(ours, parts, negation=False, leave_out=ANTONYM[word] | {word})
             # the aligned clause has the opposite and not the word ("contains absolute paths" for "relative paths")
             if any(word in terms(p).polar for p in aligned):
@@ -365,7 +365,7 @@ def _head_flipped(claim_text: str, context_text: str) -> str:
     the normal variable"). Where the same two words come in a row on both sides ("it takes effect at once" and
     "it does not take effect until the end") that clause alone says it, however little else the clauses share."""
     held = [(p, terms(p), terms(s), p not in cut) for s in _sentences(context_text)
-            for cut in [clauses(s)] for p in _filled(cut)]  # fmt: skip
+            for cut in [clauses(s)] for p in _filled(cut)]
     whole = terms(claim_text)
     moved = {snowball(m[1]) for m in _OBJECT_NEGATED.finditer(plain(claim_text).lower())}
     for ours in _filled(clauses(claim_text)):
@@ -374,18 +374,18 @@ def _head_flipped(claim_text: str, context_text: str) -> str:
         for word in sorted((whole.affirmed | whole.negated) & mine.words - moved):
             about = [(jaccard(mine.words, clause.words), p, clause, sentence, filled)
                      for p, clause, sentence, filled in held
-                     if word in clause.words and len(mine.words & clause.words) >= _HEAD_SHARED]  # fmt: skip
+                     if word in clause.words and len(mine.words & clause.words) >= _HEAD_SHARED]
             best = max((score for score, *_ in about), default=0.0)
             closest = [sentence for score, _, _, sentence, _ in about if score == best and best >= _HEAD_ALIGNED]
             # An elided clause filled in ("The tool supports not IPv6") negating as often as the claim's clause
             # ("The tool does not support IPv6") agrees with it, wherever each puts its negation.
             # So does a clause with an antonym in place of the negated word ("turned off" for "not turned on").
             if any(filled and clause.negations % 2 == mine.negations % 2 or _said_by_antonym(ours, p)
-                   for score, p, clause, _, filled in about if score == best):  # fmt: skip
+                   for score, p, clause, _, filled in about if score == best):
                 continue
             if word in whole.affirmed:
                 same = [clause if clause.negations else sentence for _, p, clause, sentence, _ in about
-                        if any(word in pair for pair in phrases & _word_pairs(p))]  # fmt: skip
+                        if any(word in pair for pair in phrases & _word_pairs(p))]
                 if (same or closest) and all(word in t.negated for t in same or closest):
                     return f"the cited text negates {word!r}, which the claim states"
             if word in whole.negated and closest and all(word in t.affirmed for t in closest):
@@ -477,7 +477,7 @@ def _reversed(claim_text: str, context_text: str) -> str:
         _, (to_left, to_right), straight = best
         if to_left and to_right and len(to_left) + len(to_right) > straight or (to_left or to_right) and not straight:
             return (f"the cited text puts {' '.join(sorted(to_right))} before {pivot!r} and "
-                    f"{' '.join(sorted(to_left))} after it; the claim the other way round")  # fmt: skip
+                    f"{' '.join(sorted(to_left))} after it; the claim the other way round")
     # "A until X, B until Y" against "A until Y": clause by clause, the claim pairs the text's subject of one
     # pivot with the object of another.
     theirs = _pivots(context_text, by_clause=True)
@@ -486,7 +486,7 @@ def _reversed(claim_text: str, context_text: str) -> str:
         same_subject = [tr for p, tl, tr in theirs if p == pivot and (left & tl) - tr and not right & tr]
         if same_object and same_subject:
             return (f"the cited text says {' '.join(sorted(same_object[0]))} {pivot} {' '.join(sorted(right))}, "
-                    f"not {' '.join(sorted(left))}")  # fmt: skip
+                    f"not {' '.join(sorted(left))}")
     return ""
 
 
@@ -536,7 +536,7 @@ def _widened(claim_text: str, context_text: str) -> str:
             held = _first_words(sentence[condition.end() :], len(said) + 2)
             if len(set(said) & set(held)) * 2 >= len(said):
                 return (f"the cited text makes it a condition ({condition.group()} {' '.join(held[:4])}) where the "
-                        f"claim says {m.group()!r}")  # fmt: skip
+                        f"claim says {m.group()!r}")
     return ""
 
 

@@ -15,7 +15,7 @@ from rag.verification.markup import plain
 
 OPTION, SIGNAL, CONSTANT, PATH, KEY, PAGE, STRING, NAME, CODE, CHORD, DEFAULT = (
     "option", "signal", "constant", "path", "config key", "man page", "string", "name", "code", "key", "default",
-)  # fmt: skip
+)
 KINDS = (OPTION, SIGNAL, CONSTANT, PATH, KEY, PAGE, STRING, NAME, CODE, CHORD, DEFAULT)
 
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
@@ -45,7 +45,7 @@ _QUOTED_NAME = re.compile(r"(?<![\w'`])'([A-Za-z][\w.+-]*(?: [\w.+-]+)?)'(?![\w'
 # which rag.markup turns into Ctrl+Z) are all `ctrl+z`; M-x and Alt-x are `alt+x`.
 _MODIFIERS = {"ctrl": "ctrl", "control": "ctrl", "ctl": "ctrl", "c": "ctrl", "^": "ctrl", "alt": "alt", "meta": "alt",
               "m": "alt", "shift": "shift", "s": "shift", "cmd": "super", "command": "super", "super": "super",
-              "win": "super", "\u229ewin": "super"}  # fmt: skip
+              "win": "super", "\u229ewin": "super"}
 _CHORD = re.compile(
     r"(?<![\w-])<?((?:(?:ctrl|control|ctl|alt|meta|shift|cmd|super|\u229ewin|win)[-+])+|(?:[CMS]-)+(?=[a-z0-9]\b)|"
     r"(?:[cms]-)+(?=[a-z0-9]>)|\^(?=[A-Z@\[\]\\^_?]))([A-Za-z0-9]\w*|[^\s\w`'\"<>])>?(?![\w+-])",

@@ -105,7 +105,7 @@ def chunk_windows(text: str) -> tuple[Window, ...]:
         return "\n\n".join(" ".join(p.split()) for p in paragraphs if p.strip())
 
     n = min(WINDOW, len(located))
-    out = {}
+    out: dict[str, Window] = {}
     for k in range(len(located) - n + 1) if located else ():
         window = spans[located[k]][0] if n == 1 else between(k, k + n - 1)
         out.setdefault(window, Window(window, between(k - 1, k + n)))
@@ -148,7 +148,7 @@ def gather(
         if len(claim_terms.words) >= COPIED_MIN_WORDS:
             copied = next((s for s in chunk_sentences(chunk.text) if coverage(claim_terms, terms(s)) >= 1.0), "")
         ev = Evidence(claim_terms, chunk_terms, sentences, sentence_terms, None, overlap, whole, claim,
-                      tuple(w.context for w in windows), copied, chunk_subject(chunk))  # fmt: skip
+                      tuple(w.context for w in windows), copied, chunk_subject(chunk))
         keep = overlap >= MIN_OVERLAP
         if MAX_EMBEDDED and keep.sum() > MAX_EMBEDDED:
             keep &= overlap >= np.sort(overlap[keep])[-MAX_EMBEDDED]
@@ -234,7 +234,7 @@ def judge(ev: Evidence, params: Params) -> Support:
     verdict = SUPPORTED if score >= params.supported else WEAK if score >= params.weak else UNSUPPORTED
     stated = ev.sentences[anchor]
     reason = _not_a_statement(ev.claim_text, ev.claim) or unstated(ev.claim_text, ev.claim, stated, terms(stated),
-                                                                  ev.chunk, ev.subject)  # fmt: skip
+                                                                  ev.chunk, ev.subject)
     if reason and verdict == SUPPORTED:
         verdict = WEAK
     return Support(verdict, score, window, reason)

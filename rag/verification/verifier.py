@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from models.protocols import Embedder
-from rag.citations import CitationLike, Lookup, problem, resolve
+from rag.citations import CitationLike, Lookup, chunk_of, resolve
 from rag.verification.claims import Claim, factual_claims
 from rag.verification.support import Params, Support, gather, judge
 from rag.types import Chunk
@@ -46,7 +46,7 @@ def verify_answer(
     claims = factual_claims(answer)
     used, _made_up = resolve(answer, shown)
     # Each shown number the answer cites: its chunk, or why it does not resolve. Nothing else is looked up.
-    resolved: dict[int, Chunk | str] = {c.n: problem(c, lookup) or lookup(c.chunk_id) for c in used}
+    resolved: dict[int, Chunk | str] = {c.n: chunk_of(c, lookup) for c in used}
 
     # One batch: every (claim, shown chunk) pair that needs judging.
     pairs, keys = [], []

@@ -118,7 +118,7 @@ def read_layout(doc_id: str, path: Path, text: str, sha256: str, on_page: PageFn
     if not is_file_format(doc_id):
         try:
             return parse_text(doc_id, text)
-        except Exception as exc:  # noqa: BLE001 - one page a parser cannot take is skipped, never the whole index
+        except Exception as exc:  # one page a parser cannot take is skipped, never the whole index
             raise Unreadable(f"unparsable {syntax_for(doc_id, text).upper()}") from exc
     from rag.ingest.formats.pdf import pdf_layout
 

@@ -116,9 +116,10 @@ def html_blocks(html: str) -> list[Block]:
     walker.walk(soup.body if soup.body is not None else soup)
     walker.flush()
     blocks = walker.blocks
-    title = soup.title.get_text(" ").strip() if soup.title is not None else ""
-    if title and not any(b.kind == "heading" for b in blocks):
-        blocks.insert(0, Block("heading", _SPACE.sub(" ", title), soup.title.sourceline or 1, 1))
+    tag = soup.title
+    title = tag.get_text(" ").strip() if tag is not None else ""
+    if tag is not None and title and not any(b.kind == "heading" for b in blocks):
+        blocks.insert(0, Block("heading", _SPACE.sub(" ", title), tag.sourceline or 1, 1))
     return blocks
 
 
