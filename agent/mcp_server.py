@@ -235,7 +235,7 @@ class StoredDocs:
     A document's text is its chunks joined in order: the server reads no files.
     """
 
-    def __init__(self, index, tokenizer: Tokenizer, embedder: Embedder) -> None:
+    def __init__(self, index, tokenizer: Tokenizer, embedder: Embedder | None) -> None:
         self.index = index
         self.root = index.index_dir  # what the server says it serves: the store, password redacted
         self.tokenizer = tokenizer

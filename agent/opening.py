@@ -9,12 +9,11 @@ import os
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from agent.errors import UsageError
 from agent.settings import Settings
 from models.protocols import ChatModel, Embedder, Tokenizer
-from rag.types import Retriever
 
 if TYPE_CHECKING:
     from rag.indexing.build import ProgressFn
@@ -144,8 +143,11 @@ def open_docs(
     rebuild: bool = False,
     must_save: bool = False,
     embed_first: str | None = None,
-) -> Retriever:
+) -> Any:
     """The docs of `settings` as a retriever: the PostgreSQL store, or the index of a docs folder.
+
+    Typed Any for now: a HybridIndex, LiveIndex or PgIndex, whose `search(mode=)`, `fusion` and `update` callers
+    use but rag.types.Retriever does not declare yet (its lifecycle protocol is the backends' work).
 
     `live` (the chat app, MCP): ready once BM25 is, embeddings fill in behind and, with `watch`, changed files are
     re-indexed (rag.indexing.live); the caller closes it. Otherwise up to date before this returns, embedding for at
@@ -183,6 +185,6 @@ def _open_store(settings: Settings, store: str, models: Models, rebuild: bool, m
     return PgIndex(store, embedder, docs_dir=root, update=update)
 
 
-def session_docs_dir(settings: Settings, index: Retriever) -> Path | str | None:
+def session_docs_dir(settings: Settings, index: Any) -> Path | str | None:
     """What a chat session says it searches: the folder, or the store (its password redacted)."""
     return index.index_dir if settings.store else index.docs_dir

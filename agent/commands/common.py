@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TextIO
+from typing import Any, TextIO
 
 from agent import opening
 from agent.opening import Loaders, Models
 from agent.progress import ProgressBar
 from agent.settings import Settings
 from models.protocols import ChatModel, Embedder, Tokenizer
-from rag.types import Retriever
 
 
 def add_docs_option(p: argparse.ArgumentParser) -> None:
@@ -164,7 +163,7 @@ def open_index_from_args(
     stream: TextIO | None = None,
     must_save: bool = False,
     embed_first: str | None = None,
-) -> Retriever:
+) -> Any:
     """agent.opening.open_docs with indexing progress on stderr (unless quiet): see there."""
     bar = ProgressBar(stream or sys.stderr, quiet=quiet or settings.quiet)
     try:

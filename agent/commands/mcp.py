@@ -75,10 +75,10 @@ def open_served(settings: Settings, store: str | None, command: str, where: str)
 
     if store is not None:  # a shared store: nothing to index here, only the query embedder to load
         tokenizer, embedder = models.tokenizer, models.embedder
-        served = StoredDocs(open_docs(settings, models), tokenizer, embedder)
-        print(f"smoldocs {command}: serving {served.root} ({len(served.index)} chunks) {where}", file=sys.stderr,
-              flush=True)  # fmt: skip
-        return served
+        stored = StoredDocs(open_docs(settings, models), tokenizer, embedder)
+        print(f"smoldocs {command}: serving {stored.root} ({len(stored.index)} chunks) {where}", file=sys.stderr,
+              flush=True)
+        return stored
     served = FolderIndex(settings, models, on_failure=failed)
     print(f"smoldocs {command}: serving {served.root} {where} (indexing in the background)", file=sys.stderr, flush=True)
     return served
