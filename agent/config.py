@@ -64,6 +64,7 @@ KEYS = (
     Key("clipboard", str, "--clipboard", "SMOLDOCS_CLIPBOARD", "auto", ("auto", "osc52"), '"osc52"'),
 )
 BY_NAME = {k.name: k for k in KEYS}
+COLLECTIONS = "collections"  # the settings file's table of named docs sources: notes = "~/notes", man = "man:1,8"
 # A day: longer is no timeout at all, and the socket layer overflows on values near 1e10.
 MAX_SECONDS = 86400.0
 
@@ -102,6 +103,9 @@ def read_file(path: Path) -> dict:
         ) from None
     values = {}
     for name, value in data.items():
+        if name == COLLECTIONS:
+            values[name] = _collections(value, path)
+            continue
         if name in ("api_key", "key", "openai_api_key"):
             raise ConfigError(
                 f"{path}: {name}: an API key does not belong in the settings file; put it in a file only you can "
@@ -109,9 +113,22 @@ def read_file(path: Path) -> dict:
             )
         key = BY_NAME.get(name)
         if key is None:
-            raise ConfigError(f"{path}: unknown key {name!r}: remove it; known keys are {', '.join(BY_NAME)}")
+            known = ", ".join([*BY_NAME, f"[{COLLECTIONS}]"])
+            raise ConfigError(f"{path}: unknown key {name!r}: remove it; known keys are {known}")
         values[name] = _convert(key, value, f"{path}: {name}")
     return values
+
+
+def _collections(table, path: Path) -> dict[str, str]:
+    """`[collections]`: each a name and its source, a folder or `man:SECTIONS`, checked to be text."""
+    example = f'[{COLLECTIONS}] then notes = "~/notes" or man = "man:1,8"'
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: {COLLECTIONS} must be a table of names and folders: write it like {example}")
+    for name, source in table.items():
+        if not isinstance(source, str) or not source.strip():
+            raise ConfigError(f"{path}: {COLLECTIONS}.{name} = {source!r} is not a folder in quotes: "
+                              f"write it like {example}")
+    return dict(table)
 
 
 def _convert(key: Key, value, where: str, flag: bool = False):
@@ -171,6 +188,9 @@ def resolve(flags: Mapping[str, object], environ: Mapping[str, str] = os.environ
             values[key.name], sources[key.name] = file_values[key.name], "file"
         else:
             values[key.name], sources[key.name] = key.default, "default"
+    # Named sources come from the file only; a --docs flag (rag.indexing.collections) takes their place.
+    values[COLLECTIONS] = file_values.get(COLLECTIONS, {})
+    sources[COLLECTIONS] = "file" if COLLECTIONS in file_values else "default"
     api_key, api_source = _api_key(flags.get("api_key"), environ, values["api_key_file"], sources["api_key_file"])
     return Effective(values, sources, path, path.is_file(), api_key, api_source)
 
@@ -202,7 +222,9 @@ def settings_from(given: Mapping[str, Any], environ: Mapping[str, str] = os.envi
     effective = resolve({**{k.name: given.get(k.name) for k in KEYS}, "api_key": given.get("api_key")}, environ)
     v = effective.values
     return Settings(
-        docs=_path(v["docs"]), index=_path(given.get("index")) or _man_index(v["docs"]), store=v["store"], quiet=bool(given.get("quiet")),
+        docs=_docs(v["docs"]), index=_path(given.get("index")) or _man_index(_docs(v["docs"])),
+        sources=_sources(given, effective), collections=tuple(given.get("collections") or ()),
+        store=v["store"], quiet=bool(given.get("quiet")),
         current_only=bool(given.get("current_only")), embed_budget=given.get("embed_budget"),
         model=_path(v["model"]), base_url=v["base_url"], api_key=effective.api_key, model_name=v["model_name"],
         tokenizer=_path(v["tokenizer"]), n_ctx=v["n_ctx"], connect_timeout=v["connect_timeout"],
@@ -210,6 +232,50 @@ def settings_from(given: Mapping[str, Any], environ: Mapping[str, str] = os.envi
         answer_timeout=v["answer_timeout"], embed_url=v["embed_url"], embed_model=v["embed_model"],
         agent=_agent_settings(v), origin=effective,
     )
+
+
+def _sources(given: Mapping[str, Any], effective: Effective):
+    """Every source the command reads, named (rag.indexing.collections): the --docs flags (and --man, --info) in
+    order; without them the settings file's `docs` and `[collections]`; without those the bundled docs. None with
+    --store, which is filled from one folder."""
+    from rag.indexing.collections import collections_of
+    from rag.ingest.corpus import default_docs_dir
+
+    more = list(given.get("more_docs") or ())
+    docs = effective.values["docs"]
+    if effective.values["store"]:
+        if more:
+            raise UsageError("--store is filled from one --docs folder: give --docs once with --store")
+        return None
+    from_flag = str(effective.sources.get("docs", "flag")).startswith("flag") or bool(more)
+    named: list[tuple[str | None, Any]] = [(None, docs)] if docs is not None else []
+    named += [(None, d) for d in more]
+    if not from_flag or docs is None:
+        named += list(dict(effective.values.get(COLLECTIONS) or {}).items())
+    if not named:
+        named = [(None, default_docs_dir())]
+    from rag.errors import DocsNotFound
+
+    try:  # --index as the user gave it: one source's index there, several sources' in index/<name>
+        return collections_of(named, index_dir=given.get("index"))
+    except DocsNotFound:
+        if len(named) > 1:
+            raise
+        return None  # one source that cannot be read: the command that opens it says why (agent.opening)
+
+
+def _docs(value):
+    """--docs as a source: `man:1,8` is --man's pages (rag.indexing.collections.source_of), else a path."""
+    text = str(value) if isinstance(value, (str, Path)) else ""
+    if text == "man" or text.startswith("man:"):
+        from rag.errors import DocsNotFound
+        from rag.indexing.collections import source_of
+
+        try:
+            return source_of(text)
+        except DocsNotFound:
+            pass  # no man pages here: opening the docs says so
+    return _path(value)
 
 
 def _path(value):

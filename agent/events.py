@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Iterable, Union
 
+from agent.turn.decline import Decline
 from rag.excerpts.packing import Omission
 from rag.types import Hit
 from rag.verification.verdicts import CitationVerdict, ClaimVerdict, Verdict, numbers_with
@@ -110,6 +111,7 @@ class Answer:
     tokens_per_second: float = 0.0
     stop_reason: str | None = None  # why generation was cut short by the agent (a loop guard), if it was
     conflicts: tuple[dict, ...] = ()  # rag.excerpts.conflicts.Conflict.to_json() of the excerpts shown: sources disagree
+    decline: Decline | None = None  # why smoldocs' own note is shown instead of an answer (agent.turn.outcome)
 
     @property
     def unknown(self) -> tuple[int, ...]:

@@ -15,7 +15,7 @@ from urllib.parse import quote
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Protocol
+from typing import Any, Awaitable, Callable, Protocol, cast
 
 import anyio
 
@@ -37,6 +37,7 @@ from rag.ingest.corpus import check_docs_dir, decode_text, iter_candidate_files
 from rag.ingest.formats import SUFFIXES, Layout, is_file_format
 from rag.ingest.formats.pdf import pdf_layout
 from rag.indexing.fill import ONE_SHOT_BUDGET, coverage_note
+from rag.indexing.collections import SEPARATOR, Collections
 from rag.indexing.live import LiveIndex
 from rag.excerpts.document_tool import GET_DOCUMENT_DESCRIPTION, GET_DOCUMENT_NAME, GET_DOCUMENT_SCHEMA, GetDocumentTool
 from rag.excerpts.document_tool import document_problem
@@ -98,6 +99,22 @@ def _stamp(root: Path) -> tuple[tuple, dict[str, Path]]:
     return tuple(found), paths
 
 
+def _stamps(collections: Collections) -> tuple[tuple, dict[str, Path]]:
+    """_stamp of every collection's folder, ids as the joined index holds them (`notes:todo.md`); a folder that is
+    missing counts as such, so its coming back is a change."""
+    found, paths = [], {}
+    for c in collections:
+        try:
+            stamp, where = _stamp(Path(c.source))
+        except RagError:
+            found.append((c.name, "missing"))
+            continue
+        prefix = c.name + SEPARATOR
+        found.extend((prefix + doc_id, *rest) for doc_id, *rest in stamp)
+        paths.update({prefix + doc_id: path for doc_id, path in where.items()})
+    return tuple(found), paths
+
+
 class NotServing(Exception):
     """The models or the index could not be opened behind the handshake: every call says why, in one line."""
 
@@ -111,11 +128,17 @@ class FolderIndex:
     yet, and every result says how far indexing has got.
     """
 
-    def __init__(self, settings: Settings, models: Models, on_failure: Callable[[str], None] | None = None) -> None:
-        self.root = docs_root(settings)
+    def __init__(self, settings: Settings, models: Models, on_failure: Callable[[str], None] | None = None,
+                 on_notice: Callable[[str], None] | None = None) -> None:
+        # Several collections (rag.indexing.collections): each folder is stat'ed, and the index joins them.
+        sources = settings.sources if not settings.store else None
+        self.collections = sources if sources is not None and sources.joined else None
+        self.root: Path | Collections = self.collections or (
+            check_docs_dir(sources.items[0].source) if sources is not None else docs_root(settings))
+        self._on_notice = on_notice  # a collection that cannot be opened, a file that cannot be saved: one line
         # Calls run one at a time under this lock (a refresh must not race a call reading the folder).
         self.lock = threading.RLock()
-        self.stamp, self.paths = _stamp(self.root)
+        self.stamp, self.paths = self._stamp()
         self.refreshes = 0
         self._settled = False
         self.tokenizer: Tokenizer | None = None
@@ -131,7 +154,9 @@ class FolderIndex:
     def _open(self, settings: Settings, models: Models) -> None:
         try:
             self.tokenizer, self.embedder = models.tokenizer, models.embedder
-            live = open_docs(settings, models, live=True, watch=False)
+            notices = self._on_notice
+            progress = (lambda event: notices(event.message) if event.stage == "notice" else None) if notices else None
+            live = open_docs(settings, models, live=True, watch=False, progress=progress)
             assert isinstance(live, LiveIndex), "a folder's docs open live"
             self.live = live
         except Exception as exc:  # a bad model, a server that does not answer, an unreadable folder: one line
@@ -163,7 +188,7 @@ class FolderIndex:
         """The index as the files are now, and a one-line note when it had to be refreshed or is still filling."""
         live = self.wait()
         with self.lock:
-            stamp, paths = _stamp(self.root)  # DocsNotFound when the folder went away: an error, never the old index
+            stamp, paths = self._stamp()  # DocsNotFound when the folder went away: an error, never the old index
             if stamp == self.stamp:
                 if not self._settled:
                     self._settle(live)
@@ -177,6 +202,11 @@ class FolderIndex:
             note = f"note: the docs changed, so the index was refreshed ({index.update.summary()})"
             more = self._progress_note(live)
             return index, f"{note}\n{more}" if more else note
+
+    def _stamp(self) -> tuple[tuple, dict[str, Path]]:
+        if self.collections is not None:
+            return _stamps(self.collections)
+        return _stamp(cast(Path, self.root))
 
     def _settle(self, live: LiveIndex) -> None:
         """Wait, at most as long as a one-shot search embeds, for the new chunks' embeddings, unless files are still
@@ -460,8 +490,10 @@ def build_server(
 
         return await (around(call, run) if around is not None else run())
 
-    async def search_docs(query: str, ctx: Context, k: int = 5, doc_ids: list[str] | None = None) -> str:
-        args: dict[str, Any] = {"query": query, "k": k, **({"doc_ids": doc_ids} if doc_ids is not None else {})}
+    async def search_docs(query: str, ctx: Context, k: int = 5, doc_ids: list[str] | None = None,
+                          collections: list[str] | None = None) -> str:
+        args: dict[str, Any] = {"query": query, "k": k, **({"doc_ids": doc_ids} if doc_ids is not None else {}),
+                                **({"collections": collections} if collections is not None else {})}
         return await _call(_search, ToolCall(SEARCH_DOCS_NAME, args, ctx), args)
 
     async def get_document(source_id: str, ctx: Context) -> str:

@@ -144,10 +144,14 @@ def open_docs(
     must_save: bool = False,
     embed_first: str | None = None,
 ) -> Any:
-    """The docs of `settings` as a retriever: the PostgreSQL store, or the index of a docs folder.
+    """The docs of `settings` as a retriever: the PostgreSQL store, or the index of its docs sources.
 
     Typed Any for now: a HybridIndex, LiveIndex or PgIndex, whose `search(mode=)`, `fusion` and `update` callers
     use but rag.types.Retriever does not declare yet (its lifecycle protocol is the backends' work).
+
+    Several sources (`settings.sources`, rag.indexing.collections) are searched as one index, each keeping its own
+    stored index; one that cannot be opened is one notice and the others answer. The `--collection` filter
+    (`settings.collections`) is the caller's to apply (a chat session's Within, search's doc ids).
 
     `live` (the chat app, MCP): ready once BM25 is, embeddings fill in behind and, with `watch`, changed files are
     re-indexed (rag.indexing.live); the caller closes it. Otherwise up to date before this returns, embedding for at
@@ -157,18 +161,39 @@ def open_docs(
     store = store_url(settings)
     if store is not None:
         return _open_store(settings, store, models, rebuild, must_save, progress)
+    sources = settings.sources
+    single = sources.items[0] if sources is not None and not sources.joined else None
     if live:
         from rag.indexing.live import open_live_index
 
-        return open_live_index(docs_root(settings), models.tokenizer, models.embedder, index_dir=settings.index,
-                               progress=progress, watch=watch, current_only=settings.current_only)
+        if sources is not None and sources.joined:
+            return open_live_index(sources, models.tokenizer, models.embedder, progress=progress, watch=watch,
+                                   current_only=settings.current_only)
+        root = check_source(single.source) if single is not None else docs_root(settings)
+        return open_live_index(root, models.tokenizer, models.embedder,
+                               index_dir=single.index_dir if single is not None else settings.index,
+                               progress=progress, watch=watch, current_only=settings.current_only,
+                               collection=single.name if single is not None else "")
+    options: dict[str, Any] = dict(rebuild=rebuild, must_save=must_save, current_only=settings.current_only,
+                                   embed_budget=settings.embed_budget, embed_first=embed_first)
+    if sources is not None and sources.joined:
+        from rag.indexing.collections import open_collections
+
+        return open_collections(sources, models.tokenizer, models.embedder, progress=progress, **options)
     from rag.indexing.build import open_index
 
-    return open_index(
-        settings.docs, models.tokenizer, models.embedder, index_dir=settings.index, progress=progress, rebuild=rebuild,
-        must_save=must_save, current_only=settings.current_only, embed_budget=settings.embed_budget,
-        embed_first=embed_first,
-    )
+    if single is not None:
+        return open_index(single.source, models.tokenizer, models.embedder, index_dir=single.index_dir,
+                          progress=progress, collection=single.name, **options)
+    return open_index(settings.docs, models.tokenizer, models.embedder, index_dir=settings.index, progress=progress,
+                      **options)
+
+
+def check_source(source):
+    """A folder checked to be there (--man's pages as they are)."""
+    from rag.ingest.corpus import check_docs_dir
+
+    return check_docs_dir(source)
 
 
 def _open_store(settings: Settings, store: str, models: Models, rebuild: bool, must_save: bool, progress):
@@ -186,5 +211,8 @@ def _open_store(settings: Settings, store: str, models: Models, rebuild: bool, m
 
 
 def session_docs_dir(settings: Settings, index: Any) -> Path | str | None:
-    """What a chat session says it searches: the folder, or the store (its password redacted)."""
+    """What a chat session says it searches: the folder, or the store (its password redacted); None for several
+    sources (no one folder to show or to keep exports out of)."""
+    if not settings.store and settings.sources is not None and settings.sources.joined:
+        return None
     return index.index_dir if settings.store else index.docs_dir

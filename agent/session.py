@@ -6,11 +6,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Protocol, Sequence, runtime_checkable
 
+from typing import TYPE_CHECKING
+
 from agent.events import Answer, AnswerFinished, AnswerStatus, Event
-from agent.loop import Agent
 from agent.opening import Loaders, Models, open_docs, open_models, session_docs_dir
-from agent.quoting import QuoteCandidates
 from agent.settings import AgentSettings, Settings
+from agent.turn.loop import Agent
+from agent.turn.quoting import QuoteCandidates
 from models.protocols import CancelToken, ChatModel, Embedder
 from models.reranker import optional_reranker
 from rag.answering.extractive import QuoteFallback
@@ -18,6 +20,10 @@ from rag.answering.passages import PassageReranker
 from rag.types import Chunk, Hit, Retriever
 from rag.verification.verdicts import Verdict
 from rag.verification.verifier import Verifier
+
+if TYPE_CHECKING:
+    from rag.indexing.collections import Collections
+    from rag.ingest.man_pages import ManSource
 
 
 @dataclass
@@ -172,7 +178,7 @@ class ChatSession:
 def fit_to_model(settings: AgentSettings, model: ChatModel) -> AgentSettings:
     """The default budgets scaled to the model's window (a server may hold more, or less, than 2048 tokens), and
     `auto` decoding resolved by the model's size."""
-    from agent.context import Budgets
+    from agent.turn.context import Budgets
 
     if settings.budgets == Budgets() and model.n_ctx != settings.budgets.n_ctx:
         settings = settings.with_(budgets=Budgets.for_window(model.n_ctx))
@@ -194,12 +200,16 @@ def start_session(
     run by `agent` (default: `settings.agent`). `live`: see open_docs; call `close()` when done."""
     model = models.chat  # first: its tokenizer then measures the chunks
     index = open_docs(settings, models, live=live, progress=progress, embed_first=embed_first)
-    return ChatSession(model, index, embedder=models.embedder, settings=agent or settings.agent,
+    # --collection: every search of the session stays inside them (rag.indexing.collections.Within)
+    from rag.indexing.collections import Within
+
+    retriever = Within(index, settings.collections) if settings.collections else index
+    return ChatSession(model, retriever, embedder=models.embedder, settings=agent or settings.agent,
                        docs_dir=session_docs_dir(settings, index))
 
 
 def open_session(
-    docs_dir: str | Path | None = None,
+    docs_dir: str | Path | ManSource | Collections | None = None,
     model_path: str | Path | None = None,
     tools: str = "auto",
     index_dir: str | Path | None = None,
@@ -210,11 +220,28 @@ def open_session(
     live: bool = False,
     store: str | None = None,
     open_embedder: Callable | None = None,
+    collection: str = "",
+    only: Sequence[str] = (),
 ) -> ChatSession:
     """start_session from keywords, for scripts and benchmarks: the GGUF at `model_path` (or `open_model()`), the
-    embedder (`open_embedder()`, default MiniLM in-process) and the index of `docs_dir` (or the `store`)."""
+    embedder (`open_embedder()`, default MiniLM in-process) and the index of `docs_dir` (or the `store`).
+    `docs_dir` may be several named sources (rag.indexing.collections.Collections); `collection` names a single
+    one; `only`: the collections every search stays in (--collection)."""
+    from rag.indexing.collections import Collection, Collections
+
+    sources: Collections | None = None
+    if isinstance(docs_dir, Collections):
+        sources, docs_dir = docs_dir, None
+    elif collection:
+        folder = Path(docs_dir) if isinstance(docs_dir, str) else docs_dir
+        if folder is None:
+            from rag.ingest.corpus import default_docs_dir
+
+            folder = default_docs_dir()
+        sources = Collections((Collection(collection, folder, Path(index_dir) if index_dir else None),))
     run = Settings(
         docs=Path(docs_dir) if isinstance(docs_dir, str) else docs_dir, index=Path(index_dir) if index_dir else None,
+        sources=sources, collections=tuple(only),
         store=store, current_only=current_only, model=Path(model_path) if model_path else None,
         agent=(settings or AgentSettings()).with_(policy=tools),
     )

@@ -6,11 +6,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agent.context import Budgets
+from agent.turn.context import Budgets
 from models.protocols import GenerationOptions
 
 if TYPE_CHECKING:
     from agent.config import Effective
+    from rag.indexing.collections import Collections
     from rag.ingest.man_pages import ManSource
 
 POLICIES = ("auto", "search-first", "model")
@@ -42,7 +43,7 @@ class AgentSettings:
     # precision 0.35 / 0.32 / 0.29: barred from writing [6] or a [link](...), SmolLM2-135M writes a wrong shown
     # number instead, so the guard trades 6 made-up numbers for 53 more unsupported ones.
     # quote: the answer opens with a reference copied verbatim from one of the quote scorer's best sentences
-    # (a copy guard, agent/quoting.py), cited by the system, then an optional short claim, up to 3 times.
+    # (a copy guard, agent/turn/quoting.py), cited by the system, then an optional short claim, up to 3 times.
     # extractive: no model call; the best quotes of the shown excerpts, or a refusal (the baseline of #16).
     # auto: extractive below 1B parameters, free above (and when the size is unknown). Measured (all 164
     # questions, SmolLM2-135M): free, guarded and constrained showed exactly the sentences extractive shows (the
@@ -88,6 +89,10 @@ class Settings:
 
     docs: Path | ManSource | None = None  # None: the bundled docs; --man's pages stay a ManSource
     index: Path | None = None
+    # Every named source the docs are read from (rag.indexing.collections): --docs given several times, --man/--info
+    # after one, or the settings file's [collections]. None: the one source `docs` (and `index`), as built in code.
+    sources: Collections | None = None
+    collections: tuple[str, ...] = ()  # --collection: the collections every search stays in (); all of them
     store: str | None = None  # a PostgreSQL URL: the shared index instead of a folder's
     quiet: bool = False  # no indexing progress
     current_only: bool = False

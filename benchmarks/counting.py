@@ -87,7 +87,7 @@ def answer_ms(model, messages, options, repeats: int) -> float:
 
 def run(quick: bool = False, smoke: bool = False) -> list[dict]:
     """Rows of the table; smoke: each count once and a four-token answer, to prove the module runs."""
-    from agent.context import ContextWindow
+    from agent.turn.context import ContextWindow
     from rag.excerpts.packing import Ledger, Packer, block
 
     quick = quick or smoke

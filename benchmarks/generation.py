@@ -88,7 +88,7 @@ def thread_row(model, tokens: list[int], options, stop: list[str], seed: int, re
 
 def grammar_rows(model, messages, options, repeats: int) -> list[dict]:
     """Decode speed with the answer grammars against none: what guarding or constraining the markers costs."""
-    from agent.grammars import MarkerGuard, citation_grammar
+    from agent.turn.grammars import MarkerGuard, citation_grammar
 
     n_prompt = len(model.tokenizer.chat_tokens(messages))
     shown = [1, 2, 3, 4, 5]

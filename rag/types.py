@@ -92,6 +92,7 @@ class Hit(_Located):
     dense_rank: int | None = None
     outdated: bool = False  # its document is archived, deprecated or superseded (rag.ingest.sources)
     expires: str | None = None  # ISO date after which its document must not be shown
+    collection: str = ""  # the named source it came from (rag.indexing.collections); "" when unnamed
 
     @classmethod
     def from_chunk(
@@ -102,6 +103,7 @@ class Hit(_Located):
         dense_rank: int | None = None,
         outdated: bool = False,
         expires: str | None = None,
+        collection: str = "",
     ) -> "Hit":
         return cls(
             chunk_id=chunk.chunk_id,
@@ -118,6 +120,7 @@ class Hit(_Located):
             dense_rank=dense_rank,
             outdated=outdated,
             expires=expires,
+            collection=collection,
         )
 
     @property
@@ -152,6 +155,10 @@ class Retriever(Protocol):
 
     def source(self, doc_id: str) -> SourceInfo:
         """A document's standing: outdated or current, and its expiry."""
+        ...
+
+    def collection(self, doc_id: str) -> str:
+        """The collection a document belongs to (rag.indexing.collections); "" for an index of one unnamed source."""
         ...
 
     @property
@@ -204,6 +211,9 @@ class IndexDefaults:
 
     def source(self, doc_id: str) -> SourceInfo:
         return SourceInfo()
+
+    def collection(self, doc_id: str) -> str:
+        return ""
 
     @property
     def vocabulary(self) -> "DocumentFrequencies | None":

@@ -8,7 +8,7 @@ import pytest
 from agent.events import AnswerFinished, ContextBuilt, SearchFinished, SearchStarted, TextDelta, ToolStep, TurnStarted
 from agent.session import ChatSession
 from agent.settings import AgentSettings
-from agent.context import Budgets
+from agent.turn.context import Budgets
 from fakes import HashEmbedder, ScriptedChatModel
 from models.protocols import CancelToken
 from rag.types import Chunk, Hit, RetrieverDefaults
@@ -250,7 +250,7 @@ def test_search_finished_names_the_chunk_behind_each_number():
 
 
 def test_follow_up_query_borrows_only_for_short_or_pronoun_questions():
-    from agent.loop import follow_up_query
+    from agent.turn.loop import follow_up_query
 
     history = [("What does the KV cache store?", "Keys and values.")]
     assert follow_up_query("How big is it?", history) == "What does the KV cache store?\nHow big is it?"
@@ -307,7 +307,7 @@ def test_unsupported_answer_with_a_close_quote_gets_quoted():
 
 @pytest.mark.parametrize("decoding", ["free", "guarded", "constrained"])
 def test_answer_is_decoded_with_the_constraint_of_the_decoding_setting(decoding):
-    from agent.grammars import MarkerGuard
+    from agent.turn.grammars import MarkerGuard
 
     session, model, _ = make_session(["Keys are cached [1]."], decoding=decoding)
     final(session.ask("what does the kv cache store"))

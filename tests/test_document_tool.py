@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.tools import Tool, ToolRegistry
+from agent.turn.tools import Tool, ToolRegistry
 from fakes import WordTokenizer
 from rag.excerpts.document_tool import (
     GET_DOCUMENT_DESCRIPTION,

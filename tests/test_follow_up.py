@@ -10,7 +10,7 @@ from agent.events import Answer, ContextBuilt, SearchFinished, SearchStarted
 from agent.session import ChatSession, Turn
 from agent.settings import AgentSettings
 from rag.verification.verdicts import CitationVerdict, Verdict
-from agent.loop import cited_sources, renumber
+from agent.turn.loop import cited_sources, renumber
 from tests.test_agent_loop import final, make_session
 
 

@@ -7,11 +7,11 @@ import re
 import jsonschema
 import pytest
 
-from agent.grammars import MarkerGuard, citation_grammar, tool_call_grammar
-from agent.loop import _grammar_schema
-from agent.prompts import NOT_COVERED
+from agent.turn.grammars import MarkerGuard, citation_grammar, tool_call_grammar
+from agent.turn.loop import _grammar_schema
+from agent.turn.prompts import NOT_COVERED
 from agent.settings import tool_options
-from agent.toolcalls import parse_tool_calls
+from agent.turn.toolcalls import parse_tool_calls
 from models.protocols import GenerationOptions
 from rag import markers
 from rag.excerpts.search_tool import SEARCH_DOCS_NAME, SEARCH_DOCS_SCHEMA

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agent.grammars import MarkerGuard
+from agent.turn.grammars import MarkerGuard
 from models.llama_cpp.guards import GuardProcessor, Vocabulary
 from rag import markers
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agent.prompts import system_rules
+from agent.turn.prompts import system_rules
 from models.llama_cpp.prefix_cache import PrefixCache, prefix_key
 
 

@@ -7,7 +7,7 @@ import json
 from agent.chats import ChatStore
 from agent.chats.codec import answer_to_dict
 from agent.events import AnswerFinished, TextDelta
-from agent.quoting import REF_OPEN, QuoteGuard
+from agent.turn.quoting import REF_OPEN, QuoteGuard
 from agent.session import ChatSession
 from agent.settings import AgentSettings
 from fakes import HashEmbedder, ScriptedChatModel

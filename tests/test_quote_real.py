@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agent.events import AnswerFinished
-from agent.quoting import normalized, parse_quote_units
+from agent.turn.quoting import normalized, parse_quote_units
 from agent.session import ChatSession
 from agent.settings import AgentSettings, answer_options
 from rag.answering.quote_features import quotable_text

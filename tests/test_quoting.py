@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agent.quoting import REF_OPEN, QuoteGuard, Span, QuoteUnit, normalized, parse_quote_units, quote_spans
+from agent.turn.quoting import REF_OPEN, QuoteGuard, Span, QuoteUnit, normalized, parse_quote_units, quote_spans
 from models.llama_cpp.guards import GuardProcessor, Vocabulary
 from rag.answering.extractive import Quote
 

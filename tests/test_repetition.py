@@ -2,7 +2,7 @@
 
 from hypothesis import given, strategies as st
 
-from agent.repetition import RepetitionGuard
+from agent.turn.repetition import RepetitionGuard
 
 
 def feed_words(guard, text):

@@ -11,7 +11,7 @@ from fakes import HashEmbedder, WordTokenizer
 from json_support import read_output
 
 JSON_KEYS = {"rank", "chunk_id", "doc_id", "uri", "heading", "lines", "pages", "score", "bm25_rank", "dense_rank",
-             "outdated", "expires", "text"}
+             "outdated", "expires", "collection", "text"}
 
 
 @pytest.fixture

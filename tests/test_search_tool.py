@@ -84,7 +84,7 @@ def tool(retriever):
 
 def test_schema_has_exactly_the_documented_properties():
     assert SEARCH_DOCS_NAME == "search_docs"
-    assert set(SEARCH_DOCS_SCHEMA["properties"]) == {"query", "k", "doc_ids"}
+    assert set(SEARCH_DOCS_SCHEMA["properties"]) == {"query", "k", "doc_ids", "collections"}  # collections: added by #39, optional
     assert SEARCH_DOCS_SCHEMA["required"] == ["query"]
     assert SEARCH_DOCS_SCHEMA["additionalProperties"] is False
     assert tool_spec()["function"]["parameters"] is SEARCH_DOCS_SCHEMA

@@ -9,10 +9,10 @@ from dataclasses import replace
 import pytest
 
 from agent.cli import main
-from agent.quoting import QuoteUnit
+from agent.turn.quoting import QuoteUnit
 from agent.session import ChatSession
 from agent.settings import AgentSettings
-from agent.verified import quote_display
+from agent.turn.verified import quote_display
 from fakes import HashEmbedder, ScriptedChatModel
 from rag.answering.extractive import QUOTE_LABEL, extractive_answer
 from rag.answering.overrides import overrides

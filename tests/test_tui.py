@@ -31,7 +31,7 @@ from agent.tui.turns import error_line, run_turn
 from models.errors import ModelError
 from models.protocols import CancelToken
 from rag.indexing.build import IndexProgress
-from tui_support import CHUNKS, pilot_test, real_session
+from tui_support import CHUNKS, lasting_notices, pilot_test, real_session
 
 REPLY = "KV cache stores keys [1]. It is 9000 GB [7]."
 SIZE = (100, 32)
@@ -46,7 +46,7 @@ def test_the_replay_double_and_the_real_session_both_are_what_the_tui_drives():
 
 
 def app_for(session, store):
-    return make_app(lambda progress=None: session, store)
+    return lasting_notices(make_app(lambda progress=None: session, store))
 
 
 @asynccontextmanager

@@ -24,6 +24,7 @@ from agent.tui import make_app
 from agent.tui.app import run_program
 from agent.tui.citation_screen import CitationScreen
 from agent.tui.clipboard import CLIPBOARDS, NO_TOOL, Clipboard, ClipboardUnavailable, find_tool
+from agent.tui import copy_text
 from agent.tui.message_list import AnswerView
 from agent.tui.open_source import at_line, open_source
 from rag.ingest.chunking import chunk_layout
@@ -31,7 +32,7 @@ from rag.ingest.formats import parse_text
 from rag.ingest.formats.roff import man_layout
 from fakes import WordTokenizer
 from test_tui import ask, ready
-from tui_support import CHUNKS, chunk, pilot_test, real_session
+from tui_support import CHUNKS, chunk, lasting_notices, pilot_test, real_session
 
 SIZE = (100, 32)
 KV_SIZE = "The kv cache of SmolLM2 takes about 90 MB [2]."  # cites CHUNKS[1]: docs/kv-cache.md lines 8-14
@@ -101,7 +102,7 @@ async def acting(store, docs=None, replies=(KV_SIZE,), clipboard="auto", can_sus
         session.docs_dir = docs
     box: list = []
     runner = Runner(box)
-    app = make_app(lambda progress=None: session, store, clipboard=clipboard, runner=runner)
+    app = lasting_notices(make_app(lambda progress=None: session, store, clipboard=clipboard, runner=runner))
     box.append(app)
     if monkeypatch is not None and can_suspend:
         monkeypatch.setattr(HeadlessDriver, "can_suspend", property(lambda self: True))
@@ -352,3 +353,11 @@ def test_sources_that_cannot_be_opened_say_why_in_one_line(tmp_path):
         open_source(pdf, None, "pager", env={})
     with pytest.raises(UsageError, match="unknown opener 'browser'"):
         open_source(pdf, tmp_path, "browser", env={})
+
+
+def test_a_store_sessions_sources_copy_as_their_ids_and_do_not_open():
+    """A --store session's docs_dir is the store's URL: its documents are not files on this machine."""
+    url = "postgresql://reader@db/docs"
+    assert copy_text.source_ref(CHUNKS[1], url) == "docs/kv-cache.md:8 · KV cache > Size"
+    with pytest.raises(UsageError, match=r"^docs/kv-cache.md is in a shared index with no files on this machine"):
+        open_source(CHUNKS[1], url, "pager", env={})

@@ -69,6 +69,6 @@ def test_the_marker_grammar_and_the_verdict_tables_each_live_in_one_module():
             owners["marker"].add(rel)
         if table.search(text):
             owners["table"].add(rel)
-    assert owners["marker"] <= {"rag/markers.py", "agent/grammars.py"}, owners["marker"]
+    assert owners["marker"] <= {"rag/markers.py", "agent/turn/grammars.py"}, owners["marker"]
     assert owners["table"] == {"rag/verification/verdicts.py"}, owners["table"]
     assert "rag/markers.py" in owners["marker"]

@@ -35,6 +35,13 @@ def pilot_test(test):
     return run
 
 
+def lasting_notices(app):
+    """`app` with notices that stay readable however slow the machine: App._notifications drops a notice once its
+    timeout (5 s by default) has passed, and a test that reads it after two answers on a loaded machine saw none."""
+    app.NOTIFICATION_TIMEOUT = 600
+    return app
+
+
 def chunk(doc: str, n: int, heading: tuple[str, ...], lines: tuple[int, int], text: str) -> Chunk:
     return Chunk(f"{doc}#{n}", doc, doc, text, heading, lines[0], lines[1])
 

@@ -20,6 +20,7 @@ from agent.events import (
     SearchStarted,
     ToolStep,
 )
+from agent.turn.decline import Decline
 from rag.excerpts.packing import Omission
 from rag.types import Hit
 from rag.verification.verdicts import CitationVerdict, ClaimVerdict, Verdict, Verification
@@ -83,6 +84,7 @@ def answer_from_dict(data: dict) -> Answer:
         for c in data.get("claims", ())
     )
     fields["status"] = AnswerStatus.of(str(data.get("status", "")))
+    fields["decline"] = Decline.of(data.get("decline"))
     fields["conflicts"] = tuple(c for c in data.get("conflicts", ()) if isinstance(c, dict))
     if not data.get("stop_reason") and any("stopped" in t for t in data.get("trace", ()) if isinstance(t, dict)):
         fields["stop_reason"] = next(t["stopped"] for t in data["trace"] if isinstance(t, dict) and "stopped" in t)

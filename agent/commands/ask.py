@@ -31,6 +31,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_embed_budget_option(p)
     p.add_argument("--tools", choices=POLICIES, default=None, help="who decides the searches (default: auto)")
     add_decoding_options(p)
+    from agent.commands.docs_sources import add_collection_option
+
+    add_collection_option(p)
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
 
@@ -97,6 +100,9 @@ def print_answer(answer: Answer, session, already_streamed: bool) -> None:
                 where = f"{c.uri} {chunk.where}" if chunk else c.chunk_id
                 if chunk and chunk.heading:
                     where += f" ({chunk.heading})"
+                name = session.retriever.collection(chunk.doc_id) if chunk else ""
+                if name and c.chunk_id.startswith(name + ":"):  # several collections: the uri alone is ambiguous
+                    where += f" · {name}"
             score = f" score {c.support:.2f}" if c.support is not None else ""
             out.write(f"  [{c.n}] {note}{score}  {where}\n".rstrip() + "\n")
     elif answer.status is AnswerStatus.ANSWERED:

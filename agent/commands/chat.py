@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agent.settings import POLICIES, Settings
+
+if TYPE_CHECKING:
+    from rag.indexing.collections import Collections
+    from rag.ingest.man_pages import ManSource
 
 HELP = "chat with your docs in the terminal, every citation checked (the default command)"
 
@@ -21,6 +27,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--clipboard", choices=("auto", "osc52"), default=None,
                    help="how Copy reaches the clipboard: auto (default): wl-copy, xclip, xsel or pbcopy; osc52: through "
                    "the terminal, e.g. over SSH")
+    from agent.commands.docs_sources import add_collection_option
+
+    add_collection_option(p)
 
 
 @dataclass(frozen=True)
@@ -49,7 +58,16 @@ def session_factory(settings: Settings):
     from rag.ingest.corpus import check_docs_dir
 
     store = store_url(settings)
-    first_docs = check_docs_dir(settings.docs) if settings.docs and not store else None
+    first_docs: Path | ManSource | Collections | None = (
+        check_docs_dir(settings.docs) if settings.docs and not store else None)
+    first_index, named = settings.index, ""
+    sources = settings.sources if not store else None
+    if sources is not None and sources.joined:  # several sources: each checked as it opens, one notice
+        first_docs, first_index = sources, None
+    elif sources is not None:  # one source: as it always was, its hits named
+        single = sources.items[0]
+        first_docs, first_index = check_docs_dir(single.source), settings.index or single.index_dir
+        named = single.name
     loaded: dict = {}  # the chat model by path, kept across a folder switch
 
     def chat_model(path):
@@ -64,8 +82,11 @@ def session_factory(settings: Settings):
         if model is not None and settings.base_url:
             raise UsageError("the model is the server's (--base-url): restart with another --model-name")
         folder, path = (docs if docs is not None else first_docs), (model if model is not None else settings.model)
+        # --index (or --man's) is the first folder's; --collection and the collection names are the first docs' too
         return open_session(folder, path, tools=settings.agent.policy, progress=progress,
-                            index_dir=settings.index if docs is None else None,  # --index (or --man's): the first folder's
+                            index_dir=first_index if docs is None else None,
+                            only=list(settings.collections) or () if docs is None else (),
+                            collection=named if docs is None else "",
                             settings=settings.agent, current_only=settings.current_only,
                             open_model=lambda: chat_model(path), live=True, store=store,
                             open_embedder=lambda: load_embedder_from_args(settings))

@@ -14,7 +14,11 @@ from models.protocols import ChatModel, Embedder, Tokenizer
 
 
 def add_docs_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--docs", metavar="DIR", default=None, help="folder of docs to search (default: bundled docs_corpus/)")
+    from agent.commands.docs_sources import DocsAction
+
+    p.add_argument("--docs", metavar="DIR", default=None, action=DocsAction,
+                   help="folder of docs to search (default: bundled docs_corpus/); give it again for more folders, "
+                   "each a collection named after its folder; man:1,8 reads man pages as --man does")
     from agent.commands.manuals import add_manual_options
 
     add_manual_options(p)

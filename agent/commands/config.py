@@ -36,6 +36,9 @@ def run(settings: Settings, options: Options) -> int:
         value = effective.values[key.name]
         shown = "-" if value is None else redact_url(str(value))
         print(f"{key.name:<{width}}  {shown:<44}  {effective.sources[key.name]}")
+    named = effective.values.get("collections") or {}
+    shown = ", ".join(f"{name} = {source}" for name, source in named.items()) or "-"
+    print(f"{'collections':<{width}}  {shown:<44}  {effective.sources.get('collections', 'default')}")
     key_note = "set, not shown" if effective.api_key else "-"
     print(f"{'api_key':<{width}}  {key_note:<44}  {effective.api_key_source}")
     return 0

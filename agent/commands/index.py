@@ -30,6 +30,10 @@ class Options:
 def run(settings: Settings, options: Options) -> int:
     models = open_models(settings)
     # Saving is the point of this command: a build that cannot be stored is an error (exit 2), not a notice.
+    if options.watch and settings.sources is not None and settings.sources.joined:
+        from agent.errors import UsageError
+
+        raise UsageError("index --watch keeps one folder fresh: give --docs once with --watch (chat and mcp watch every folder)")
     index = open_index_from_args(settings, models, rebuild=options.rebuild, must_save=True)
     report(index, verbose=True)
     if options.watch:
@@ -39,14 +43,17 @@ def run(settings: Settings, options: Options) -> int:
 
 def report(index, verbose: bool) -> None:
     update = index.update
-    print(visible(f"index of {index.docs_dir}: {update.summary()}"), flush=True)
+    names = sorted({index.collection(d) for d in index.doc_ids}) if index.docs_dir is None else []
+    where = f"{len(names)} collections ({', '.join(names)})" if names else index.docs_dir
+    print(visible(f"index of {where}: {update.summary()}"), flush=True)
     for label, names in (("added", update.added), ("changed", update.changed), ("removed", update.removed)):
         if names and not update.rebuilt:
             print(f"  {label}: {', '.join(one_line(n) for n in names)}", flush=True)
     if verbose and update.skipped:
         print(visible(f"  skipped: {', '.join(f'{n} {why}' for why, n in sorted(update.skipped.items()))}"))
     if verbose:
-        print(visible(f"  stored in {update.index_dir}"), flush=True)
+        stored = [str(part[0]) for part in getattr(index, "parts", ())] or [str(update.index_dir)]
+        print(visible(f"  stored in {', '.join(stored)}"), flush=True)
 
 
 def watch(settings: Settings, models: Models, index) -> None:

@@ -21,7 +21,9 @@ class ManAction(argparse.Action):
             source = man_source(values or None)
         except DocsNotFound as exc:
             raise argparse.ArgumentError(self, str(exc)) from None
-        namespace.docs = source
+        from agent.commands.docs_sources import add_source
+
+        add_source(namespace, source)  # the docs, or one more collection after a --docs (agent.config's sources)
 
 
 class InfoAction(argparse.Action):
@@ -33,7 +35,9 @@ class InfoAction(argparse.Action):
         found = [f for f in found if any(f.glob("*.info*"))]
         if not found:
             raise argparse.ArgumentError(self, "no info manuals on this machine: pass --docs DIR instead")
-        namespace.docs = str(found[0])
+        from agent.commands.docs_sources import add_source
+
+        add_source(namespace, str(found[0]))
 
 
 def add_manual_options(p: argparse.ArgumentParser) -> None:

@@ -34,10 +34,13 @@ def run(settings: Settings, options: Options) -> int:
     from agent.errors import UsageError
     from rag.ingest.man_pages import ManSource
 
-    if isinstance(settings.docs, ManSource):  # its resources and change checks read files as a folder's, not pages
+    sources = settings.sources
+    several = sources is not None and sources.joined
+    if isinstance(settings.docs, ManSource) or (several and any(isinstance(c.source, ManSource) for c in sources or ())):
+        # its resources and change checks read files as a folder's, not pages
         raise UsageError("smoldocs mcp does not serve --man yet: pass --docs DIR to a folder of docs")
     store = store_url(settings)
-    if settings.docs is not None and store is None:
+    if settings.docs is not None and store is None and not several:
         check_docs_dir(settings.docs)  # a mistyped folder is one line, before anything is served
     # stdout carries the protocol: it moves to a descriptor of its own before any thread starts (see
     # agent.mcp_transport), and fd 1 goes to stderr with every loading notice.
@@ -79,6 +82,15 @@ def open_served(settings: Settings, store: str | None, command: str, where: str)
         print(f"smoldocs {command}: serving {stored.root} ({len(stored.index)} chunks) {where}", file=sys.stderr,
               flush=True)
         return stored
-    served = FolderIndex(settings, models, on_failure=failed)
+    from rag.ingest.man_pages import ManSource
+
+    if any(isinstance(c.source, ManSource) for c in settings.sources or ()):  # from the settings file's [collections]
+        from agent.errors import UsageError
+
+        raise UsageError(f"smoldocs {command} does not serve man pages yet: leave man:... out of [collections]")
+    # several sources, each a collection: one that fails is a notice, the rest are served
+    several = settings.sources is not None and settings.sources.joined
+    served = FolderIndex(settings, models, on_failure=failed, on_notice=(lambda message: print(
+        f"smoldocs {command}: {message}", file=sys.stderr, flush=True)) if several else None)
     print(f"smoldocs {command}: serving {served.root} {where} (indexing in the background)", file=sys.stderr, flush=True)
     return served

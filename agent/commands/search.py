@@ -14,8 +14,10 @@ from agent.commands.common import (
     add_index_options,
     open_index_from_args,
 )
+from agent.commands.docs_sources import add_collection_option
 from agent.errors import UsageError
 from agent.settings import Settings
+from rag.indexing.collections import collection_doc_ids, narrowed
 from rag.excerpts.search_tool import as_indexed
 from rag.indexing.hybrid import MODES
 from rag.indexing.fill import coverage_note
@@ -33,6 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_embed_budget_option(p)
     p.add_argument("-k", type=_positive, default=5, metavar="N", help="how many hits (default 5)")
     p.add_argument("--doc-id", action="append", dest="doc_ids", metavar="ID", help="only this document (repeatable)")
+    add_collection_option(p)
     p.add_argument("--mode", choices=MODES, default="hybrid", help="retriever or fusion to use (default hybrid)")
     p.add_argument("--json", action="store_true", help="print the hits as a JSON list")
 
@@ -66,7 +69,8 @@ def run(settings: Settings, options: Options) -> int:
             close = difflib.get_close_matches(doc_id, index.doc_ids, n=3)
             hint = f"did you mean {', '.join(map(one_line, close))}?" if close else "run `smoldocs index` to list what is indexed"
             raise UsageError(f"unknown --doc-id {doc_id!r}: {hint}")
-    hits = index.search(options.query, k=options.k, doc_ids=doc_ids, mode=options.mode)
+    doc_ids = narrowed(doc_ids, collection_doc_ids(index, settings.collections))
+    hits = index.search(options.query, k=options.k, doc_ids=doc_ids, mode=options.mode) if doc_ids != [] else []
     coverage = index.dense_coverage
     if options.json:
         rows = [hit_to_json(rank, hit) for rank, hit in enumerate(hits, start=1)]
@@ -101,6 +105,7 @@ def hit_to_json(rank: int, hit: Hit) -> dict:
         "dense_rank": hit.dense_rank,
         "outdated": hit.outdated,
         "expires": hit.expires,
+        "collection": hit.collection or None,
         "text": hit.text,
     }
 
@@ -109,6 +114,8 @@ def format_hit(rank: int, hit: Hit) -> str:
     """Rank, id, lines, fused score and both ranks, the heading path, then the first lines of text."""
     ranks = f"bm25 {_rank(hit.bm25_rank)}  dense {_rank(hit.dense_rank)}"
     head = f"{rank:>2}. {one_line(hit.chunk_id)}  {hit.where}  score {hit.score:.4f}  {ranks}"
+    if hit.collection and not hit.chunk_id.startswith(hit.collection + ":"):  # a joined index's ids name it already
+        head += f"  ({one_line(hit.collection)})"
     if hit.outdated:
         head += "  [outdated]"
     lines = [line for line in hit.text.splitlines() if line.strip()]

@@ -80,7 +80,8 @@ def _serve(settings: Settings, options: Options) -> int:
         raise UsageError(f"--host {options.host} can be reached from other machines: add --allow-remote if that is meant "
                          "(and put a TLS-terminating reverse proxy in front)")  # fmt: skip
     store = store_url(settings)
-    if settings.docs is not None and store is None:
+    several = settings.sources is not None and settings.sources.joined
+    if settings.docs is not None and store is None and not several:
         check_docs_dir(settings.docs)  # a mistyped folder is one line, before anything is served
     sock = web.listen(options.host, options.port)
     log = AccessLog(_log_file(options.access_log))

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Iterator, Sequence
 
-from agent.context import ContextWindow
+from agent.turn.context import ContextWindow
 from agent.eval.records import Record
 from agent.events import AnswerStatus
-from agent.prompts import system_rules
+from agent.turn.prompts import system_rules
 from agent.settings import AgentSettings
 from rag.excerpts.conflicts import find_conflicts
 from rag.evaluation.questions import Question, gold_chunk_ids

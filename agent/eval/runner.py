@@ -18,7 +18,7 @@ from agent.eval.shown import split_answer
 from rag import markers
 from rag.evaluation.questions import Question, gold_chunk_ids, question_files
 
-# Registry errors that mean the call's arguments never reached the tool (agent.tools.ToolRegistry.call).
+# Registry errors that mean the call's arguments never reached the tool (agent.turn.tools.ToolRegistry.call).
 STEP_TEXT_CHARS = 300  # enough of a tool step to see what the model tried
 _ARGUMENT_ERRORS = ("invalid arguments for", "unknown tool", "arguments are not valid JSON")
 

@@ -376,7 +376,8 @@ class ChatScreen(Screen):
         return cast("SmoldocsApp", self.app)
 
     @property
-    def docs_dir(self):
+    def docs_dir(self) -> Path | str | None:
+        """Where the sources' files are: a folder; a store's URL (no files here); None before loading."""
         return self.session.docs_dir if self.session is not None else None
 
     def action_copy_answer(self) -> None:

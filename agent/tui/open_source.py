@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Mapping
 
 from agent.errors import UsageError
-from agent.tui.copy_text import source_path
+from agent.tui.copy_text import DocsDir, source_path
 from rag.ingest.formats.manuals import info_name, man_parts
 from rag.printable import one_line
 from rag.types import Chunk, Hit
@@ -39,7 +39,7 @@ class Launch:
     env: dict[str, str] = field(default_factory=dict)
 
 
-def open_source(source: Chunk | Hit, docs_dir: os.PathLike[str] | None, opener: str,
+def open_source(source: Chunk | Hit, docs_dir: DocsDir, opener: str,
                 env: Mapping[str, str] | None = None) -> Launch:
     """The program that shows `source` at its line; UsageError (one line) when its file cannot be opened here."""
     if opener not in OPENERS:

@@ -12,6 +12,7 @@ import jsonschema
 from models.protocols import Counter
 from rag.citations import Citation
 from rag.errors import BudgetError
+from rag.indexing.collections import UnknownCollection, collection_doc_ids, narrowed
 from rag.excerpts.near_duplicates import DEFAULT_JACCARD, check_threshold
 from rag.excerpts.packing import ORDERS, Ledger, PackedContext, Packer, block
 from rag.printable import one_line
@@ -49,6 +50,11 @@ SEARCH_DOCS_SCHEMA: dict[str, Any] = {
             "items": {"type": "string"},
             "description": "Only search these documents (paths such as docs/kv-cache.md).",
         },
+        "collections": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Only search these collections (named docs sources, such as notes or man).",
+        },
     },
     "required": ["query"],
     "additionalProperties": False,
@@ -69,7 +75,8 @@ def tool_spec() -> dict[str, Any]:
     }
 
 
-USAGE = 'expected {"query": "<1-1000 characters>", "k": <1-20, default 5>, "doc_ids": ["<doc path>", ...]}'
+USAGE = ('expected {"query": "<1-1000 characters>", "k": <1-20, default 5>, "doc_ids": ["<doc path>", ...], '
+         '"collections": ["<collection>", ...]}')
 
 
 def _describe(error: jsonschema.ValidationError) -> str:
@@ -163,6 +170,13 @@ class SearchDocsTool:
         unknown = _unknown_doc_ids(self.retriever, doc_ids)
         if unknown:
             return SearchResult(text=f"Error: {unknown}", error=unknown)
+        try:  # an empty list of collections is no filter, as for doc_ids
+            within = collection_doc_ids(self.retriever, list(given.get("collections") or ()))
+        except UnknownCollection as exc:
+            return SearchResult(text=f"Error: {exc}", error=str(exc))
+        doc_ids = narrowed(doc_ids, within)
+        if doc_ids == []:  # the named documents are all outside the named collections
+            return SearchResult(text=NO_RESULTS)
         if self.reorder is None:
             hits = list(self.retriever.search(query, k=k, doc_ids=doc_ids))
         else:

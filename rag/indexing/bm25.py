@@ -100,3 +100,36 @@ class BM25Index:
     def nbytes(self) -> int:
         """Memory held by the postings arrays (the term strings and dict not counted)."""
         return sum(rows.nbytes + weights.nbytes for rows, weights in self._postings.values())
+
+
+class ShardedBM25:
+    """Several sources' postings side by side, rows in order: each scores its own rows with its own IDF.
+
+    This is what a search over several Lucene shards does by default; it costs nothing to join (no chunk is
+    re-read), and a term's IDF differs only between sources, never within one.
+    """
+
+    def __init__(self, parts: Sequence["BM25Index | ShardedBM25"]) -> None:
+        self.parts = list(parts)
+        self.size = sum(len(p) for p in self.parts)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def document_frequencies(self) -> dict[str, int]:
+        """How many rows of all sources hold each term."""
+        out: dict[str, int] = {}
+        for part in self.parts:
+            for term, n in part.document_frequencies().items():
+                out[term] = out.get(term, 0) + n
+        return out
+
+    def scores(self, query_terms: Sequence[str]) -> np.ndarray:
+        """One score per row, each source's rows scored by that source's postings."""
+        if not self.parts:
+            return np.zeros(0, dtype=np.float64)
+        return np.concatenate([p.scores(query_terms) for p in self.parts])
+
+    @property
+    def nbytes(self) -> int:
+        return sum(p.nbytes for p in self.parts)

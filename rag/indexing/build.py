@@ -19,7 +19,7 @@ from rag.ingest.chunking import ChunkSettings, chunk_layout
 from rag.ingest.corpus import Document, check_docs_dir, default_docs_dir, load_corpus
 from rag.errors import IndexCorrupt, IndexDirNotFolder, IndexNotSaved, Unreadable
 from rag.ingest.formats import read_layout, reader_of
-from rag.indexing.bm25 import IDF_NAME
+from rag.indexing.bm25 import IDF_NAME, BM25Index
 from rag.indexing.hybrid import CANDIDATE_DEPTH, HybridIndex
 from rag.indexing.fill import fill_missing
 from rag.ingest.sources import source_info
@@ -289,6 +289,8 @@ def _save(target: Path, wanted, files, chunks, embeddings, index: HybridIndex, t
     """Save the index atomically; when it cannot be saved, say so (or raise IndexNotSaved with `must_save`).
     `misplaced`: why the location cannot hold an index (a file where a folder should be), when known."""
     emit(IndexProgress("save", 0, 1))
+    # One source's index is saved; a joined one (ShardedBM25, rag.indexing.collections) saves each part on its own.
+    assert isinstance(index.bm25, BM25Index), "a joined index is saved collection by collection"
     try:
         store.save(target, wanted, files, chunks, embeddings, index.bm25, terms_wanted, skips)
     except OSError as exc:

@@ -10,7 +10,7 @@ import numpy as np
 
 from models.llama_cpp.embedder import SEMANTIC_OFF
 from models.protocols import Embedder
-from rag.indexing.bm25 import BM25Index
+from rag.indexing.bm25 import BM25Index, ShardedBM25
 from rag.ingest.chunking import indexed_text
 from rag.indexing.dense import DenseIndex, embedded_rows
 from rag.errors import SemanticSearchOff
@@ -59,9 +59,11 @@ class HybridIndex(RetrieverDefaults):
         docs_dir: Path | None = None,
         index_dir: Path | None = None,
         update=None,
-        bm25: BM25Index | None = None,
+        bm25: BM25Index | ShardedBM25 | None = None,
         sources: Mapping[str, SourceInfo] | None = None,
         current_only: bool = False,
+        collection: str = "",
+        collections: Mapping[str, str] | None = None,
     ) -> None:
         if fusion not in FUSIONS:
             raise ValueError(f"unknown fusion {fusion!r}: choose one of {', '.join(FUSIONS)}")
@@ -94,6 +96,12 @@ class HybridIndex(RetrieverDefaults):
         self.current_only = current_only  # leave outdated documents out of every search
         self._outdated_row = np.asarray([self.sources[d].outdated for d in doc_of_row], dtype=bool)
         self._vocabulary: TermCounts | None = None  # built on first use
+        # The named source of each document (rag.indexing.collections): `collections` per document when the
+        # index joins several sources, else `collection` for all of them.
+        self.collection_name = collection
+        self.collections = dict(collections or {})
+        # (index_dir, first row, stored chunk ids) of each source joined here, to save their embeddings apart
+        self.parts: tuple[tuple[Path | None, int, list[str]], ...] = ()
 
     @property
     def dense_coverage(self) -> float:
@@ -112,6 +120,10 @@ class HybridIndex(RetrieverDefaults):
     def source(self, doc_id: str) -> SourceInfo:
         """The standing of a document: outdated or current, and its expiry."""
         return self.sources.get(doc_id) or source_info(doc_id)
+
+    def collection(self, doc_id: str) -> str:
+        """The collection of a document: its source's name, "" for an unnamed one."""
+        return self.collections.get(doc_id, self.collection_name)
 
     def __len__(self) -> int:
         return len(self.chunks)
@@ -172,7 +184,8 @@ class HybridIndex(RetrieverDefaults):
     def _hit(self, row: int, score: float, bm25_rank: int | None, dense_rank: int | None) -> Hit:
         chunk = self.chunks[row]
         info = self.sources[chunk.doc_id]
-        return Hit.from_chunk(chunk, score, bm25_rank, dense_rank, outdated=info.outdated, expires=info.expires)
+        return Hit.from_chunk(chunk, score, bm25_rank, dense_rank, outdated=info.outdated, expires=info.expires,
+                              collection=self.collection(chunk.doc_id))
 
     def rank_bm25(self, query: str, depth: int, allowed: np.ndarray | None = None) -> Ranked:
         """Chunks sharing a term with the query, best BM25 score first."""

@@ -76,7 +76,8 @@ class LiveIndex:
         self._embedding_failed = False
         self._unpublished = False  # embeddings computed but not in the snapshot yet
         self._holds = 0  # answers running: embedding waits so they get the cores
-        self.watcher: FolderWatcher | None = None  # feeds `changed`; closed with this index
+        # feeds `changed` (Watchers: one FolderWatcher per collection); closed with this index
+        self.watcher: FolderWatcher | Watchers | None = None
 
     # -- reading: always one snapshot -----------------------------------------------------------------------
     def snapshot(self) -> HybridIndex:
@@ -103,6 +104,9 @@ class LiveIndex:
 
     def source(self, doc_id: str) -> SourceInfo:
         return self._current.source(doc_id)
+
+    def collection(self, doc_id: str) -> str:
+        return self._current.collection(doc_id)
 
     @property
     def vocabulary(self) -> TermCounts:
@@ -296,10 +300,12 @@ class LiveIndex:
         if not self._dirty:
             return
         snapshot = self._current
-        if snapshot.index_dir is None:
-            return
+        # Several collections joined: each saves its own rows into its own stored index, under its own ids.
+        parts = snapshot.parts or ((snapshot.index_dir, 0, [c.chunk_id for c in snapshot.chunks]),)
         try:
-            store.save_embeddings(snapshot.index_dir, self._matrix, [c.chunk_id for c in snapshot.chunks])
+            for index_dir, start, chunk_ids in parts:
+                if index_dir is not None:
+                    store.save_embeddings(index_dir, self._matrix[start:start + len(chunk_ids)], chunk_ids)
         except OSError as exc:
             self.emit(IndexProgress("notice", message=f"cannot save embeddings in {snapshot.index_dir} "
                                     f"({exc.strerror or exc}); they are kept in memory"))
@@ -340,9 +346,13 @@ def open_live_index(
     The caller owns it: `close()` stops the watcher and the worker and saves the embeddings made so far.
     """
     from rag.indexing.build import open_index
+    from rag.indexing.collections import Collections, open_collections
     from rag.indexing.watch import FolderWatcher
 
     def reopen(emit: ProgressFn | None = None, chunk_budget: float | None = None, stop=None) -> HybridIndex:
+        if isinstance(docs_dir, Collections):  # several sources: each its own stored index, searched as one
+            return open_collections(docs_dir, tokenizer, embedder, progress=emit, embed_budget=0,
+                                    chunk_budget=chunk_budget, stop=stop, **search_options)
         return open_index(docs_dir, tokenizer, embedder, index_dir=index_dir, progress=emit, embed_budget=0,
                           chunk_budget=chunk_budget, stop=stop, **search_options)
 
@@ -355,7 +365,36 @@ def open_live_index(
     from rag.ingest.man_pages import ManSource
 
     # --man's pages change only when packages are installed, and their root may be "/" (several man trees).
-    if watch and index.docs_dir is not None and not isinstance(docs_dir, ManSource):
+    if watch and isinstance(docs_dir, Collections):
+        folders = [c for c in docs_dir if not isinstance(c.source, ManSource) and Path(c.source).is_dir()]
+        live.watcher = Watchers([FolderWatcher(Path(c.source).resolve(), live.changed, live.gone,
+                                               ignore_paths=[c.index_dir] if c.index_dir else []).start()
+                                 for c in folders]) if folders else None
+    elif watch and index.docs_dir is not None and not isinstance(docs_dir, ManSource):
         ignored = [index.index_dir] if index.index_dir is not None else []
         live.watcher = FolderWatcher(index.docs_dir, live.changed, live.gone, ignore_paths=ignored).start()
     return live.start()
+
+
+class Watchers:
+    """The folder watchers of several collections, closed together; `ready` once every one is armed."""
+
+    def __init__(self, watchers: list) -> None:
+        self.watchers = watchers
+        self.ready = _AllSet([w.ready for w in watchers])
+
+    def close(self) -> None:
+        for w in self.watchers:
+            w.close()
+
+
+class _AllSet:
+    def __init__(self, events: list[threading.Event]) -> None:
+        self.events = events
+
+    def is_set(self) -> bool:
+        return all(e.is_set() for e in self.events)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        return all(e.wait(None if deadline is None else max(0.0, deadline - time.monotonic())) for e in self.events)

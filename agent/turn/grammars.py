@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from agent.prompts import NOT_COVERED
+from agent.turn.prompts import NOT_COVERED
 
 
 def _literal(text: str) -> str:

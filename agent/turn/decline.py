@@ -1,14 +1,15 @@
 """Every way a turn ends without an answer from the docs: one reason each, and the one text shown for it.
 
 Whether the docs cover a question is decided by rag.answering.answerability (for extractive and quote answers)
-or by the model saying so (free answers); this module names each exit of the answer path and what it shows.
+or by the model saying so (free answers); this module names each exit of the answer path and what it shows, and
+agent.turn.outcome decides which one applies (an Answer records it as `decline`).
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
 
-from agent.prompts import NOT_COVERED, UNSUPPORTED_NOTE
+from agent.turn.prompts import NOT_COVERED, UNSUPPORTED_NOTE
 
 
 class Decline(StrEnum):
@@ -18,6 +19,14 @@ class Decline(StrEnum):
     NOT_ANSWERABLE = "not_answerable"  # the answerability rule: the shown excerpts do not answer the question
     MODEL_DECLINED = "model_declined"  # the model said the docs do not cover it
     NOTHING_SUPPORTED = "nothing_supported"  # nothing the model wrote holds, and no quote comes close
+
+    @classmethod
+    def of(cls, value: object) -> "Decline | None":
+        """The reason a saved word names; None for none, or for a word this version does not know."""
+        try:
+            return cls(str(value)) if value else None
+        except ValueError:
+            return None
 
 
 TEXT = {
@@ -33,8 +42,3 @@ TEXT = {
 def decline_text(reason: Decline) -> str:
     """What the answer shows for `reason`."""
     return TEXT[reason]
-
-
-def is_decline_text(text: str) -> bool:
-    """Whether `text` is one of smoldocs' own decline texts (never judged as a claim)."""
-    return text in TEXT.values()

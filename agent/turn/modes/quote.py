@@ -7,9 +7,9 @@ from dataclasses import replace
 from typing import Iterator
 
 from agent.events import Event
-from agent.modes import Turn, shown_excerpts
-from agent.quoting import REF_OPEN, QuoteGuard, parse_quote_units, quote_evidence
-from agent.verified import quote_display
+from agent.turn.modes import Turn, shown_excerpts
+from agent.turn.quoting import REF_OPEN, QuoteGuard, parse_quote_units, quote_evidence
+from agent.turn.verified import quote_display
 
 
 class Quote:

@@ -20,7 +20,7 @@ from typing import Callable, Hashable, Mapping, Sequence
 
 import numpy as np
 
-from agent.grammars import MarkerGuard
+from agent.turn.grammars import MarkerGuard
 from models.protocols import Embedder
 from rag.answering.extractive import Quote, assess_ranked, rank_sentences, select
 from rag.answering.quote_features import quotable_text

@@ -8,11 +8,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Iterator
 
-from agent.events import AnswerStatus, Event
-from agent.grammars import MarkerGuard, citation_grammar
-from agent.modes import Turn
-from agent.prompts import abstains
-from agent.verified import free_display
+from agent.events import Event
+from agent.turn.grammars import MarkerGuard, citation_grammar
+from agent.turn.modes import Turn
+from agent.turn.prompts import abstains
+from agent.turn.verified import free_display
 from models.protocols import GenerationOptions
 
 
@@ -36,9 +36,6 @@ class Free:
     def respond(self, agent, turn: Turn) -> Iterator[Event]:
         generation = yield from agent.generate(turn, self.options(agent.answer_options(turn.reserve), turn.shown))
         model_text = generation.text.strip()
-        status = generation.status(turn.cancel)
-        if status is AnswerStatus.ANSWERED and abstains(model_text):
-            status = AnswerStatus.INSUFFICIENT_EVIDENCE
         # a reference cut off mid-way (cancelled) is dropped by parse_quote_units: never shown as a quote
         display = free_display(model_text, agent.judge, turn.shown, agent.retriever.chunk)
-        yield agent.finished(turn, model_text, status, display, generation)
+        yield agent.finished(turn, model_text, generation.status(turn.cancel), display, generation, abstains(model_text))

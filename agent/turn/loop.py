@@ -7,8 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Generator, Iterator, Mapping, Sequence
 
-from agent.context import ContextWindow
-from agent.decline import Decline, decline_text, is_decline_text
+from agent.turn.context import ContextWindow
 from agent.events import (
     Answer,
     AnswerFinished,
@@ -21,18 +20,19 @@ from agent.events import (
     ToolStep,
     TurnStarted,
 )
-from agent.grammars import tool_call_grammar
-from agent.modes import Turn, mode_for, shown_excerpts
-from agent.repetition import RepetitionGuard
-from agent.prompts import (
+from agent.turn.grammars import tool_call_grammar
+from agent.turn.modes import Turn, mode_for, shown_excerpts
+from agent.turn.outcome import Facts, Outcome, decide, wants_quotes
+from agent.turn.repetition import RepetitionGuard
+from agent.turn.prompts import (
     QUESTION_SUFFIX, QUOTE_QUESTION_SUFFIX, neutralize, placeholder_query,
     system_rules, tool_rules,
 )
-from agent.quoting import QuoteCandidates, Span
-from agent.verified import Display, verified_quotes
+from agent.turn.quoting import QuoteCandidates, Span
+from agent.turn.verified import Display, verified_quotes
 from agent.settings import AgentSettings
-from agent.toolcalls import ParseFailure, parse_tool_calls
-from agent.tools import Tool, ToolRegistry, ToolResult
+from agent.turn.toolcalls import ParseFailure, parse_tool_calls
+from agent.turn.tools import Tool, ToolRegistry, ToolResult
 from models.errors import ModelError, ServerInterrupted
 from models.llama_cpp.grammar import json_schema_grammar
 from models.protocols import CancelToken, ChatModel, GenerationOptions
@@ -45,7 +45,7 @@ from rag.excerpts.search_tool import (
     SEARCH_DOCS_DESCRIPTION, SEARCH_DOCS_NAME, SEARCH_DOCS_SCHEMA, Reorder, search_docs_tool, search_first_arguments,
 )
 from rag.types import Hit, Retriever
-from rag.verification.verdicts import Judge
+from rag.verification.verdicts import Judge, Verification
 from rag.verification.verifier import Verifier
 
 @dataclass
@@ -86,7 +86,7 @@ class Agent:
         self.judge: Judge = judge or Verifier(None)
         self.quoter = quoter  # quotes of the shown excerpts when nothing the model wrote is supported
         self.candidates = candidates  # quote decoding: the sentences the model may copy
-        self.mode = mode_for(settings.resolve_decoding(model.n_params))  # how the answer is made (agent.modes)
+        self.mode = mode_for(settings.resolve_decoding(model.n_params))  # how the answer is made (agent.turn.modes)
         self.window = ContextWindow(
             model.tokenizer, settings.budgets, system_rules(settings.few_shot, settings.decoding),
             QUOTE_QUESTION_SUFFIX if self.mode.quoting else QUESTION_SUFFIX,
@@ -111,7 +111,7 @@ class Agent:
         yield TurnStarted(question=question, turn=len(history), policy=self.policy)
         n_ctx = self.window.budgets.n_ctx
         if not question.strip():
-            yield AnswerFinished(Answer(question, decline_text(Decline.EMPTY_QUESTION), AnswerStatus.INSUFFICIENT_EVIDENCE, n_ctx=n_ctx))
+            yield self.concluded(Facts(asked=False), Answer(question, "", AnswerStatus.ANSWERED, n_ctx=n_ctx))
             return
         # History answers lose their [n]: numbers belong to the ledger of the run that wrote them.
         history = [(q, markers.strip(a)) for q, a in history]
@@ -131,7 +131,7 @@ class Agent:
         else:
             results += yield from self._model_steps(prepared.question, prepared.history, ledger, prepared.evidence_budget, cancel)
         if cancel.cancelled:
-            yield AnswerFinished(Answer(question, "", AnswerStatus.CANCELLED, n_ctx=n_ctx))
+            yield self.concluded(Facts(status=AnswerStatus.CANCELLED), Answer(question, "", AnswerStatus.ANSWERED, n_ctx=n_ctx))
             return
         yield from self._answer(question, prepared, ledger, results, cancel)
 
@@ -236,7 +236,7 @@ class Agent:
         if blocks:
             spans, blocks = self.mode.offer(self, question, ledger, blocks)
             if not blocks:
-                yield self.declined(Decline.NO_CLOSE_SENTENCE, Answer(question, "", AnswerStatus.ANSWERED, n_ctx=self.window.budgets.n_ctx))
+                yield self.concluded(Facts(offered=False), Answer(question, "", AnswerStatus.ANSWERED, n_ctx=self.window.budgets.n_ctx))
                 return
         order = list(blocks.items()) if self.mode.quoting else sorted(blocks.items())  # quote blocks: best candidate first
         messages, built, shown_numbers = self.window.build(prepared, order)
@@ -245,16 +245,16 @@ class Agent:
         base = Answer(question, "", AnswerStatus.ANSWERED, prompt_tokens=built.prompt_tokens, n_ctx=built.n_ctx, conflicts=conflicts)
         shown = shown_excerpts(ledger.citations(), shown_numbers)
         if not shown:
-            yield self.declined(Decline.NO_EXCERPT, base)
+            yield self.concluded(Facts(shown=False), base)
             return
         yield from self.mode.respond(self, Turn(question, messages, built.reserve, shown, spans, base, cancel))
 
     # -- what modes use -------------------------------------------------------------------------------------
 
     @staticmethod
-    def declined(reason: Decline, base: Answer) -> AnswerFinished:
-        """The turn ends with smoldocs' own text for `reason`."""
-        return AnswerFinished(replace(base, text=decline_text(reason), status=AnswerStatus.INSUFFICIENT_EVIDENCE))
+    def concluded(facts: Facts, base: Answer, verification: Verification | None = None) -> AnswerFinished:
+        """The turn ends with what agent.turn.outcome decides to show for `facts`, and the verdicts of it."""
+        return AnswerFinished(shown_answer(base, decide(facts), verification))
 
     def answer_options(self, reserve: int) -> GenerationOptions:
         """The answer's generation settings, within the tokens the prompt left."""
@@ -287,18 +287,27 @@ class Agent:
         out.text = "".join(pieces)
         return out
 
-    def finished(self, turn: Turn, model_text: str, status: AnswerStatus, display: Display, generation: "Generation") -> AnswerFinished:
+    def finished(
+        self, turn: Turn, model_text: str, status: AnswerStatus, display: Display, generation: "Generation",
+        abstained: bool = False,
+    ) -> AnswerFinished:
         """The final answer of a written turn: only verified text shown, every number the model wrote judged."""
-        text, status, quoted, verification = self._check(turn.question, model_text, status, turn.shown, display)
+        facts = Facts(status=status, abstained=abstained, verified=display.text)
+        quotes, quotes_checked = self._quotes(turn, facts)
+        outcome = decide(replace(facts, quotes=quotes))
+        # Every number the model wrote keeps its verdict (a made-up one is reported, and the eval counts them all)
+        # though only supported claims are shown; a number used twice shows its weaker use.
+        written = display.written or Verification((), ())
+        # Nothing is judged twice: the quotes were judged as they are shown, the model's words as it wrote them.
+        verification = written  # smoldocs' own note is not a claim to judge
+        if outcome.quoted and quotes_checked:
+            verification = written.merged(quotes_checked)
+        elif outcome.text and outcome.decline is None and display.checked is not None:
+            verification = written.merged(display.checked)
         stats = self.model.last_stats
         return AnswerFinished(
             replace(
-                turn.base,
-                text=text,
-                status=status,
-                citations=verification.citations,
-                claims=verification.claims,  # the shown text and all the model wrote, each judged
-                quoted=quoted,
+                shown_answer(turn.base, outcome, verification),  # the shown text and all the model wrote, each judged
                 model_text=model_text,
                 draft=display.draft,
                 completion_tokens=stats.completion_tokens,
@@ -309,26 +318,23 @@ class Agent:
             )
         )
 
-    def _check(self, question: str, model_text: str, status: AnswerStatus, shown, display: Display):
-        """The text to show (only what is verified), its status, whether the extractive quotes stand in for it,
-        and the verdicts of the shown text plus any number the model made up or that does not resolve."""
+    def _quotes(self, turn: Turn, facts: Facts) -> tuple[str, Verification | None]:
+        """The fallback: the quotes of the shown excerpts the verifier holds, and their verdicts, sought only when
+        nothing the model wrote holds ("" when none come close to the question)."""
+        if self.quoter is None or not self.settings.fallback or not wants_quotes(facts):
+            return "", None
         lookup = self.retriever.chunk
-        text, quoted = display.text, False
-        if status is AnswerStatus.INSUFFICIENT_EVIDENCE and not text:
-            text = decline_text(Decline.MODEL_DECLINED)  # anything more the model said stays in the draft
-        elif status is AnswerStatus.ANSWERED and not text:
-            fallback = self.quoter(question, shown, lookup) if self.quoter is not None and self.settings.fallback else None
-            fallback, _ = verified_quotes(fallback, self.judge, shown, lookup)
-            if fallback:
-                text, quoted = fallback.text, True
-            else:  # nothing the model wrote holds, and no excerpt sentence comes close to the question
-                text, status = decline_text(Decline.NOTHING_SUPPORTED), AnswerStatus.INSUFFICIENT_EVIDENCE
-        # Every number the model wrote keeps its verdict (a made-up one is reported, and the eval counts them all)
-        # though only supported claims are shown; a number used twice shows its weaker use.
-        written = display.written or self.judge(model_text, shown, lookup)
-        if is_decline_text(text):
-            return text, status, quoted, written  # smoldocs' own note is not a claim to judge
-        return text, status, quoted, written.merged(self.judge(text, shown, lookup))
+        quoted, verification = verified_quotes(self.quoter(turn.question, turn.shown, lookup), self.judge, turn.shown, lookup)
+        return (quoted.text, verification) if quoted else ("", None)
+
+
+def shown_answer(base: Answer, outcome: Outcome, verification: Verification | None = None) -> Answer:
+    """`base` showing `outcome`, with the verdicts of what it shows (none for smoldocs' own note)."""
+    verification = verification or Verification((), ())
+    return replace(
+        base, text=outcome.text, status=outcome.status, quoted=outcome.quoted, decline=outcome.decline,
+        citations=verification.citations, claims=verification.claims,
+    )
 
 
 def _blocks(results: Sequence[ToolResult], ledger: Ledger) -> tuple[dict[int, str], dict[int, Hit]]:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Iterator
 
-from agent.decline import Decline
-from agent.events import AnswerFinished, Event, TextDelta
-from agent.modes import Turn
-from agent.verified import verified_quotes
+from agent.events import Event, TextDelta
+from agent.turn.modes import Turn
+from agent.turn.outcome import Facts
+from agent.turn.verified import verified_quotes
 
 
 class Extractive:
@@ -23,10 +22,6 @@ class Extractive:
         quoted = agent.quoter(turn.question, turn.shown, lookup) if agent.quoter is not None else None
         # judged before anything is shown: a quote the verifier does not hold never reaches the screen
         quoted, verification = verified_quotes(quoted, agent.judge, turn.shown, lookup)
-        if not quoted or verification is None:  # verified_quotes gives both or neither
-            yield agent.declined(Decline.NOT_ANSWERABLE, turn.base)
-            return
-        yield TextDelta(quoted.text)
-        yield AnswerFinished(
-            replace(turn.base, text=quoted.text, quoted=True, citations=verification.citations, claims=verification.claims)
-        )
+        if quoted:
+            yield TextDelta(quoted.text)
+        yield agent.concluded(Facts(wrote=False, quotes=quoted.text if quoted else ""), turn.base, verification)

@@ -9,10 +9,10 @@ words, cited by the system), and each claim written after one is judged against 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
-from agent.quoting import QuoteUnit
+from agent.turn.quoting import QuoteUnit
 from rag import markers
 from rag.answering.extractive import QUOTE_LABEL, QuotedAnswer, quote_blocks, quoted_answer
 from rag.verification.verdicts import ClaimVerdict, Judge, Verdict, Verification
@@ -24,6 +24,9 @@ class Display:
     draft: str  # the model's words that were not verified
     claims: tuple[ClaimVerdict, ...] = ()  # every claim of the model's, judged
     written: Verification | None = None  # free text: the verdicts of everything the model wrote, shown or not
+    # The verdicts of `text` as shown, when they were judged piece by piece (quote decoding); None: the verdicts
+    # that chose each shown claim, in `written`, stand (free text). Either way nothing shown is judged twice.
+    checked: Verification | None = None
 
 
 def close_code(text: str) -> str:
@@ -44,7 +47,7 @@ def _tidy(text: str) -> str:
 def free_display(model_text: str, judge: Judge, shown, lookup) -> Display:
     """Free, guarded or constrained text: supported claims shown in their order, the rest as the draft."""
     if not model_text.strip():
-        return Display("", "")
+        return Display("", "", (), Verification((), ()))
     written = judge(model_text, shown, lookup)
     shown_parts: list[str] = []
     draft_parts: list[str] = []
@@ -77,11 +80,14 @@ def quote_display(units: Sequence[QuoteUnit], judge: Judge, shown, lookup) -> Di
     blocks: list[str] = []
     draft: list[str] = []
     judged: list[ClaimVerdict] = []
+    checked = Verification((), ())  # the shown blocks' verdicts, each at its place in the shown text
     for unit in units:
         reference = f"> {unit.reference} [{unit.n}]"
-        if any(v.verdict is Verdict.UNSUPPORTED for v in judge(reference, shown, lookup).claims):
+        verification = judge(reference, shown, lookup)
+        if any(v.verdict is Verdict.UNSUPPORTED for v in verification.claims):
             draft.append(" ".join(filter(None, (unit.reference, unit.claim.strip()))))
             continue
+        checked = checked.merged(at(verification, _next_block(blocks)))
         blocks.append(reference)
         if not unit.claim.strip():
             continue
@@ -89,11 +95,23 @@ def quote_display(units: Sequence[QuoteUnit], judge: Judge, shown, lookup) -> Di
         verification = judge(claim, shown, lookup)
         judged += verification.claims
         if verification.claims and all(v.verdict is Verdict.SUPPORTED for v in verification.claims):
+            checked = checked.merged(at(verification, _next_block(blocks)))
             blocks.append(claim)
         else:
             draft.append(unit.claim.strip())
     # The claims keep their verdicts (judged against their reference's chunk); no citation verdicts come from them.
-    return Display("\n\n".join(blocks), "\n\n".join(draft), tuple(judged), Verification(tuple(judged), ()))
+    return Display("\n\n".join(blocks), "\n\n".join(draft), tuple(judged), Verification(tuple(judged), ()), checked)
+
+
+def _next_block(blocks: Sequence[str]) -> int:
+    """Where the next block starts in the shown text: after the blocks so far and a blank line each."""
+    return sum(len(b) + 2 for b in blocks)
+
+
+def at(verification: Verification, offset: int) -> Verification:
+    """`verification` of a piece of a text, its claims' spans moved to where the piece starts in that text."""
+    claims = tuple(replace(c, start=c.start + offset, end=c.end + offset) for c in verification.claims)
+    return replace(verification, claims=claims)
 
 
 def verified_quotes(

@@ -11,7 +11,7 @@ from typing import Sequence
 
 from agent.errors import AgentError
 from agent.events import ContextBuilt
-from agent.prompts import QUESTION_SUFFIX, SYSTEM_RULES, evidence_message, question_message
+from agent.turn.prompts import QUESTION_SUFFIX, SYSTEM_RULES, evidence_message, question_message
 from models.protocols import Tokenizer
 from rag.excerpts.packing import join_blocks
 from rag.excerpts.search_tool import DEFAULT_MAX_TOKENS

@@ -17,12 +17,13 @@ from models.protocols import CancelToken
 
 if TYPE_CHECKING:
     from agent.events import AnswerFinished, AnswerStatus
-    from agent.quoting import QuoteCandidates, Span
-    from agent.verified import Display
+    from agent.turn.quoting import QuoteCandidates, Span
+    from agent.turn.verified import Display
     from models.protocols import ChatModel, GenerationOptions
     from rag.answering.extractive import Quoter
     from rag.types import Retriever
-    from rag.verification.verdicts import Judge
+    from agent.turn.outcome import Facts
+    from rag.verification.verdicts import Judge, Verification
     from rag.citations import Citation
     from rag.excerpts.packing import Ledger
 
@@ -41,7 +42,7 @@ class Turn:
 
 
 class Answerer(Protocol):
-    """What a mode uses of the agent that runs the turn (agent.loop.Agent)."""
+    """What a mode uses of the agent that runs the turn (agent.turn.loop.Agent)."""
 
     model: "ChatModel"
     retriever: "Retriever"
@@ -49,13 +50,14 @@ class Answerer(Protocol):
     quoter: "Quoter | None"
     candidates: "QuoteCandidates | None"
 
-    def declined(self, reason, base: Answer) -> "AnswerFinished": ...
+    def concluded(self, facts: "Facts", base: Answer, verification: "Verification | None" = None) -> "AnswerFinished": ...
 
     def answer_options(self, reserve: int) -> "GenerationOptions": ...
 
     def generate(self, turn: "Turn", options: "GenerationOptions", opening: str = "", watch_repeats: bool = True): ...
 
-    def finished(self, turn: "Turn", model_text: str, status: "AnswerStatus", display: "Display", generation) -> "AnswerFinished": ...
+    def finished(self, turn: "Turn", model_text: str, status: "AnswerStatus", display: "Display", generation,
+                 abstained: bool = False) -> "AnswerFinished": ...
 
 
 class AnswerMode(Protocol):
@@ -79,9 +81,9 @@ def shown_excerpts(citations: Sequence["Citation"], numbers: Sequence[int]) -> d
 
 def mode_for(decoding: str) -> AnswerMode:
     """The mode of a resolved decoding setting (`auto` resolved already)."""
-    from agent.modes.extractive import Extractive
-    from agent.modes.free import Free
-    from agent.modes.quote import Quote
+    from agent.turn.modes.extractive import Extractive
+    from agent.turn.modes.free import Free
+    from agent.turn.modes.quote import Quote
 
     modes: dict[str, AnswerMode] = {"extractive": Extractive(), "free": Free(), "guarded": Free("guarded"), "constrained": Free("constrained"),
              "quote": Quote()}
