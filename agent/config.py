@@ -6,19 +6,18 @@ the file: it comes from a flag, $SMOLDOCS_API_KEY, or a file only the user can r
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import stat
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping
 
 import platformdirs
 
 from agent.errors import UsageError
-from agent.settings import DECODINGS, POLICIES, RERANK_DEFAULT
+from agent.settings import DECODINGS, POLICIES, RERANK_DEFAULT, AgentSettings, Settings
 
 CONFIG_ENV = "SMOLDOCS_CONFIG"  # another settings file: tests, or several setups
 API_KEY_ENV = "SMOLDOCS_API_KEY"
@@ -217,17 +216,83 @@ def _api_key(flag, environ, key_file: Path | None, key_file_source: str) -> tupl
     return text, f"api_key_file ({key_file_source})"
 
 
-def apply(args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> Effective:
-    """Fill every option this command has and the user did not give, from the environment, the file or defaults."""
-    flags = {k.name: getattr(args, k.name, None) for k in KEYS}
-    flags["api_key"] = getattr(args, "api_key", None)
-    effective = resolve(flags, environ)
-    for key in KEYS:
-        if hasattr(args, key.name) and getattr(args, key.name) is None:
-            value = effective.values[key.name]
-            setattr(args, key.name, str(value) if isinstance(value, Path) else value)
-    if hasattr(args, "api_key"):
-        args.api_key = effective.api_key
-    args.settings_sources = effective.sources
-    args.effective_settings = effective
-    return effective
+def settings_from(given: Mapping[str, Any], environ: Mapping[str, str] = os.environ) -> Settings:
+    """The one Settings of a run: the command line's values (`given`, by argparse dest; absent or None: not given)
+    over the environment over the file over defaults, with each value's source kept in `origin`."""
+    effective = resolve({**{k.name: given.get(k.name) for k in KEYS}, "api_key": given.get("api_key")}, environ)
+    v = effective.values
+    return Settings(
+        docs=_docs(v["docs"]), index=_path(given.get("index")) or _man_index(_docs(v["docs"])),
+        sources=_sources(given, effective), collections=tuple(given.get("collections") or ()),
+        store=v["store"], quiet=bool(given.get("quiet")),
+        current_only=bool(given.get("current_only")), embed_budget=given.get("embed_budget"),
+        model=_path(v["model"]), base_url=v["base_url"], api_key=effective.api_key, model_name=v["model_name"],
+        tokenizer=_path(v["tokenizer"]), n_ctx=v["n_ctx"], connect_timeout=v["connect_timeout"],
+        first_token_timeout=v["first_token_timeout"], token_timeout=v["token_timeout"],
+        answer_timeout=v["answer_timeout"], embed_url=v["embed_url"], embed_model=v["embed_model"],
+        agent=_agent_settings(v), origin=effective,
+    )
+
+
+def _sources(given: Mapping[str, Any], effective: Effective):
+    """Every source the command reads, named (rag.indexing.collections): the --docs flags (and --man, --info) in
+    order; without them the settings file's `docs` and `[collections]`; without those the bundled docs. None with
+    --store, which is filled from one folder."""
+    from rag.indexing.collections import collections_of
+    from rag.ingest.corpus import default_docs_dir
+
+    more = list(given.get("more_docs") or ())
+    docs = effective.values["docs"]
+    if effective.values["store"]:
+        if more:
+            raise UsageError("--store is filled from one --docs folder: give --docs once with --store")
+        return None
+    from_flag = str(effective.sources.get("docs", "flag")).startswith("flag") or bool(more)
+    named: list[tuple[str | None, Any]] = [(None, docs)] if docs is not None else []
+    named += [(None, d) for d in more]
+    if not from_flag or docs is None:
+        named += list(dict(effective.values.get(COLLECTIONS) or {}).items())
+    if not named:
+        named = [(None, default_docs_dir())]
+    from rag.errors import DocsNotFound
+
+    try:  # --index as the user gave it: one source's index there, several sources' in index/<name>
+        return collections_of(named, index_dir=given.get("index"))
+    except DocsNotFound:
+        if len(named) > 1:
+            raise
+        return None  # one source that cannot be read: the command that opens it says why (agent.opening)
+
+
+def _docs(value):
+    """--docs as a source: `man:1,8` is --man's pages (rag.indexing.collections.source_of), else a path."""
+    text = str(value) if isinstance(value, (str, Path)) else ""
+    if text == "man" or text.startswith("man:"):
+        from rag.errors import DocsNotFound
+        from rag.indexing.collections import source_of
+
+        try:
+            return source_of(text)
+        except DocsNotFound:
+            pass  # no man pages here: opening the docs says so
+    return _path(value)
+
+
+def _path(value):
+    """A path as given (a flag's text becomes a Path; --man's pages stay a ManSource)."""
+    return Path(value) if isinstance(value, str) else value
+
+
+def _man_index(docs) -> Path | None:
+    """--man's pages get an index of their own, named by their trees and sections."""
+    from rag.indexing.store import cache_dir
+    from rag.ingest.man_pages import ManSource
+
+    return cache_dir() / "indexes" / docs.index_key if isinstance(docs, ManSource) else None
+
+
+def _agent_settings(values: Mapping[str, Any]) -> AgentSettings:
+    """How a turn runs: --tools, --decoding, --rerank, and the answer's temperature and length when set."""
+    agent = AgentSettings(policy=values["tools"], decoding=values["decoding"], rerank=values["rerank"] == "on")
+    changes = {name: values[name] for name in ("temperature", "max_tokens") if values[name] is not None}
+    return agent.with_(generation=replace(agent.generation, **changes)) if changes else agent

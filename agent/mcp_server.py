@@ -15,7 +15,7 @@ from urllib.parse import quote
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Protocol
+from typing import Any, Awaitable, Callable, Protocol, cast
 
 import anyio
 
@@ -28,15 +28,17 @@ from mcp_types import Resource as MCPResource
 
 from agent import __version__
 from agent.chats.codec import verification_to_dict
+from agent.opening import Models, docs_root, open_docs
+from agent.settings import Settings
 from models.protocols import Embedder, Tokenizer
 from rag.verification.answer_check import MAX_ANSWER_CHARS, check_citations, supported_share
 from rag.citations import Citation
-from rag.ingest.corpus import check_docs_dir, decode_text, default_docs_dir, iter_candidate_files
+from rag.ingest.corpus import check_docs_dir, decode_text, iter_candidate_files
 from rag.ingest.formats import SUFFIXES, Layout, is_file_format
 from rag.ingest.formats.pdf import pdf_layout
 from rag.indexing.fill import ONE_SHOT_BUDGET, coverage_note
 from rag.indexing.collections import SEPARATOR, Collections
-from rag.indexing.live import LiveIndex, open_live_index
+from rag.indexing.live import LiveIndex
 from rag.excerpts.document_tool import GET_DOCUMENT_DESCRIPTION, GET_DOCUMENT_NAME, GET_DOCUMENT_SCHEMA, GetDocumentTool
 from rag.excerpts.document_tool import document_problem
 from rag.errors import RagError, StoreUnavailable
@@ -113,9 +115,6 @@ def _stamps(collections: Collections) -> tuple[tuple, dict[str, Path]]:
     return tuple(found), paths
 
 
-Loader = Callable[[], tuple[Tokenizer, Embedder | None]]
-
-
 class NotServing(Exception):
     """The models or the index could not be opened behind the handshake: every call says why, in one line."""
 
@@ -129,13 +128,13 @@ class FolderIndex:
     yet, and every result says how far indexing has got.
     """
 
-    def __init__(self, docs_dir, load: Loader, index_dir=None, on_failure: Callable[[str], None] | None = None,
-                 collection: str = "", on_notice: Callable[[str], None] | None = None) -> None:
+    def __init__(self, settings: Settings, models: Models, on_failure: Callable[[str], None] | None = None,
+                 on_notice: Callable[[str], None] | None = None) -> None:
         # Several collections (rag.indexing.collections): each folder is stat'ed, and the index joins them.
-        self.collections = docs_dir if isinstance(docs_dir, Collections) else None
-        self.root = self.collections or check_docs_dir(docs_dir if docs_dir is not None else default_docs_dir())
-        self.index_dir = index_dir
-        self.collection = collection
+        sources = settings.sources if not settings.store else None
+        self.collections = sources if sources is not None and sources.joined else None
+        self.root: Path | Collections = self.collections or (
+            check_docs_dir(sources.items[0].source) if sources is not None else docs_root(settings))
         self._on_notice = on_notice  # a collection that cannot be opened, a file that cannot be saved: one line
         # Calls run one at a time under this lock (a refresh must not race a call reading the folder).
         self.lock = threading.RLock()
@@ -148,17 +147,18 @@ class FolderIndex:
         self._failure: str | None = None
         self._on_failure = on_failure or (lambda message: None)
         self._ready = threading.Event()
-        self._loader = threading.Thread(target=self._open, args=(load,), name="smoldocs-mcp-open", daemon=True)
+        self._loader = threading.Thread(target=self._open, args=(settings, models), name="smoldocs-mcp-open",
+                                        daemon=True)
         self._loader.start()
 
-    def _open(self, load: Loader) -> None:
+    def _open(self, settings: Settings, models: Models) -> None:
         try:
-            self.tokenizer, self.embedder = load()
-            named = {"collection": self.collection} if self.collection else {}
+            self.tokenizer, self.embedder = models.tokenizer, models.embedder
             notices = self._on_notice
             progress = (lambda event: notices(event.message) if event.stage == "notice" else None) if notices else None
-            self.live = open_live_index(self.root, self.tokenizer, self.embedder, index_dir=self.index_dir, watch=False,
-                                        progress=progress, **named)
+            live = open_docs(settings, models, live=True, watch=False, progress=progress)
+            assert isinstance(live, LiveIndex), "a folder's docs open live"
+            self.live = live
         except Exception as exc:  # a bad model, a server that does not answer, an unreadable folder: one line
             self._failure = " ".join(str(exc).split()) or type(exc).__name__
             self._on_failure(self._failure)
@@ -207,8 +207,7 @@ class FolderIndex:
     def _stamp(self) -> tuple[tuple, dict[str, Path]]:
         if self.collections is not None:
             return _stamps(self.collections)
-        assert isinstance(self.root, Path)  # one folder when no collections were given (__init__)
-        return _stamp(self.root)
+        return _stamp(cast(Path, self.root))
 
     def _settle(self, live: LiveIndex) -> None:
         """Wait, at most as long as a one-shot search embeds, for the new chunks' embeddings, unless files are still
@@ -267,7 +266,7 @@ class StoredDocs:
     A document's text is its chunks joined in order: the server reads no files.
     """
 
-    def __init__(self, index, tokenizer: Tokenizer, embedder: Embedder) -> None:
+    def __init__(self, index, tokenizer: Tokenizer, embedder: Embedder | None) -> None:
         self.index = index
         self.root = index.index_dir  # what the server says it serves: the store, password redacted
         self.tokenizer = tokenizer

@@ -6,10 +6,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Protocol, Sequence, runtime_checkable
 
+
 from agent.events import Answer, AnswerFinished, AnswerStatus, Event
+from agent.opening import Loaders, Models, open_docs, open_models, session_docs_dir
+from agent.settings import AgentSettings, Settings
 from agent.turn.loop import Agent
 from agent.turn.quoting import QuoteCandidates
-from agent.settings import AgentSettings
 from models.protocols import CancelToken, ChatModel, Embedder
 from models.reranker import optional_reranker
 from rag.answering.extractive import QuoteFallback
@@ -20,6 +22,7 @@ from rag.verification.verifier import Verifier
 
 if TYPE_CHECKING:
     from rag.indexing.collections import Collections
+    from rag.ingest.man_pages import ManSource
 
 
 @dataclass
@@ -183,8 +186,29 @@ def fit_to_model(settings: AgentSettings, model: ChatModel) -> AgentSettings:
     return settings
 
 
+def start_session(
+    settings: Settings,
+    models: Models,
+    *,
+    live: bool = False,
+    progress: Callable | None = None,
+    embed_first: str | None = None,
+    agent: AgentSettings | None = None,
+) -> ChatSession:
+    """A chat session over the docs of `settings` (agent.opening.open_docs), answering with `models.chat`, its turns
+    run by `agent` (default: `settings.agent`). `live`: see open_docs; call `close()` when done."""
+    model = models.chat  # first: its tokenizer then measures the chunks
+    index = open_docs(settings, models, live=live, progress=progress, embed_first=embed_first)
+    # --collection: every search of the session stays inside them (rag.indexing.collections.Within)
+    from rag.indexing.collections import Within
+
+    retriever = Within(index, settings.collections) if settings.collections else index
+    return ChatSession(model, retriever, embedder=models.embedder, settings=agent or settings.agent,
+                       docs_dir=session_docs_dir(settings, index))
+
+
 def open_session(
-    docs_dir: str | Path | Collections | None = None,
+    docs_dir: str | Path | ManSource | Collections | None = None,
     model_path: str | Path | None = None,
     tools: str = "auto",
     index_dir: str | Path | None = None,
@@ -198,42 +222,31 @@ def open_session(
     collection: str = "",
     only: Sequence[str] = (),
 ) -> ChatSession:
-    """Load the model (`open_model()`, else the GGUF at `model_path`), the embedder and the index of `docs_dir`.
-
-    `live` (the TUI, a server): ready once BM25 is, embeddings fill in behind and changed files are re-indexed
-    (rag.indexing.live); call `close()` when done. Otherwise every chunk is embedded before this returns.
-    `store`: a PostgreSQL URL; the session searches that shared index (rag.postgres.search) and reads no files.
-    `open_embedder()`: the embedder (an embeddings server); default MiniLM in-process.
+    """start_session from keywords, for scripts and benchmarks: the GGUF at `model_path` (or `open_model()`), the
+    embedder (`open_embedder()`, default MiniLM in-process) and the index of `docs_dir` (or the `store`).
     `docs_dir` may be several named sources (rag.indexing.collections.Collections); `collection` names a single
-    one; `only`: the collections every search stays in (--collection).
-    """
-    from models.llama_cpp.chat import load_chat_model
-    from models.llama_cpp.embedder import optional_embedder
-    from rag.ingest.corpus import default_docs_dir
-    from rag.indexing.build import open_index
-    from rag.indexing.live import open_live_index
+    one; `only`: the collections every search stays in (--collection)."""
+    from rag.indexing.collections import Collection, Collections
 
-    model = open_model() if open_model is not None else load_chat_model(model_path)
-    # None: BM25 only, and the header says how to add semantic search
-    embedder = open_embedder() if open_embedder is not None else optional_embedder()
-    settings = (settings or AgentSettings()).with_(policy=tools)
-    if store:
-        from rag.postgres.search import PgIndex
+    sources: Collections | None = None
+    if isinstance(docs_dir, Collections):
+        sources, docs_dir = docs_dir, None
+    elif collection:
+        folder = Path(docs_dir) if isinstance(docs_dir, str) else docs_dir
+        if folder is None:
+            from rag.ingest.corpus import default_docs_dir
 
-        shared = PgIndex(store, embedder, current_only=current_only)
-        return ChatSession(model, shared, embedder=embedder, settings=settings, docs_dir=shared.index_dir)
-    from rag.ingest.man_pages import ManSource
-
-    # --man's pages stay a ManSource: as a Path they would be every file under their root, / when there are several
-    from rag.indexing.collections import Collections, Within, open_collections
-
-    if isinstance(docs_dir, Collections):  # several sources: no one folder to show or to keep exports out of
-        joined: Retriever = (open_live_index if live else open_collections)(
-            docs_dir, model.tokenizer, embedder, progress=progress, current_only=current_only)
-        return ChatSession(model, Within(joined, only) if only else joined, embedder=embedder, settings=settings)
-    docs = docs_dir if isinstance(docs_dir, ManSource) else Path(docs_dir) if docs_dir else default_docs_dir()
-    index: Retriever = (open_live_index if live else open_index)(
-        docs, model.tokenizer, embedder, index_dir=index_dir, progress=progress, current_only=current_only,
-        collection=collection or "")
-    return ChatSession(model, Within(index, only) if only else index, embedder=embedder, settings=settings,
-                       docs_dir=docs)
+            folder = default_docs_dir()
+        sources = Collections((Collection(collection, folder, Path(index_dir) if index_dir else None),))
+    run = Settings(
+        docs=Path(docs_dir) if isinstance(docs_dir, str) else docs_dir, index=Path(index_dir) if index_dir else None,
+        sources=sources, collections=tuple(only),
+        store=store, current_only=current_only, model=Path(model_path) if model_path else None,
+        agent=(settings or AgentSettings()).with_(policy=tools),
+    )
+    defaults = Loaders()
+    loaders = Loaders(
+        chat=(lambda s: open_model()) if open_model is not None else defaults.chat,
+        embedder=(lambda s: open_embedder()) if open_embedder is not None else defaults.embedder,
+    )
+    return start_session(run, open_models(run, loaders), live=live, progress=progress)

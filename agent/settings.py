@@ -1,11 +1,18 @@
-"""Agent settings: tool policy, retrieval size, decoding, budgets."""
+"""Settings: everything one run is set up with (`Settings`), and how a turn runs (`AgentSettings`, part of it)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from models.protocols import GenerationOptions
 from rag.excerpts.search_tool import DEFAULT_MAX_TOKENS
+
+if TYPE_CHECKING:
+    from agent.config import Effective
+    from rag.indexing.collections import Collections
+    from rag.ingest.man_pages import ManSource
 
 POLICIES = ("auto", "search-first", "model")
 DECODINGS = ("auto", "free", "guarded", "constrained", "quote", "extractive")
@@ -94,3 +101,37 @@ class AgentSettings:
         if n_params is None or n_params < SMALL_MODEL_PARAMS:
             return "search-first"
         return "model"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What one run is set up with, resolved once at the CLI's entry (agent.config.settings_from): flags over the
+    environment over the settings file over defaults. `origin` keeps every value's source (`smoldocs config`)."""
+
+    docs: Path | ManSource | None = None  # None: the bundled docs; --man's pages stay a ManSource
+    index: Path | None = None
+    # Every named source the docs are read from (rag.indexing.collections): --docs given several times, --man/--info
+    # after one, or the settings file's [collections]. None: the one source `docs` (and `index`), as built in code.
+    sources: Collections | None = None
+    collections: tuple[str, ...] = ()  # --collection: the collections every search stays in (); all of them
+    store: str | None = None  # a PostgreSQL URL: the shared index instead of a folder's
+    quiet: bool = False  # no indexing progress
+    current_only: bool = False
+    embed_budget: float | None = None  # seconds a one-shot command embeds before answering; None: all
+    model: Path | None = None  # the chat GGUF (None: the packaged SmolLM2-135M)
+    base_url: str | None = None  # a model server instead of an in-process GGUF
+    api_key: str | None = None
+    model_name: str | None = None
+    tokenizer: Path | None = None
+    n_ctx: int | None = None
+    connect_timeout: float = 5.0
+    first_token_timeout: float = 120.0
+    token_timeout: float = 60.0
+    answer_timeout: float = 600.0
+    embed_url: str | None = None  # an embeddings server instead of MiniLM in-process
+    embed_model: str | None = None
+    agent: AgentSettings = field(default_factory=AgentSettings)
+    origin: Effective | None = None  # None: built in code, not resolved from flags, environment and file
+
+    def with_(self, **changes) -> "Settings":
+        return replace(self, **changes)

@@ -74,18 +74,11 @@ def test_api_key_file_must_be_private(settings_file, tmp_path):
 
 
 def test_decoding_flag_beats_decoding_from_the_file(settings_file):
-    import argparse
-
     from agent import config
-    from agent.commands.common import decoding_from_args
 
     settings_file.write_text('decoding = "guarded"\n')
-    args = argparse.Namespace(decoding="constrained")
-    config.apply(args, os.environ)
-    assert decoding_from_args(args) == "constrained"
-    args = argparse.Namespace(decoding=None)
-    config.apply(args, os.environ)
-    assert decoding_from_args(args) == "guarded"
+    assert config.settings_from({"decoding": "constrained"}, os.environ).agent.decoding == "constrained"
+    assert config.settings_from({"decoding": None}, os.environ).agent.decoding == "guarded"
 
 
 @pytest.mark.parametrize("value", ["-1", "nan", "inf", "0"])
@@ -111,14 +104,12 @@ def test_a_zero_first_token_timeout_is_refused_not_replaced(settings_file, capsy
 
 
 def test_a_small_timeout_is_kept_as_given(settings_file):
-    import argparse
-
     from agent import config
-    from agent.commands.common import server_config
+    from agent.opening import server_config
 
-    args = argparse.Namespace(base_url="http://127.0.0.1:9/v1", first_token_timeout=0.25, connect_timeout=None)
-    config.apply(args, os.environ)
-    assert (server_config(args).first_token_timeout, server_config(args).connect_timeout) == (0.25, 5.0)
+    given = {"base_url": "http://127.0.0.1:9/v1", "first_token_timeout": 0.25, "connect_timeout": None}
+    settings = config.settings_from(given, os.environ)
+    assert (server_config(settings).first_token_timeout, server_config(settings).connect_timeout) == (0.25, 5.0)
 
 
 def test_credentials_in_the_base_url_are_never_printed(settings_file, capsys):

@@ -299,12 +299,12 @@ def test_report_renders_summary_rows_and_writes_both_files(tmp_path):
 
 
 def test_settings_from_args_apply_only_the_given_overrides():
-    from agent.cli import build_parser
-    from agent.commands.eval import settings_from_args
+    from agent.cli import parse
+    from agent.commands.eval import agent_settings
 
-    args = build_parser().parse_args(["eval", "--tools", "model", "--decoding", "constrained", "--no-fallback", "--k", "3",
-                                      "--temperature", "0", "--max-tokens", "64"])
-    s = settings_from_args(args)
+    command = parse(["eval", "--tools", "model", "--decoding", "constrained", "--no-fallback", "--k", "3",
+                     "--temperature", "0", "--max-tokens", "64"])
+    s = agent_settings(command.settings, command.options)
     assert (s.policy, s.decoding, s.fallback, s.k) == ("model", "constrained", False, 3)
     assert (s.generation.temperature, s.generation.max_tokens) == (0.0, 64)
     assert s.generation.repeat_penalty == AgentSettings().generation.repeat_penalty
@@ -395,12 +395,15 @@ def test_progress_is_a_live_bar_on_a_terminal_and_lines_only_when_asked(tty, wan
 
 
 def test_decoding_options_and_no_constrained_shorthand(capsys):
-    from agent.cli import build_parser, main
-    from agent.commands.eval import settings_from_args
+    from agent.cli import main, parse
+    from agent.commands.eval import agent_settings
 
-    parse = build_parser().parse_args
-    assert settings_from_args(parse(["eval"])).decoding == "auto"
-    assert settings_from_args(parse(["eval", "--decoding", "guarded"])).decoding == "guarded"
+    def decoding(argv):
+        command = parse(argv)
+        return agent_settings(command.settings, command.options).decoding
+
+    assert decoding(["eval"]) == "auto"
+    assert decoding(["eval", "--decoding", "guarded"]) == "guarded"
     with pytest.raises(SystemExit) as exited:  # the old shorthand is gone: argparse's usage error
         main(["eval", "--constrained", "--limit", "2"])
     assert exited.value.code == 2

@@ -165,14 +165,12 @@ def test_only_a_folder_or_a_gguf_file_can_be_switched_to(tmp_path):
 
 
 def chat_args(tmp_path, monkeypatch, *flags: str):
-    """`smoldocs chat FLAGS` parsed and resolved as the CLI does, with an empty settings file."""
+    """`smoldocs chat FLAGS` parsed and resolved as the CLI does, with an empty settings file: its Settings."""
     from agent import config
-    from agent.cli import build_parser
+    from agent.cli import parse
 
     monkeypatch.setenv(config.CONFIG_ENV, str(tmp_path / "no-config.toml"))
-    args = build_parser().parse_args(["chat", *flags])
-    config.apply(args)
-    return args
+    return parse(["chat", *flags]).settings
 
 
 def test_the_chat_factory_opens_a_switched_folder_in_its_own_index_and_keeps_the_model(tmp_path, monkeypatch):
@@ -188,7 +186,7 @@ def test_the_chat_factory_opens_a_switched_folder_in_its_own_index_and_keeps_the
     start = factory(progress=None)
     switched = factory(progress=None, docs=second.resolve())
     assert [a[0] for a, _ in opened] == [first.resolve(), second.resolve()]
-    assert [kw["index_dir"] for _, kw in opened] == [str(tmp_path / "ix"), None]  # --index was the first folder's
+    assert [kw["index_dir"] for _, kw in opened] == [tmp_path / "ix", None]  # --index was the first folder's
     assert start is switched and models == [None]  # the model loaded once, kept across the folder switch
     factory(progress=None, model=tmp_path / "other.gguf")
     assert models == [None, tmp_path / "other.gguf"]

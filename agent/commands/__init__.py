@@ -1,4 +1,5 @@
-"""One module per subcommand: each has HELP, add_arguments(parser) and run(args) -> exit code."""
+"""One module per subcommand: each has HELP, add_arguments(parser), Options (its own flags, a frozen dataclass)
+and run(settings, options) -> exit code; agent.cli turns the parsed flags into those two."""
 
 COMMANDS = {
     "chat": "agent.commands.chat",

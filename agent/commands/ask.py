@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 
 from agent import json_output
 from agent.chats.codec import answer_to_dict
 from agent.events import Answer, AnswerFinished, AnswerStatus, ErrorEvent, SearchFinished, TextDelta
-from agent.settings import POLICIES
+from agent.settings import POLICIES, Settings
 from rag.indexing.fill import coverage_note
 from rag.printable import visible
 from rag.verification.verdicts import Verdict
@@ -36,23 +37,27 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
 
-def run(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class Options:
+    question: str
+    json: bool = False
+
+
+def run(settings: Settings, options: Options) -> int:
     from agent.commands.sessions import open_cli_session
     from agent.errors import UsageError
 
-    if not args.question.strip():  # as `search ""` does, before a model or an index is loaded
+    if not options.question.strip():  # as `search ""` does, before a model or an index is loaded
         raise UsageError('the question is empty: ask something about the docs, e.g. smoldocs ask "how do I rotate the logs?"')
 
-    from agent.commands.common import decoding_from_args
-
-    session = open_cli_session(args, tools=args.tools or "auto", decoding=decoding_from_args(args))
+    session = open_cli_session(settings, question=options.question)
     answer: Answer | None = None
-    streaming = not args.json and sys.stdout.isatty()
-    for event in session.ask(args.question):
+    streaming = not options.json and sys.stdout.isatty()
+    for event in session.ask(options.question):
         if isinstance(event, TextDelta) and streaming:
             sys.stdout.write(visible(event.text))
             sys.stdout.flush()
-        elif isinstance(event, SearchFinished) and not args.json:
+        elif isinstance(event, SearchFinished) and not options.json:
             note = event.error or f"{len(event.hits)} hits, {len(event.packed)} excerpts, {event.dropped} dropped"
             print(visible(f"search_docs({event.query[:60]!r}): {note}"), file=sys.stderr)
         elif isinstance(event, ErrorEvent):
@@ -60,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         elif isinstance(event, AnswerFinished):
             answer = event.answer
     assert answer is not None, "the agent ended a turn without an answer"
-    if args.json:
+    if options.json:
         data = answer_to_dict(answer)
         extra = {"answer": answer.text, "notice": session.search_notice or None, "dense_coverage": round(session.dense_coverage, 4)}
         print(json_output.dumps(data | extra))

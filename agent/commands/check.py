@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 
 # Looked up on `common` at call time, so a test that swaps in fake components reaches every command.
 from agent import json_output
 from agent.commands import common
 from agent.commands.common import add_index_options, open_index_from_args
 from agent.errors import UsageError
+from agent.settings import Settings
 from agent.input_files import MAX_ANSWER_BYTES, MAX_SHOWN_BYTES, read_text
 from agent.chats.codec import verification_to_dict
 from rag.verification.answer_check import MAX_ANSWER_CHARS, check_citations, supported_share
@@ -75,23 +77,32 @@ def render(report: Verification, share: float | None) -> str:
     return "\n".join(lines)
 
 
-def run(args: argparse.Namespace) -> int:
-    if args.answer == "-" and args.shown == "-":
+@dataclass(frozen=True)
+class Options:
+    answer: str
+    shown: str
+    min_supported: float | None = None
+    json: bool = False
+
+
+def run(settings: Settings, options: Options) -> int:
+    if options.answer == "-" and options.shown == "-":
         raise UsageError("only one of ANSWER_FILE and --shown can read stdin: give the other as a file")
-    answer = _read(args.answer, "answer", MAX_ANSWER_BYTES, f"smoldocs checks at most {MAX_ANSWER_CHARS} characters: "
+    answer = _read(options.answer, "answer", MAX_ANSWER_BYTES, f"smoldocs checks at most {MAX_ANSWER_CHARS} characters: "
                    "check it in parts")
     if len(answer) > MAX_ANSWER_CHARS:
         raise UsageError(f"the answer is {len(answer)} characters long, more than {MAX_ANSWER_CHARS}: check it in parts")
-    shown_text = _read(args.shown, "--shown", MAX_SHOWN_BYTES, "pass only the excerpts the agent was shown")
-    embedder = common.load_embedder_from_args(args)
-    index = open_index_from_args(args, embedder=embedder, quiet=True)
+    shown_text = _read(options.shown, "--shown", MAX_SHOWN_BYTES, "pass only the excerpts the agent was shown")
+    models = common.open_models(settings)
+    embedder = models.embedder
+    index = open_index_from_args(settings, models, quiet=True)
     shown = read_shown(shown_text, index)
     report = check_citations(answer, shown, index.chunk, embedder)
     share = supported_share(report)
-    short = args.min_supported is not None and (share or 0.0) < args.min_supported
-    if args.json:
+    short = options.min_supported is not None and (share or 0.0) < options.min_supported
+    if options.json:
         passed = not (report.made_up or report.unresolved or short)
-        extra = {"supported_share": share, "min_supported": args.min_supported, "passed": passed}
+        extra = {"supported_share": share, "min_supported": options.min_supported, "passed": passed}
         print(json_output.dumps(verification_to_dict(report) | extra))
     else:
         print(visible(render(report, share)))
@@ -102,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
         failures.append("unresolved: " + ", ".join(f"[{n}]" for n in report.unresolved))
     if short:
         got = "no factual claim" if share is None else f"{share:.0%}"
-        failures.append(f"supported claims {got}, below --min-supported {args.min_supported:.0%}")
+        failures.append(f"supported claims {got}, below --min-supported {options.min_supported:.0%}")
     if failures:
         print(visible("smoldocs check: failed: " + "; ".join(failures)), file=sys.stderr)
         return FAILED

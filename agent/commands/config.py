@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import os
+from dataclasses import dataclass
+
+from agent.settings import Settings
 
 HELP = "print the effective settings and where each comes from (flags > environment > config.toml > defaults)"
 
@@ -17,14 +19,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_embed_options(p)
 
 
-def run(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class Options:
+    """`smoldocs config` shows Settings: it has no options of its own."""
+
+
+def run(settings: Settings, options: Options) -> int:
     from agent.config import KEYS, resolve
     from models.redaction import redact_url
 
-    effective = getattr(args, "effective_settings", None)  # what main() resolved before the flags were filled
-    if effective is None:
-        flags = {k.name: getattr(args, k.name, None) for k in KEYS}
-        effective = resolve({**flags, "api_key": getattr(args, "api_key", None)}, os.environ)
+    effective = settings.origin if settings.origin is not None else resolve({})  # built in code: what the file says
     state = "" if effective.file_found else " (not found: defaults apply; create it to keep settings)"
     print(f"settings file: {effective.path}{state}")
     width = max(len(k.name) for k in KEYS)

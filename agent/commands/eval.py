@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from agent import json_output
 from agent.eval.gate import Thresholds
-from agent.settings import POLICIES, AgentSettings
+from agent.settings import POLICIES, AgentSettings, Settings
 
 HELP = "ask the question set, measure retrieval, citations, answers and cost; non-zero exit when an invariant breaks"
 MODES = ("bm25", "dense", "hybrid")
@@ -71,48 +72,57 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "a line per question)")
 
 
-def settings_from_args(args: argparse.Namespace) -> AgentSettings:
-    """AgentSettings with the command-line overrides applied to the defaults."""
-    from agent.commands.common import decoding_from_args, rerank_from_args
+@dataclass(frozen=True)
+class Options:
+    """eval's own options; --tools, --decoding, --rerank, --temperature and --max-tokens are Settings.agent's."""
 
-    settings = AgentSettings(
-        policy=args.tools or "auto", decoding=decoding_from_args(args), rerank=rerank_from_args(args),
-        fallback=args.fallback, few_shot=args.few_shot,
-    )
-    if args.k is not None:
-        settings = replace(settings, k=args.k)
-    changes = {
-        name: value
-        for name, value in (("seed", args.seed), ("temperature", args.temperature),
-                            ("repeat_penalty", args.repeat_penalty), ("max_tokens", args.max_tokens))
+    questions: str | None = None
+    limit: int | None = None
+    few_shot: bool = True
+    fallback: bool = True
+    k: int | None = None
+    seed: int | None = None
+    repeat_penalty: float | None = None
+    no_model: bool = False
+    json: bool = False
+    out: str | None = None
+    min_recall5: float | None = None
+    min_citation_precision: float | None = None
+    max_made_up_rate: float | None = None
+    progress: bool | None = None
+
+
+def agent_settings(settings: Settings, options: Options) -> AgentSettings:
+    """Settings.agent with eval's own overrides applied (only those given)."""
+    agent = replace(settings.agent, fallback=options.fallback, few_shot=options.few_shot)
+    if options.k is not None:
+        agent = replace(agent, k=options.k)
+    changes: dict[str, Any] = {
+        name: value for name, value in (("seed", options.seed), ("repeat_penalty", options.repeat_penalty))
         if value is not None
     }
-    return replace(settings, generation=replace(settings.generation, **changes))
+    return replace(agent, generation=replace(agent.generation, **changes))
 
 
-def run(args: argparse.Namespace) -> int:
-    from agent.commands.common import load_embedder_from_args, open_index_from_args
+def run(settings: Settings, options: Options) -> int:
+    from agent.commands.sessions import open_cli_session
     from agent.eval.report import build_report, check_out_dir, format_terminal, write_report
     from agent.eval.runner import default_question_file, load_question_file, retrieval_rows, run_questions, stratified
-    from agent.session import ChatSession
-    from agent.commands.common import open_chat_model
 
     # Cheap checks first: a typo in a path should not cost a model load.
-    path = Path(args.questions) if args.questions else default_question_file(Path(args.docs) if args.docs else None)
-    questions = stratified(load_question_file(path), args.limit)
-    if args.out:
-        check_out_dir(args.out)
-    settings = settings_from_args(args)
-    thresholds = Thresholds(args.min_recall5, args.min_citation_precision, args.max_made_up_rate)
-    if args.no_model:
-        return _run_without_model(args, questions, settings, path)
+    docs = Path(settings.docs) if settings.docs else None
+    path = Path(options.questions) if options.questions else default_question_file(docs)
+    questions = stratified(load_question_file(path), options.limit)
+    if options.out:
+        check_out_dir(options.out)
+    agent = agent_settings(settings, options)
+    thresholds = Thresholds(options.min_recall5, options.min_citation_precision, options.max_made_up_rate)
+    if options.no_model:
+        return _run_without_model(settings, options, questions, agent, path)
 
-    model = open_chat_model(args)
-    embedder = load_embedder_from_args(args)
-    index = open_index_from_args(args, tokenizer=model.tokenizer, embedder=embedder, quiet=args.progress is False)
-    session = ChatSession(model, index, embedder=embedder, settings=settings, docs_dir=index.docs_dir)
-    retrieval = retrieval_rows(index, questions, MODES)
-    bar = QuestionProgress(sys.stderr, args.progress)
+    session = open_cli_session(settings, quiet=options.progress is False, agent=agent)
+    retrieval = retrieval_rows(session.retriever, questions, MODES)
+    bar = QuestionProgress(sys.stderr, options.progress)
     records, interrupted = [], False
     try:
         for record in run_questions(session, questions, progress=bar):
@@ -121,16 +131,16 @@ def run(args: argparse.Namespace) -> int:
         interrupted = True  # report what ran so far; the gate fails below
     finally:
         bar.close()
-    report = build_report(records, retrieval, _settings_info(args, session, path, len(index)), thresholds)
+    report = build_report(records, retrieval, _settings_info(options, session, path, session.index_size), thresholds)
     if interrupted:
         report["gate"]["ok"] = False
         report["gate"]["invariants"].append(f"interrupted after {len(records)} of {len(questions)} questions")
-    if args.json:
+    if options.json:
         print(json_output.dumps(report, indent=1))
     else:
         print(format_terminal(report))
-    if args.out:
-        json_path, md_path = write_report(args.out, report)
+    if options.out:
+        json_path, md_path = write_report(options.out, report)
         print(f"smoldocs: wrote {json_path} and {md_path}", file=sys.stderr)
     if interrupted:
         return 130
@@ -141,37 +151,36 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_without_model(args: argparse.Namespace, questions, settings: AgentSettings, path: Path) -> int:
+def _run_without_model(settings: Settings, options: Options, questions, agent: AgentSettings, path: Path) -> int:
     """Retrieval metrics and conflict notes over every question, with the tokenizer and embedder only."""
-    from agent.commands.common import load_embedder_from_args, load_tokenizer_from_args, open_index_from_args
+    from agent.commands.common import open_index_from_args, open_models
     from agent.eval.probe import probe_questions
     from agent.eval.report import build_probe_report, format_probe
     from agent.eval.runner import retrieval_rows
 
-    tokenizer = load_tokenizer_from_args(args)
-    embedder = load_embedder_from_args(args)
-    index = open_index_from_args(args, tokenizer=tokenizer, embedder=embedder, quiet=args.progress is False)
+    models = open_models(settings)
+    index = open_index_from_args(settings, models, quiet=options.progress is False)
     retrieval = retrieval_rows(index, questions, MODES)
-    records = list(probe_questions(index, tokenizer, questions, settings))
-    info = {"questions": str(path), "limit": args.limit, "chunks": len(index), "k": settings.k,
-            "current_only": bool(args.current_only), "model": None}
+    records = list(probe_questions(index, models.tokenizer, questions, agent))
+    info = {"questions": str(path), "limit": options.limit, "chunks": len(index), "k": agent.k,
+            "current_only": settings.current_only, "model": None}
     report = build_probe_report(records, retrieval, info)
-    print(json_output.dumps(report, indent=1) if args.json else format_probe(report))
-    if args.out:
+    print(json_output.dumps(report, indent=1) if options.json else format_probe(report))
+    if options.out:
         from agent.eval.report import write_probe
 
-        print(f"smoldocs: wrote {write_probe(args.out, report)}", file=sys.stderr)
+        print(f"smoldocs: wrote {write_probe(options.out, report)}", file=sys.stderr)
     return 0
 
 
-def _settings_info(args: argparse.Namespace, session, questions_path: Path, chunks: int) -> dict:
+def _settings_info(options: Options, session, questions_path: Path, chunks: int) -> dict:
     s = session.settings
     return {
         "model": session.model_name,
         "n_ctx": session.n_ctx,
         "docs": str(session.docs_dir),
         "questions": str(questions_path),
-        "limit": args.limit,
+        "limit": options.limit,
         "chunks": chunks,
         "tools": s.policy,
         "policy": session.policy,

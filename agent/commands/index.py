@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import argparse
 import threading
+from dataclasses import dataclass
 
-from agent.commands.common import (
-    add_index_options,
-    load_embedder_from_args,
-    load_tokenizer_from_args,
-    open_index_from_args,
-)
+from agent.commands.common import add_index_options, open_index_from_args, open_models
+from agent.opening import Models
+from agent.settings import Settings
 from rag.printable import one_line, visible
 
 HELP = "build or refresh the search index of a docs folder"
@@ -23,17 +21,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="then keep the index fresh: re-index whenever a file of --docs changes (Ctrl+C stops)")
 
 
-def run(args: argparse.Namespace) -> int:
-    tokenizer, embedder = load_tokenizer_from_args(args), load_embedder_from_args(args)
+@dataclass(frozen=True)
+class Options:
+    rebuild: bool = False
+    watch: bool = False
+
+
+def run(settings: Settings, options: Options) -> int:
+    models = open_models(settings)
     # Saving is the point of this command: a build that cannot be stored is an error (exit 2), not a notice.
-    if args.watch and getattr(args, "more_docs", None):
+    if options.watch and settings.sources is not None and settings.sources.joined:
         from agent.errors import UsageError
 
         raise UsageError("index --watch keeps one folder fresh: give --docs once with --watch (chat and mcp watch every folder)")
-    index = open_index_from_args(args, tokenizer=tokenizer, embedder=embedder, rebuild=args.rebuild, must_save=True)
+    index = open_index_from_args(settings, models, rebuild=options.rebuild, must_save=True)
     report(index, verbose=True)
-    if args.watch:
-        watch(args, index, tokenizer, embedder)
+    if options.watch:
+        watch(settings, models, index)
     return 0
 
 
@@ -52,7 +56,7 @@ def report(index, verbose: bool) -> None:
         print(visible(f"  stored in {', '.join(stored)}"), flush=True)
 
 
-def watch(args: argparse.Namespace, index, tokenizer, embedder) -> None:
+def watch(settings: Settings, models: Models, index) -> None:
     """Re-index after every batch of changes (rag.indexing.watch, as the chat app does) until Ctrl+C."""
     from rag.indexing.watch import FolderWatcher
 
@@ -69,8 +73,8 @@ def watch(args: argparse.Namespace, index, tokenizer, embedder) -> None:
             if not changed.wait(1.0):
                 continue
             changed.clear()
-            fresh = open_index_from_args(args, tokenizer=tokenizer, embedder=embedder, quiet=True, must_save=True)
-            if fresh.update is not None and fresh.update.modified:
+            fresh = open_index_from_args(settings, models, quiet=True, must_save=True)
+            if fresh.update.modified:
                 report(fresh, verbose=False)
             fresh.close()
     except KeyboardInterrupt:

@@ -10,11 +10,11 @@ DEFAULT_INFOPATH = ("/usr/local/share/info", "/usr/share/info")
 
 
 class ManAction(argparse.Action):
-    """--man: the docs become the man trees of `manpath` (of some sections), with an index of their own."""
+    """--man: the docs become the man trees of `manpath` (of some sections), with an index of their own
+    (agent.config.settings_from names it)."""
 
     def __call__(self, parser, namespace, values, option_string=None) -> None:
         from rag.errors import DocsNotFound
-        from rag.indexing.store import cache_dir
         from rag.ingest.man_pages import man_source
 
         try:
@@ -23,8 +23,7 @@ class ManAction(argparse.Action):
             raise argparse.ArgumentError(self, str(exc)) from None
         from agent.commands.docs_sources import add_source
 
-        if add_source(namespace, source) and getattr(namespace, "index", None) is None:
-            namespace.index = namespace.man_index = str(cache_dir() / "indexes" / source.index_key)
+        add_source(namespace, source)  # the docs, or one more collection after a --docs (agent.config's sources)
 
 
 class InfoAction(argparse.Action):

@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import dataclass
 
 # Looked up on `common` at call time, so a test that swaps in fake components reaches every command.
 from agent.commands import common
 from agent.commands.common import add_index_options
+from agent.settings import Settings
 
 HELP = "serve the docs to other agents over MCP (stdio): search_docs, get_document, check_citations, resources"
 
@@ -17,30 +19,34 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_index_options(p)
 
 
-def run(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class Options:
+    """`smoldocs mcp` has no options of its own: --docs and the models are Settings."""
+
+
+def run(settings: Settings, options: Options) -> int:
     from agent.mcp_server import build_server
     from agent.mcp_transport import claim_stdio, client_gone, serve_stdio
 
+    from agent.opening import store_url
     from rag.ingest.corpus import check_docs_dir
 
     from agent.errors import UsageError
     from rag.ingest.man_pages import ManSource
 
-    from agent.commands.docs_sources import collections_from_args
-
-    sources = [args.docs, *(getattr(args, "more_docs", None) or ())]
-    if any(isinstance(s, ManSource) for s in sources):  # its resources and change checks read files as a folder's
+    sources = settings.sources
+    several = sources is not None and sources.joined
+    if isinstance(settings.docs, ManSource) or (several and any(isinstance(c.source, ManSource) for c in sources or ())):
+        # its resources and change checks read files as a folder's, not pages
         raise UsageError("smoldocs mcp does not serve --man yet: pass --docs DIR to a folder of docs")
-    if getattr(args, "more_docs", None) and common.store_from_args(args) is None:
-        collections_from_args(args)  # a bad name or a doubled one is one line before anything is served
-    store = common.store_from_args(args)
-    if args.docs is not None and store is None and not getattr(args, "more_docs", None):
-        check_docs_dir(args.docs)  # a mistyped folder is one line, before anything is served
+    store = store_url(settings)
+    if settings.docs is not None and store is None and not several:
+        check_docs_dir(settings.docs)  # a mistyped folder is one line, before anything is served
     # stdout carries the protocol: it moves to a descriptor of its own before any thread starts (see
     # agent.mcp_transport), and fd 1 goes to stderr with every loading notice.
     wire = claim_stdio()
 
-    folder = open_served(args, store, "mcp", "on stdio")
+    folder = open_served(settings, store, "mcp", "on stdio")
     try:
         serve_stdio(build_server(folder), wire)
     except BaseException as exc:  # an exception group from the SDK's task groups, when the client went away
@@ -59,37 +65,32 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def open_served(args: argparse.Namespace, store: str | None, command: str, where: str):
+def open_served(settings: Settings, store: str | None, command: str, where: str):
     """The docs `smoldocs mcp` and `smoldocs serve` serve: a store, opened now, or a folder whose models load and
     index opens behind the handshake (a client never waits for them to say hello)."""
     from agent.mcp_server import FolderIndex, StoredDocs
+    from agent.opening import open_docs
 
-    def load():
-        return common.load_tokenizer_from_args(args), common.load_embedder_from_args(args)
+    models = common.open_models(settings)
 
     def failed(message: str) -> None:
         print(f"smoldocs {command}: error: {message}", file=sys.stderr, flush=True)
 
     if store is not None:  # a shared store: nothing to index here, only the query embedder to load
-        tokenizer, embedder = load()
-        stored = StoredDocs(common.open_store(store, embedder), tokenizer, embedder)
+        tokenizer, embedder = models.tokenizer, models.embedder
+        stored = StoredDocs(open_docs(settings, models), tokenizer, embedder)
         print(f"smoldocs {command}: serving {stored.root} ({len(stored.index)} chunks) {where}", file=sys.stderr,
               flush=True)
         return stored
-    from agent.commands.docs_sources import collections_from_args
     from rag.ingest.man_pages import ManSource
 
-    collections = collections_from_args(args)
-    if any(isinstance(c.source, ManSource) for c in collections):  # from the settings file's [collections]
+    if any(isinstance(c.source, ManSource) for c in settings.sources or ()):  # from the settings file's [collections]
         from agent.errors import UsageError
 
         raise UsageError(f"smoldocs {command} does not serve man pages yet: leave man:... out of [collections]")
-    if collections.joined:  # several sources, each a collection; one that fails is a notice, the rest are served
-        served = FolderIndex(collections, load, on_failure=failed, on_notice=lambda message: print(
-            f"smoldocs {command}: {message}", file=sys.stderr, flush=True))
-    else:
-        single = collections.items[0]
-        served = FolderIndex(single.source, load, index_dir=single.index_dir, on_failure=failed,
-                             collection=single.name)
+    # several sources, each a collection: one that fails is a notice, the rest are served
+    several = settings.sources is not None and settings.sources.joined
+    served = FolderIndex(settings, models, on_failure=failed, on_notice=(lambda message: print(
+        f"smoldocs {command}: {message}", file=sys.stderr, flush=True)) if several else None)
     print(f"smoldocs {command}: serving {served.root} {where} (indexing in the background)", file=sys.stderr, flush=True)
     return served

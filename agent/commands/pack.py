@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from typing import Any
 
 # Looked up on `common` at call time, so a test that swaps in fake components reaches every command.
@@ -14,6 +15,7 @@ from agent.commands.common import (
     open_index_from_args,
 )
 from agent.errors import UsageError
+from agent.settings import Settings
 from rag.excerpts.conflicts import find_conflicts
 from rag.excerpts.near_duplicates import DEFAULT_JACCARD
 from rag.excerpts.packing import ORDERS, Ledger, PackedContext, Packer
@@ -49,29 +51,40 @@ def _threshold(text: str) -> float | None:
     return value
 
 
-def run(args: argparse.Namespace) -> int:
-    _check(args)
-    tokenizer = common.load_tokenizer_from_args(args)
-    index = open_index_from_args(args, tokenizer=tokenizer)
-    hits = index.search(args.query, k=args.k)
+@dataclass(frozen=True)
+class Options:
+    query: str
+    budget: int = DEFAULT_MAX_TOKENS
+    k: int = DEFAULT_K
+    order: str = "rank"
+    jaccard_threshold: float | None = DEFAULT_JACCARD
+    json: bool = False
+
+
+def run(settings: Settings, options: Options) -> int:
+    _check(options)
+    models = common.open_models(settings)
+    tokenizer = models.tokenizer
+    index = open_index_from_args(settings, models)
+    hits = index.search(options.query, k=options.k)
     packed, citations = Packer(tokenizer, Ledger()).assemble(
-        args.query, hits, args.budget, order=args.order, jaccard_threshold=args.jaccard_threshold
+        options.query, hits, options.budget, order=options.order, jaccard_threshold=options.jaccard_threshold
     )
-    report = _report(packed, citations, len(hits), tokenizer.name, args.jaccard_threshold)
-    print(json_output.dumps(report) if args.json else visible(_render(report)))
+    report = _report(packed, citations, len(hits), tokenizer.name, options.jaccard_threshold)
+    print(json_output.dumps(report) if options.json else visible(_render(report)))
     return 0
 
 
-def _check(args: argparse.Namespace) -> None:
+def _check(options: Options) -> None:
     """The same limits search_docs puts on the model, checked before anything slow is loaded."""
-    if not args.query.strip():
+    if not options.query.strip():
         raise UsageError('QUERY is empty: give some words to search for, e.g. smoldocs pack "kv cache"')
-    if len(args.query) > MAX_QUERY_CHARS:
-        raise UsageError(f"QUERY is {len(args.query)} characters long: give at most {MAX_QUERY_CHARS}")
-    if not MIN_K <= args.k <= MAX_K:
-        raise UsageError(f"-k {args.k} is out of range: give -k from {MIN_K} to {MAX_K}")
-    if args.budget < 0:
-        raise UsageError(f"--budget {args.budget} is negative: give 0 or more tokens")
+    if len(options.query) > MAX_QUERY_CHARS:
+        raise UsageError(f"QUERY is {len(options.query)} characters long: give at most {MAX_QUERY_CHARS}")
+    if not MIN_K <= options.k <= MAX_K:
+        raise UsageError(f"-k {options.k} is out of range: give -k from {MIN_K} to {MAX_K}")
+    if options.budget < 0:
+        raise UsageError(f"--budget {options.budget} is negative: give 0 or more tokens")
 
 
 def _report(

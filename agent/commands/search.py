@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import textwrap
+from dataclasses import dataclass
 
 from agent import json_output
 from agent.commands.common import (
@@ -15,6 +16,7 @@ from agent.commands.common import (
 )
 from agent.commands.docs_sources import add_collection_option
 from agent.errors import UsageError
+from agent.settings import Settings
 from rag.indexing.collections import collection_doc_ids, narrowed
 from rag.excerpts.search_tool import as_indexed
 from rag.indexing.hybrid import MODES
@@ -48,34 +50,42 @@ def _positive(value: str) -> int:
     return n
 
 
-def run(args: argparse.Namespace) -> int:
-    if not args.query.strip():
+@dataclass(frozen=True)
+class Options:
+    query: str
+    k: int = 5
+    doc_ids: list[str] | None = None
+    mode: str = "hybrid"
+    json: bool = False
+
+
+def run(settings: Settings, options: Options) -> int:
+    if not options.query.strip():
         raise UsageError("the search query is empty: give a few words to look for")
-    index = open_index_from_args(args, quiet=args.json, embed_budget=args.embed_budget, embed_first=args.query)
-    known = index.doc_ids  # None: the index cannot list them, and a filter is trusted
-    args.doc_ids = as_indexed(args.doc_ids or [], known) or None
-    for doc_id in args.doc_ids or ():
-        if known is not None and doc_id not in known:
-            close = difflib.get_close_matches(doc_id, known, n=3)
+    index = open_index_from_args(settings, quiet=options.json, embed_first=options.query)
+    doc_ids = as_indexed(options.doc_ids or [], index.doc_ids) or None
+    for doc_id in doc_ids or ():
+        if doc_id not in index.doc_ids:
+            close = difflib.get_close_matches(doc_id, index.doc_ids, n=3)
             hint = f"did you mean {', '.join(map(one_line, close))}?" if close else "run `smoldocs index` to list what is indexed"
             raise UsageError(f"unknown --doc-id {doc_id!r}: {hint}")
-    args.doc_ids = narrowed(args.doc_ids, collection_doc_ids(index, args.collections or ()))
-    hits = index.search(args.query, k=args.k, doc_ids=args.doc_ids, mode=args.mode) if args.doc_ids != [] else []
+    doc_ids = narrowed(doc_ids, collection_doc_ids(index, settings.collections))
+    hits = index.search(options.query, k=options.k, doc_ids=doc_ids, mode=options.mode) if doc_ids != [] else []
     coverage = index.dense_coverage
-    if args.json:
+    if options.json:
         rows = [hit_to_json(rank, hit) for rank, hit in enumerate(hits, start=1)]
-        data = {"query": args.query, "mode": args.mode, "k": args.k, "dense_coverage": round(coverage, 4), "hits": rows}
+        data = {"query": options.query, "mode": options.mode, "k": options.k, "dense_coverage": round(coverage, 4), "hits": rows}
         print(json_output.dumps(data))
         return 0
-    method = f"{args.mode} ({index.fusion})" if args.mode == "hybrid" else args.mode
+    method = f"{options.mode} ({index.fusion})" if options.mode == "hybrid" else options.mode
     if not index.has_dense:
         method = "bm25, semantic search off"
     elif coverage_note(coverage):
         print(f"note: {coverage_note(coverage)} (the next run continues)")
     if not hits:
-        print(visible(f"no results for {args.query!r} ({method}, {len(index)} chunks)"))
+        print(visible(f"no results for {options.query!r} ({method}, {len(index)} chunks)"))
         return 0
-    print(visible(f"{len(hits)} hits for {args.query!r} ({method}, {len(index)} chunks)"))
+    print(visible(f"{len(hits)} hits for {options.query!r} ({method}, {len(index)} chunks)"))
     for rank, hit in enumerate(hits, start=1):
         print(visible(format_hit(rank, hit)))
     return 0

@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from agent.commands import common
 from agent.commands.common import add_index_options
 from agent.errors import UsageError
+from agent.settings import Settings
 
 HELP = (
     "serve the docs to a team's agents over MCP (streamable HTTP at http://HOST:PORT/mcp), for bearer tokens only; "
@@ -40,41 +42,55 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         help="requests one token may have in flight (default 4)")
 
 
-def run(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class Options:
+    tokens: Path
+    new_token: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 8765
+    allow_remote: bool = False
+    access_log: Path | None = None
+    call_timeout: float | None = None
+    max_in_flight: int | None = None
+
+
+def run(settings: Settings, options: Options) -> int:
     from agent.serve.tokens import new_token
 
-    if args.new_token is not None:
-        token = new_token(args.tokens, args.new_token)
-        print(f"smoldocs serve: new token {args.new_token!r} (shown once; {args.tokens} keeps only its hash): {token}")
+    if options.new_token is not None:
+        token = new_token(options.tokens, options.new_token)
+        print(f"smoldocs serve: new token {options.new_token!r} (shown once; {options.tokens} keeps only its hash): {token}")
         return 0
-    return _serve(args)
+    return _serve(settings, options)
 
 
-def _serve(args: argparse.Namespace) -> int:
+def _serve(settings: Settings, options: Options) -> int:
     from agent.commands.mcp import open_served
+    from agent.opening import store_url
     from agent.serve import app as web
     from agent.serve.access_log import AccessLog
     from agent.serve.limits import CALL_TIMEOUT_S, MAX_CONCURRENT_PER_TOKEN
     from agent.serve.tokens import TokenFile
     from rag.ingest.corpus import check_docs_dir
 
-    tokens = TokenFile(args.tokens)
+    tokens = TokenFile(options.tokens)
     if not tokens.hashes():
-        raise UsageError(f"{args.tokens} holds no tokens: make one with `smoldocs serve --new-token NAME --tokens {args.tokens}`")
-    if not web.is_loopback(args.host) and not args.allow_remote:
-        raise UsageError(f"--host {args.host} can be reached from other machines: add --allow-remote if that is meant "
-                         "(and put a TLS-terminating reverse proxy in front)")
-    store = common.store_from_args(args)
-    if args.docs is not None and store is None and not getattr(args, "more_docs", None):
-        check_docs_dir(args.docs)  # a mistyped folder is one line, before anything is served
-    sock = web.listen(args.host, args.port)
-    log = AccessLog(_log_file(args.access_log))
-    served = open_served(args, store, "serve", f"at {web.url(sock, args.host)}")
-    if not web.is_loopback(args.host):
+        raise UsageError(f"{options.tokens} holds no tokens: make one with `smoldocs serve --new-token NAME --tokens {options.tokens}`")
+    if not web.is_loopback(options.host) and not options.allow_remote:
+        raise UsageError(f"--host {options.host} can be reached from other machines: add --allow-remote if that is meant "
+                         "(and put a TLS-terminating reverse proxy in front)")  # fmt: skip
+    store = store_url(settings)
+    several = settings.sources is not None and settings.sources.joined
+    if settings.docs is not None and store is None and not several:
+        check_docs_dir(settings.docs)  # a mistyped folder is one line, before anything is served
+    sock = web.listen(options.host, options.port)
+    log = AccessLog(_log_file(options.access_log))
+    served = open_served(settings, store, "serve", f"at {web.url(sock, options.host)}")
+    if not web.is_loopback(options.host):
         print(REMOTE_NOTE, file=sys.stderr, flush=True)
-    app = web.make_app(served, tokens, log, host=args.host,
-                       call_timeout_s=args.call_timeout or CALL_TIMEOUT_S,
-                       max_in_flight=args.max_in_flight or MAX_CONCURRENT_PER_TOKEN)
+    app = web.make_app(served, tokens, log, host=options.host,
+                       call_timeout_s=options.call_timeout or CALL_TIMEOUT_S,
+                       max_in_flight=options.max_in_flight or MAX_CONCURRENT_PER_TOKEN)  # fmt: skip
     web.serve(app, sock)
     busy = not served.lock.acquire(blocking=False)
     print("smoldocs serve: stopped", file=sys.stderr, flush=True)

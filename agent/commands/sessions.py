@@ -1,34 +1,22 @@
-"""Building a ChatSession from command-line options (--docs, --model, --index, --tools)."""
+"""The chat session of a one-shot command (`ask`, `eval`), opened with indexing progress on stderr."""
 
 from __future__ import annotations
 
-import argparse
-from dataclasses import replace
-from typing import Any
+import sys
 
-from agent.session import ChatSession
-from agent.settings import AgentSettings
+from agent.progress import ProgressBar
+from agent.session import ChatSession, start_session
+from agent.settings import AgentSettings, Settings
 
 
-def open_cli_session(args: argparse.Namespace, tools: str = "auto", decoding: str = "auto") -> ChatSession:
-    """Load the chat model named by --model, the embedder, and the index of --docs (with a progress bar)."""
-    from agent.commands.common import load_embedder_from_args, open_chat_model, open_index_from_args
+def open_cli_session(
+    settings: Settings, question: str | None = None, quiet: bool = False, agent: AgentSettings | None = None
+) -> ChatSession:
+    """The chat model, the embedder and the index of `settings`, the chunks `question` needs embedded first."""
+    from agent.commands.common import open_models
 
-    model = open_chat_model(args)
-    embedder = load_embedder_from_args(args)
-    index = open_index_from_args(
-        args, tokenizer=model.tokenizer, embedder=embedder,
-        embed_budget=getattr(args, "embed_budget", None), embed_first=getattr(args, "question", None),
-    )
-    from agent.commands.common import rerank_from_args
-
-    if getattr(args, "collections", None):  # --collection: every search of the session stays inside them
-        from rag.indexing.collections import Within
-
-        index = Within(index, args.collections)
-    settings = AgentSettings(policy=tools, decoding=decoding, rerank=rerank_from_args(args))
-    given = {name: getattr(args, name, None) for name in ("temperature", "max_tokens")}
-    changes: dict[str, Any] = {name: value for name, value in given.items() if value is not None}
-    if changes:  # from config.toml or the environment: `ask` has no such flags
-        settings = settings.with_(generation=replace(settings.generation, **changes))
-    return ChatSession(model, index, embedder=embedder, settings=settings, docs_dir=index.docs_dir)
+    bar = ProgressBar(sys.stderr, quiet=quiet or settings.quiet)
+    try:
+        return start_session(settings, open_models(settings), progress=bar, embed_first=question, agent=agent)
+    finally:
+        bar.close()

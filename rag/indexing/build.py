@@ -19,7 +19,7 @@ from rag.ingest.chunking import ChunkSettings, chunk_layout
 from rag.ingest.corpus import Document, check_docs_dir, default_docs_dir, load_corpus
 from rag.errors import IndexCorrupt, IndexDirNotFolder, IndexNotSaved, Unreadable
 from rag.ingest.formats import read_layout, reader_of
-from rag.indexing.bm25 import IDF_NAME
+from rag.indexing.bm25 import IDF_NAME, BM25Index
 from rag.indexing.hybrid import CANDIDATE_DEPTH, HybridIndex
 from rag.indexing.fill import fill_missing
 from rag.ingest.sources import source_info
@@ -297,8 +297,6 @@ def _save(target: Path, wanted, files, chunks, embeddings, index: HybridIndex, t
     """Save the index atomically; when it cannot be saved, say so (or raise IndexNotSaved with `must_save`).
     `misplaced`: why the location cannot hold an index (a file where a folder should be), when known."""
     emit(IndexProgress("save", 0, 1))
-    from rag.indexing.bm25 import BM25Index
-
     if not isinstance(index.bm25, BM25Index):  # a joined index is never saved whole: each collection saves its own
         raise TypeError("a joined index is saved one collection at a time")
     try:
