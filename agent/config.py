@@ -17,7 +17,7 @@ from typing import Any, Mapping
 import platformdirs
 
 from agent.errors import UsageError
-from agent.settings import DECODINGS, POLICIES, RERANK_DEFAULT, AgentSettings, Settings
+from agent.settings import DECODINGS, POLICIES, RERANK_DEFAULT, AgentSettings, Effective, Settings
 
 CONFIG_ENV = "SMOLDOCS_CONFIG"  # another settings file: tests, or several setups
 API_KEY_ENV = "SMOLDOCS_API_KEY"
@@ -72,18 +72,6 @@ MAX_SECONDS = 86400.0
 def config_path(environ: Mapping[str, str] = os.environ) -> Path:
     root = environ.get(CONFIG_ENV)
     return Path(root).expanduser() if root else Path(platformdirs.user_config_dir("smoldocs")) / "config.toml"
-
-
-@dataclass(frozen=True)
-class Effective:
-    """Every setting's value and where it came from: `flag --x`, `env X`, `file`, or `default`."""
-
-    values: dict
-    sources: dict
-    path: Path
-    file_found: bool
-    api_key: str | None = None
-    api_key_source: str = "none"
 
 
 def read_file(path: Path) -> dict:

@@ -10,7 +10,6 @@ from models.protocols import GenerationOptions
 from rag.excerpts.search_tool import DEFAULT_MAX_TOKENS
 
 if TYPE_CHECKING:
-    from agent.config import Effective
     from rag.indexing.collections import Collections
     from rag.ingest.man_pages import ManSource
 
@@ -29,6 +28,18 @@ def tool_options() -> GenerationOptions:
     # The tool-call grammar bounds a call to ~200 characters (query <= 120), so 200 tokens always let it close:
     # at 96 a looping query ("KV_CACHE_CACHE_...") was cut off as invalid JSON.
     return GenerationOptions(max_tokens=200, temperature=0.0, repeat_penalty=1.0)
+
+
+@dataclass(frozen=True)
+class Effective:
+    """Every setting's value and where it came from: `flag --x`, `env X`, `file`, or `default`."""
+
+    values: dict
+    sources: dict
+    path: Path
+    file_found: bool
+    api_key: str | None = None
+    api_key_source: str = "none"
 
 
 @dataclass(frozen=True)
