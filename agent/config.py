@@ -224,17 +224,13 @@ def settings_from(given: Mapping[str, Any], environ: Mapping[str, str] = os.envi
 
 def _sources(given: Mapping[str, Any], effective: Effective):
     """Every source the command reads, named (rag.indexing.collections): the --docs flags (and --man, --info) in
-    order; without them the settings file's `docs` and `[collections]`; without those the bundled docs. None with
-    --store, which is filled from one folder."""
+    order; without them the settings file's `docs` and `[collections]`; without those the bundled docs. With
+    --store they are what `smoldocs index --store` fills it from."""
     from rag.indexing.collections import collections_of
     from rag.ingest.corpus import default_docs_dir
 
     more = list(given.get("more_docs") or ())
     docs = effective.values["docs"]
-    if effective.values["store"]:
-        if more:
-            raise UsageError("--store is filled from one --docs folder: give --docs once with --store")
-        return None
     from_flag = str(effective.sources.get("docs", "flag")).startswith("flag") or bool(more)
     named: list[tuple[str | None, Any]] = [(None, docs)] if docs is not None else []
     named += [(None, d) for d in more]

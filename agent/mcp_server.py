@@ -34,14 +34,16 @@ from models.protocols import Embedder, Tokenizer
 from rag.verification.answer_check import MAX_ANSWER_CHARS, check_citations, supported_share
 from rag.citations import Citation
 from rag.ingest.corpus import check_docs_dir, decode_text, iter_candidate_files
-from rag.ingest.formats import SUFFIXES, Layout, is_file_format
+from rag.ingest.formats import SUFFIXES, Layout, is_file_format, parse_text
+from rag.ingest.formats.manuals import is_manual
+from rag.ingest.man_pages import ManSource, Skip, man_stamp, read_manual
 from rag.ingest.formats.pdf import pdf_layout
 from rag.indexing.fill import ONE_SHOT_BUDGET, coverage_note
-from rag.indexing.collections import SEPARATOR, Collections
+from rag.indexing.collections import SEPARATOR, Collections, Within
 from rag.indexing.live import LiveIndex
 from rag.excerpts.document_tool import GET_DOCUMENT_DESCRIPTION, GET_DOCUMENT_NAME, GET_DOCUMENT_SCHEMA, GetDocumentTool
 from rag.excerpts.document_tool import document_problem
-from rag.errors import RagError, StoreUnavailable
+from rag.errors import RagError, StoreUnavailable, Unreadable
 from rag.indexing.hybrid import HybridIndex
 from rag.excerpts.packing import Ledger, sourced_block
 from rag.excerpts.search_tool import (
@@ -84,11 +86,14 @@ INSTRUCTIONS = (
 )
 
 
-def _stamp(root: Path) -> tuple[tuple, dict[str, Path]]:
-    """What the docs folder looks like, cheaply: every indexable file's id, size and modification time (PDFs
-    included), and where each id's file is (an id shows undecodable name bytes as \\xNN: no path to rebuild)."""
+def _stamp(source: Path | ManSource) -> tuple[tuple, dict[str, Path]]:
+    """What a docs folder looks like, cheaply: every indexable file's id, size and modification time (PDFs
+    included), and where each id's file is (an id shows undecodable name bytes as \\xNN: no path to rebuild).
+    Man pages (`--man`): their section folders' times (rag.ingest.man_pages.man_stamp), each page found by its id."""
+    if isinstance(source, ManSource):
+        return man_stamp(cast(ManSource, check_docs_dir(source))), {}
     found, paths = [], {}
-    for doc_id, path in iter_candidate_files(check_docs_dir(root), {}):
+    for doc_id, path in iter_candidate_files(check_docs_dir(source), {}):
         if path.suffix.lower() in SUFFIXES:
             try:
                 info = path.stat()
@@ -100,19 +105,27 @@ def _stamp(root: Path) -> tuple[tuple, dict[str, Path]]:
 
 
 def _stamps(collections: Collections) -> tuple[tuple, dict[str, Path]]:
-    """_stamp of every collection's folder, ids as the joined index holds them (`notes:todo.md`); a folder that is
+    """_stamp of every collection's source, ids as the joined index holds them (`notes:todo.md`); a source that is
     missing counts as such, so its coming back is a change."""
     found, paths = [], {}
     for c in collections:
         try:
-            stamp, where = _stamp(Path(c.source))
+            stamp, where = _stamp(c.source)
         except RagError:
             found.append((c.name, "missing"))
             continue
         prefix = c.name + SEPARATOR
-        found.extend((prefix + doc_id, *rest) for doc_id, *rest in stamp)
+        found.extend((prefix + str(entry[0]), *entry[1:]) for entry in stamp)
         paths.update({prefix + doc_id: path for doc_id, path in where.items()})
     return tuple(found), paths
+
+
+def manual_text(doc_id: str, path: Path) -> str:
+    """A man page or info manual as plain text: ungzipped, `.so` followed within its tree, roff read."""
+    try:
+        return parse_text(doc_id, read_manual(doc_id, path)).text
+    except Skip as why:
+        raise Unreadable(str(why)) from None
 
 
 class NotServing(Exception):
@@ -135,6 +148,7 @@ class FolderIndex:
         self.collections = sources if sources is not None and sources.joined else None
         self.root: Path | Collections = self.collections or (
             check_docs_dir(sources.items[0].source) if sources is not None else docs_root(settings))
+        self.only = settings.collections  # --collection: every call searches and lists only these
         self._on_notice = on_notice  # a collection that cannot be opened, a file that cannot be saved: one line
         # Calls run one at a time under this lock (a refresh must not race a call reading the folder).
         self.lock = threading.RLock()
@@ -158,6 +172,8 @@ class FolderIndex:
             progress = (lambda event: notices(event.message) if event.stage == "notice" else None) if notices else None
             live = open_docs(settings, models, live=True, watch=False, progress=progress)
             assert isinstance(live, LiveIndex), "a folder's docs open live"
+            if self.only:
+                Within(live, self.only)  # an unknown name: the one line every call then gives
             self.live = live
         except Exception as exc:  # a bad model, a server that does not answer, an unreadable folder: one line
             self._failure = " ".join(str(exc).split()) or type(exc).__name__
@@ -185,7 +201,12 @@ class FolderIndex:
         return self.tokenizer
 
     def current(self) -> tuple[HybridIndex, str | None]:
-        """The index as the files are now, and a one-line note when it had to be refreshed or is still filling."""
+        """The index as the files are now (inside --collection's collections), and a one-line note when it had to
+        be refreshed or is still filling."""
+        index, note = self._current()
+        return (cast(HybridIndex, Within(index, self.only)) if self.only else index), note
+
+    def _current(self) -> tuple[HybridIndex, str | None]:
         live = self.wait()
         with self.lock:
             stamp, paths = self._stamp()  # DocsNotFound when the folder went away: an error, never the old index
@@ -233,12 +254,24 @@ class FolderIndex:
     def document(self, doc_id: str) -> str | None:
         """The current text of one indexed document (a PDF's extracted text, page by page), or None."""
         index, _ = self.current()
-        path = self.paths.get(doc_id)
+        own, path = self._located(doc_id)
         if doc_id not in index.doc_ids or path is None:
             return None
-        if is_file_format(doc_id):
+        if is_file_format(own):
             return paged_text(pdf_layout(path))
+        if is_manual(own):
+            return manual_text(own, path)
         return decode_text(path.read_bytes())
+
+    def _located(self, doc_id: str) -> tuple[str, Path | None]:
+        """A document's id within its own source, and its file: man pages are found by id, folders' from the stamp."""
+        own, source = doc_id, cast("Path | ManSource | None", self.root)
+        if self.collections is not None:
+            name, _, own = doc_id.partition(SEPARATOR)
+            source = next((c.source for c in self.collections if c.name == name), None)
+        if isinstance(source, ManSource):
+            return own, source.root / own
+        return own, self.paths.get(doc_id)
 
     def close(self) -> None:
         """Stop the background indexing, saving the embeddings made so far."""
@@ -266,21 +299,26 @@ class StoredDocs:
     A document's text is its chunks joined in order: the server reads no files.
     """
 
-    def __init__(self, index, tokenizer: Tokenizer, embedder: Embedder | None) -> None:
+    def __init__(self, index, tokenizer: Tokenizer, embedder: Embedder | None, only: tuple[str, ...] = ()) -> None:
         self.index = index
         self.root = index.index_dir  # what the server says it serves: the store, password redacted
         self.tokenizer = tokenizer
         self.embedder = embedder
         self.lock = threading.RLock()
+        self.only = only  # --collection: every call searches and lists only these
+        if only:
+            Within(index, only)  # an unknown name is one line before anything is served
 
     def current(self):
-        return self.index, None
+        return (Within(self.index, self.only) if self.only else self.index), None
 
     @property
     def counter(self) -> Tokenizer:
         return self.tokenizer
 
     def document(self, doc_id: str) -> str | None:
+        if self.only and doc_id not in (self.current()[0].doc_ids or ()):
+            return None
         chunks = self.index.document_chunks(doc_id)
         return "\n\n".join(c.text for c in chunks) if chunks else None
 

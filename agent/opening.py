@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 from agent.errors import UsageError
 from agent.settings import Settings
@@ -197,17 +197,18 @@ def check_source(source):
 
 
 def _open_store(settings: Settings, store: str, models: Models, rebuild: bool, must_save: bool, progress):
-    """The store, read only; with `must_save`, brought up to date with the docs folder first (`smoldocs index`)."""
+    """The store, read only; with `must_save`, brought up to date with the docs sources first (`smoldocs index`)."""
     from rag.postgres.search import PgIndex
 
     if not must_save:
         return PgIndex(store, models.embedder, current_only=settings.current_only)
     from rag.postgres.ingest import ingest
 
-    root = docs_root(settings)
+    several = settings.sources if settings.sources is not None and settings.sources.joined else None
+    root = several or docs_root(settings)  # several sources: each document's id names its collection (`notes:`)
     tokenizer, embedder = models.tokenizer, models.embedder
     update = ingest(store, root, tokenizer, embedder, rebuild=rebuild, progress=progress)
-    return PgIndex(store, embedder, docs_dir=root, update=update)
+    return PgIndex(store, embedder, docs_dir=None if several else cast(Path, root), update=update)
 
 
 def session_docs_dir(settings: Settings, index: Any) -> Path | str | None:

@@ -17,7 +17,8 @@ HEADER = re.compile(r"^\[(\d+)\] (\S.*)\n\(source: (.+?); section: ", re.MULTILI
 
 
 def server_params(*args: str) -> StdioServerParameters:
-    env = {k: os.environ[k] for k in ("SMOLDOCS_CACHE", "SMOLDOCS_DATA", "OPENBLAS_NUM_THREADS") if k in os.environ}
+    passed = ("SMOLDOCS_CACHE", "SMOLDOCS_DATA", "OPENBLAS_NUM_THREADS", "MANPATH", "INFOPATH")  # MANPATH: --man's trees
+    env = {k: os.environ[k] for k in passed if k in os.environ}
     return StdioServerParameters(command=sys.executable, args=["-m", "agent", "mcp", *args], cwd=str(ROOT), env=env)
 
 

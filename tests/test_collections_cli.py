@@ -141,8 +141,55 @@ def test_index_of_two_folders_reports_both_and_stores_each(real_models, folders,
     assert f"stored in {tmp_path / 'idx' / 'notes'}, {tmp_path / 'idx' / 'project'}" in out
     assert main(argv) == 0
     assert "3 files, 3 chunks; up to date" in capsys.readouterr().out
-    assert main([*argv, "--watch"]) == 2
-    assert "give --docs once with --watch" in capsys.readouterr().err
+
+
+def test_index_watch_keeps_a_folder_and_man_pages_fresh(folders, tmp_path):
+    """A subprocess as a user runs it: a note saved and a man page a package adds are each re-indexed, reported
+    under their collection; Ctrl+C stops it."""
+    import os
+    import shutil
+    import signal
+    import subprocess
+    import sys
+    import threading
+
+    notes, _ = folders
+    tree = tmp_path / "man"
+    shutil.copytree(Path(__file__).parent / "data" / "manpages", tree)
+    env = dict(os.environ, PYTHONUNBUFFERED="1", MANPATH=str(tree))
+    command = [sys.executable, "-m", "agent", "index", "--watch", "--docs", notes, "--man", "8",
+               "--index", str(tmp_path / "idx"), "-q"]
+    # SIGINT's default back, as a terminal gives it (a test run in the background inherits it ignored)
+    process = subprocess.Popen(command, cwd=Path(__file__).resolve().parent.parent, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    lines: list[str] = []
+    seen = threading.Condition()
+
+    def read() -> None:
+        for line in process.stdout:
+            with seen:
+                lines.append(line)
+                seen.notify_all()
+
+    def wait_for(text: str) -> bool:
+        with seen:
+            return seen.wait_for(lambda: any(text in line for line in lines), timeout=120)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert wait_for("watching"), lines
+        assert f"watching {Path(notes).resolve()}, man pages of {tree}" in "".join(lines)
+        Path(notes, "boat.md").write_text("# Boat\n\nThe dinghy is moored at the north jetty.\n")
+        assert wait_for("added: notes:boat.md"), lines
+        (tree / "man8" / "newd.8").write_text(".TH NEWD 8\n.SH NAME\nnewd \\- a daemon a package just added\n")
+        assert wait_for("added: man:man8/newd.8"), lines
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=60)
+        reader.join(10)
+    assert process.returncode == 0 and "stopped watching" in "".join(lines)
 
 
 def test_ask_names_the_collection_of_each_citation(folders, capsys):

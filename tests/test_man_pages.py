@@ -217,7 +217,51 @@ def test_a_chat_session_over_man_pages_reads_only_the_chosen_sections(man_tree, 
         session.close()
 
 
-def test_mcp_refuses_man_pages_in_one_line(man_tree, monkeypatch, capsys):
+@pytest.mark.real
+def test_mcp_serves_man_pages_beside_a_folder_inside_its_collection_filter(man_tree, tmp_path, monkeypatch):
+    """Over the SDK's stdio client: `--docs notes --man 8 --collection man` searches, lists and reads only the man
+    pages, a page read back as text (not roff, not gzip); the notes are there, outside the filter."""
+    from mcp_support import excerpts, mcp_client
+
     monkeypatch.setenv("MANPATH", str(man_tree))
-    assert main(["mcp", "--man"]) == 2
-    assert "smoldocs mcp does not serve --man yet" in capsys.readouterr().err
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "disks.md").write_text("# Disks\n\nStay on one filesystem when you back up the grey disk.\n")
+    argv = ("--docs", str(notes), "--man", "8", "--collection", "man", "--index", str(tmp_path / "idx"))
+    with mcp_client(*argv) as client:
+        error, text = client.call("search_docs", {"query": "stay on one filesystem", "k": 5})
+        assert not error and excerpts(text) and set(excerpts(text).values()) == {"man:man8/toold.8#1"}, text
+        assert "toold(8)" in text
+        error, text = client.call("search_docs", {"query": "grey disk", "collections": ["notes"]})
+        assert error and "unknown collection 'notes': the collections are man" in text
+        names = [r.name for r in client.list_resources().resources]
+        assert names == ["man:man8/toold.8"]
+        page = client.read_resource(f"smoldocs://doc/{names[0]}").contents[0].text
+        assert "stay on one filesystem: do not descend into directories" in page and "\\-" not in page
+    with mcp_client("--docs", str(notes), "--man", "8", "--index", str(tmp_path / "idx")) as client:
+        error, text = client.call("search_docs", {"query": "grey disk filesystem", "collections": ["notes"]})
+        assert not error and set(excerpts(text).values()) == {"notes:disks.md#0"}
+
+
+def test_served_man_pages_notice_a_package_install_and_read_back_as_text(man_tree, tmp_path, monkeypatch):
+    """`smoldocs mcp --man 8` stats the section folders before each call: a page a package adds is searchable at
+    the next call, and its resource is the page's text."""
+    from agent.config import settings_from
+    from agent.mcp_server import FolderIndex
+    from agent.opening import Loaders, open_models
+    from rag.ingest.man_pages import man_source
+
+    monkeypatch.setenv("MANPATH", str(man_tree))
+    settings = settings_from({"docs": man_source("8"), "index": str(tmp_path / "i")})
+    served = FolderIndex(settings, open_models(settings, Loaders(tokenizer=lambda s: WordTokenizer(),
+                                                                 embedder=lambda s: HashEmbedder(64))))
+    try:
+        index, note = served.current()
+        assert index.doc_ids == ["man8/toold.8"] and served.refreshes == 0
+        (man_tree / "man8" / "newd.8").write_text(".TH NEWD 8\n.SH NAME\nnewd \\- a daemon a package just added\n")
+        index, note = served.current()
+        assert sorted(index.doc_ids) == ["man8/newd.8", "man8/toold.8"] and note and "refreshed" in note
+        assert "newd - a daemon a package just added" in (served.document("man8/newd.8") or "")
+        assert served.document("man1/lsx.1") is None  # not of section 8
+    finally:
+        served.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import threading
+from pathlib import Path
 from dataclasses import dataclass
 
 from agent.commands.common import add_index_options, open_index_from_args, open_models
@@ -18,7 +19,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_index_options(p)
     p.add_argument("--rebuild", action="store_true", help="re-chunk and re-embed every file")
     p.add_argument("--watch", action="store_true",
-                   help="then keep the index fresh: re-index whenever a file of --docs changes (Ctrl+C stops)")
+                   help="then keep the index fresh: re-index whenever a file of a --docs folder changes, or a "
+                   "package adds or removes man pages (Ctrl+C stops)")
 
 
 @dataclass(frozen=True)
@@ -30,10 +32,6 @@ class Options:
 def run(settings: Settings, options: Options) -> int:
     models = open_models(settings)
     # Saving is the point of this command: a build that cannot be stored is an error (exit 2), not a notice.
-    if options.watch and settings.sources is not None and settings.sources.joined:
-        from agent.errors import UsageError
-
-        raise UsageError("index --watch keeps one folder fresh: give --docs once with --watch (chat and mcp watch every folder)")
     index = open_index_from_args(settings, models, rebuild=options.rebuild, must_save=True)
     report(index, verbose=True)
     if options.watch:
@@ -57,21 +55,40 @@ def report(index, verbose: bool) -> None:
 
 
 def watch(settings: Settings, models: Models, index) -> None:
-    """Re-index after every batch of changes (rag.indexing.watch, as the chat app does) until Ctrl+C."""
+    """Re-index after every batch of changes until Ctrl+C: each folder source through its own watcher
+    (rag.indexing.watch, as the chat app does), man pages by their section folders' times, checked every second
+    (rag.ingest.man_pages.man_stamp: a package install renames pages in or out)."""
+    from rag.indexing.live import Watchers
     from rag.indexing.watch import FolderWatcher
+    from rag.ingest.man_pages import ManSource, man_stamp
 
     changed = threading.Event()
 
     def gone(root) -> None:
         print(f"{root} is gone: watching for it to come back", flush=True)
 
-    watcher = FolderWatcher(index.docs_dir, lambda paths: changed.set(), on_gone=gone).start()
-    watcher.ready.wait(10)  # a change made once "watching" is printed must not fall before the watch is armed
-    print(visible(f"watching {index.docs_dir} (Ctrl+C stops)"), flush=True)
+    sources = list(settings.sources or ())
+    folders = [c for c in sources if not isinstance(c.source, ManSource) and not c.problem]
+    manuals = [c.source for c in sources if isinstance(c.source, ManSource)]
+    folders_to_watch: list[tuple[Path, Path | None]]
+    if not sources:  # one folder, as opened
+        folders_to_watch = [(Path(index.docs_dir), None)]
+    else:
+        folders_to_watch = [(Path(c.source).expanduser().resolve(), c.index_dir) for c in folders]
+    watchers = Watchers([FolderWatcher(root, lambda paths: changed.set(), on_gone=gone,
+                                       ignore_paths=[where] if where else []).start()
+                         for root, where in folders_to_watch])
+    watchers.ready.wait(10)  # a change made once "watching" is printed must not fall before the watch is armed
+    stamps = [man_stamp(m) for m in manuals]
+    what = [str(root) for root, _ in folders_to_watch] + [f"man pages of {m}" for m in manuals]
+    print(visible(f"watching {', '.join(what)} (Ctrl+C stops)"), flush=True)
     try:
         while True:
             if not changed.wait(1.0):
-                continue
+                now = [man_stamp(m) for m in manuals]
+                if now == stamps:
+                    continue
+                stamps = now
             changed.clear()
             fresh = open_index_from_args(settings, models, quiet=True, must_save=True)
             if fresh.update.modified:
@@ -80,4 +97,4 @@ def watch(settings: Settings, models: Models, index) -> None:
     except KeyboardInterrupt:
         print("stopped watching", flush=True)
     finally:
-        watcher.close()
+        watchers.close()

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 # Looked up on `common` at call time, so a test that swaps in fake components reaches every command.
 from agent.commands import common
 from agent.commands.common import add_index_options
+from agent.commands.docs_sources import add_collection_option
 from agent.settings import Settings
 
 HELP = "serve the docs to other agents over MCP (stdio): search_docs, get_document, check_citations, resources"
@@ -17,11 +18,12 @@ HELP = "serve the docs to other agents over MCP (stdio): search_docs, get_docume
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_index_options(p)
+    add_collection_option(p)
 
 
 @dataclass(frozen=True)
 class Options:
-    """`smoldocs mcp` has no options of its own: --docs and the models are Settings."""
+    """`smoldocs mcp` has no options of its own: --docs, --man, --collection and the models are Settings."""
 
 
 def run(settings: Settings, options: Options) -> int:
@@ -31,14 +33,8 @@ def run(settings: Settings, options: Options) -> int:
     from agent.opening import store_url
     from rag.ingest.corpus import check_docs_dir
 
-    from agent.errors import UsageError
-    from rag.ingest.man_pages import ManSource
-
     sources = settings.sources
     several = sources is not None and sources.joined
-    if isinstance(settings.docs, ManSource) or (several and any(isinstance(c.source, ManSource) for c in sources or ())):
-        # its resources and change checks read files as a folder's, not pages
-        raise UsageError("smoldocs mcp does not serve --man yet: pass --docs DIR to a folder of docs")
     store = store_url(settings)
     if settings.docs is not None and store is None and not several:
         check_docs_dir(settings.docs)  # a mistyped folder is one line, before anything is served
@@ -78,16 +74,10 @@ def open_served(settings: Settings, store: str | None, command: str, where: str)
 
     if store is not None:  # a shared store: nothing to index here, only the query embedder to load
         tokenizer, embedder = models.tokenizer, models.embedder
-        stored = StoredDocs(open_docs(settings, models), tokenizer, embedder)
+        stored = StoredDocs(open_docs(settings, models), tokenizer, embedder, settings.collections)
         print(f"smoldocs {command}: serving {stored.root} ({len(stored.index)} chunks) {where}", file=sys.stderr,
               flush=True)
         return stored
-    from rag.ingest.man_pages import ManSource
-
-    if any(isinstance(c.source, ManSource) for c in settings.sources or ()):  # from the settings file's [collections]
-        from agent.errors import UsageError
-
-        raise UsageError(f"smoldocs {command} does not serve man pages yet: leave man:... out of [collections]")
     # several sources, each a collection: one that fails is a notice, the rest are served
     several = settings.sources is not None and settings.sources.joined
     served = FolderIndex(settings, models, on_failure=failed, on_notice=(lambda message: print(

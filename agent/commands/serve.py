@@ -10,6 +10,7 @@ from pathlib import Path
 
 from agent.commands import common
 from agent.commands.common import add_index_options
+from agent.commands.docs_sources import add_collection_option
 from agent.errors import UsageError
 from agent.settings import Settings
 
@@ -25,6 +26,7 @@ REMOTE_NOTE = (
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_index_options(p)
+    add_collection_option(p)
     p.add_argument("--tokens", metavar="FILE", type=Path, required=True,
                    help="the file of token hashes (NAME:SHA256 lines, mode 0600 when created)")
     p.add_argument("--new-token", metavar="NAME", default=None,

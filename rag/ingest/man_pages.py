@@ -69,6 +69,33 @@ class ManSource:
         return parts is not None and (not self.sections or parts[1] in self.sections or parts[1][0] in self.sections)
 
 
+def man_stamp(source: ManSource) -> tuple[tuple[str, int], ...]:
+    """What the chosen sections' `manN/` folders look like: their modification times, a stat each.
+
+    A package install or removal renames pages into these folders or out of them (dpkg writes `x.1.gz.dpkg-new`,
+    then renames it), which changes the folder's time: noticing that costs a stat per folder, not per page
+    (man1 here holds 17,878). A page rewritten in place is the blind spot; `smoldocs index` still finds it.
+    """
+    out = []
+    for tree in source.trees:
+        try:
+            entries = sorted(os.scandir(tree), key=lambda e: e.name)
+        except OSError:
+            out.append((str(tree), -1))
+            continue
+        for entry in entries:
+            section = entry.name[3:]
+            if not entry.name.startswith("man") or not section or not entry.is_dir():
+                continue
+            if source.sections and not any(s[0] == section[0] for s in source.sections):
+                continue
+            try:
+                out.append((entry.path, entry.stat().st_mtime_ns))
+            except OSError:
+                continue
+    return tuple(out)
+
+
 def parse_sections(spec: str | None) -> frozenset[str]:
     """`--man 1,8` as {"1", "8"}; None or "" (a bare --man) is every section. A bad spec is one clear error."""
     if not spec:

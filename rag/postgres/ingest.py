@@ -18,7 +18,7 @@ import numpy as np
 from models.locate import SEMANTIC_OFF
 from models.protocols import Embedder, Tokenizer
 from models.redaction import redact_url
-from rag.errors import StoreRefused, Unreadable
+from rag.errors import DocsNotFound, RagError, StoreRefused, Unreadable
 from rag.indexing.build import IndexProgress, IndexUpdate, ProgressFn, index_settings
 from rag.postgres.schema import (
     DEFAULT_DIM,
@@ -36,6 +36,7 @@ from rag.ingest.chunking import ChunkSettings, chunk_layout, indexed_text
 from rag.ingest.corpus import Document, check_docs_dir, load_corpus
 from rag.ingest.formats import read_layout
 from rag.ingest.sources import SourceInfo, source_info
+from rag.indexing.collections import SEPARATOR, Collections
 from rag.indexing.dense import EMBED_BATCH, embed_texts
 from rag.retrieval.terms import TermSettings, index_terms
 from rag.retrieval.vocabulary import PREFIX
@@ -299,6 +300,44 @@ def _check_settings(conn, url: str, wanted: dict, embedder: Embedder | None) -> 
                            f"{embedder.dim}: re-index with `smoldocs index --rebuild --store URL`")
 
 
+def _documents(root, emit: ProgressFn) -> tuple[list[tuple[str, Document]], dict[str, int], tuple[str, ...]]:
+    """Every document to store, each with the prefix of its id (`notes:` when several collections are stored, as
+    rag.indexing.collections names them), what was skipped, and the prefixes of sources that could not be read:
+    their stored documents are kept (one notice), not removed."""
+    if not isinstance(root, Collections):
+        corpus = load_corpus(root, on_document=lambda n: emit(IndexProgress("scan", n, 0)))
+        return [("", d) for d in corpus.documents], dict(corpus.skipped), ()
+    documents: list[tuple[str, Document]] = []
+    skipped: dict[str, int] = {}
+    failed: list[str] = []
+    for c in root:
+        prefix = c.name + SEPARATOR if root.joined else ""
+        try:
+            if c.problem:
+                raise DocsNotFound(c.problem)
+            corpus = load_corpus(c.source, on_document=lambda n: emit(IndexProgress("scan", len(documents) + n, 0)))
+        except RagError as exc:
+            if not root.joined:
+                raise
+            emit(IndexProgress("notice", message=f"collection {c.name} ({c.source}): {exc}; its stored documents are kept"))
+            failed.append(prefix)
+            continue
+        documents += [(prefix, d) for d in corpus.documents]
+        for why, n in corpus.skipped.items():
+            skipped[why] = skipped.get(why, 0) + n
+    if root.joined and len(failed) == len(root):
+        raise DocsNotFound("no collection could be read: the store is left as it was")
+    return documents, skipped, tuple(failed)
+
+
+def named(item: Prepared, prefix: str) -> Prepared:
+    """A prepared document under its collection's prefix (`notes:todo.md`, chunk `notes:todo.md#2`)."""
+    if not prefix:
+        return item
+    chunks = [replace(c, chunk_id=prefix + c.chunk_id, doc_id=prefix + c.doc_id) for c in item.chunks]
+    return replace(item, doc=replace(item.doc, doc_id=prefix + item.doc.doc_id), chunks=chunks)
+
+
 def ingest(
     url: str,
     docs_dir,
@@ -309,12 +348,13 @@ def ingest(
     rebuild: bool = False,
     progress: ProgressFn | None = None,
 ) -> IndexUpdate:
-    """Bring the store at `url` up to date with `docs_dir`: changed and new documents written, removed ones deleted."""
+    """Bring the store at `url` up to date with `docs_dir` (a folder, --man's pages, or several named sources, a
+    rag.indexing.collections.Collections): changed and new documents written, removed ones deleted."""
     import psycopg
 
     started = time.perf_counter()
     emit = progress or (lambda event: None)
-    root = check_docs_dir(docs_dir)
+    root = docs_dir if isinstance(docs_dir, Collections) else check_docs_dir(docs_dir)
     conn = connect(url)
     try:
         if rebuild:
@@ -325,22 +365,23 @@ def ingest(
         if embedder is None:
             emit(IndexProgress("notice", message=SEMANTIC_OFF))
         emit(IndexProgress("scan", 0, 0))
-        corpus = load_corpus(root, on_document=lambda n: emit(IndexProgress("scan", n, 0)))
+        documents, skipped, kept = _documents(root, emit)
+        with write_transaction(conn):  # PgIndex.collection reads a hit's collection from its id's prefix
+            write_settings(conn, {"collections": root.names if isinstance(root, Collections) and root.joined else []})
         stored = dict(conn.execute(f"SELECT doc_id, sha256 FROM {S}.documents").fetchall())
         added: list[str] = []
         changed: list[str] = []
-        skipped = dict(corpus.skipped)
         queue = EmbedQueue(embedder, progress=emit)
 
         def apply(item: Prepared) -> None:
             if apply_document(conn, item):
                 (changed if item.doc.doc_id in stored else added).append(item.doc.doc_id)
 
-        for n, doc in enumerate(corpus.documents, start=1):
-            emit(IndexProgress("chunk", n - 1, len(corpus.documents), message=doc.doc_id))
-            if stored.get(doc.doc_id) == doc.sha256:
+        for n, (prefix, doc) in enumerate(documents, start=1):
+            emit(IndexProgress("chunk", n - 1, len(documents), message=prefix + doc.doc_id))
+            if stored.get(prefix + doc.doc_id) == doc.sha256:
                 continue
-            item = prepare(doc, tokenizer, chunking, term_settings, emit)
+            item = named(prepare(doc, tokenizer, chunking, term_settings, emit), prefix)
             if item.info.notice:
                 emit(IndexProgress("notice", message=f"{doc.doc_id}: {item.info.notice}"))
             if item.skipped:
@@ -349,8 +390,8 @@ def ingest(
                 apply(ready)
         for ready in queue.finish():
             apply(ready)
-        present = {d.doc_id for d in corpus.documents}
-        removed = [d for d in sorted(stored) if d not in present and remove_document(conn, d)]
+        present = {prefix + d.doc_id for prefix, d in documents}
+        removed = [d for d in sorted(stored) if d not in present and not d.startswith(kept) and remove_document(conn, d)]
         embedded = queue.embedded + (fill_embeddings(conn, embedder, progress=emit) if embedder is not None else 0)
         if added or changed or removed or embedded:
             vacuum(conn)
@@ -368,7 +409,7 @@ def ingest(
         added=tuple(added),
         changed=tuple(changed),
         removed=tuple(removed),
-        unchanged=len(corpus.documents) - fresh,
+        unchanged=len(documents) - fresh,
         chunks=chunk_count,
         chunks_embedded=embedded,
         skipped=skipped,

@@ -30,6 +30,7 @@ from rag.postgres.schema import (
 )
 from rag.ingest.sources import SourceInfo, source_info
 from rag.indexing.bm25 import B, K1
+from rag.indexing.collections import SEPARATOR
 from rag.retrieval.fusion import BM25_WEIGHT, FUSIONS, RRF_K
 from rag.indexing.hybrid import CANDIDATE_DEPTH, DEFAULT_FUSION, MIN_DENSE_SCORE, search_mode
 from rag.retrieval.terms import TermSettings, index_terms
@@ -379,6 +380,11 @@ class PgIndex(IndexDefaults):
         outdated, why, superseded_by, expires, notice = rows[0]
         return SourceInfo(outdated, why, superseded_by, expires, notice)
 
+    def collection(self, doc_id: str) -> str:
+        """The collection of a document of a store filled from several sources (its id's `notes:`), else ""."""
+        name = doc_id.split(SEPARATOR, 1)[0] if SEPARATOR in doc_id else ""
+        return name if name in self.settings.get("collections", ()) else ""
+
     def chunk(self, chunk_id: str) -> Chunk | None:
         rows = self._rows(f"SELECT {CHUNK_COLUMNS} FROM {S}.chunks c WHERE c.chunk_id = %s", (chunk_id,))
         return _chunk(rows[0]) if rows else None
@@ -405,5 +411,6 @@ class PgIndex(IndexDefaults):
         rows = self._rows(search_sql(method, bool(names), self.current_only), params)
         hits = []
         for score, bm25_rank, dense_rank, outdated, expires, *chunk in rows:
-            hits.append(Hit.from_chunk(_chunk(chunk), float(score), bm25_rank, dense_rank, outdated, expires))
+            hits.append(Hit.from_chunk(_chunk(chunk), float(score), bm25_rank, dense_rank, outdated, expires,
+                                       collection=self.collection(chunk[1])))
         return hits
