@@ -162,6 +162,30 @@ def test_a_damaged_middle_line_is_listed_with_the_turns_before_it(tmp_path):
     assert [t.question for t in store.load(log.chat_id).turns] == ["first"]
 
 
+def test_a_note_between_turns_loads_after_the_turns_before_it_and_stays_out_of_them(tmp_path):
+    """A switch's line is a `note` record of its own: the turns' events, answers and the chat's text are unchanged."""
+    store = ChatStore(tmp_path)
+    with store.create() as log:
+        log.note("⇄ Switched the model to other; the chat goes on with it.")
+        record_turn(log, mixed_turn("first"))
+        log.note("⇄ Switched the docs folder to /notes (4 chunks); the chat goes on over it.")
+        record_turn(log, mixed_turn("second"))
+    chat = store.load(log.chat_id)
+    assert [(n.after, n.text[:22]) for n in chat.notes] == [(0, "⇄ Switched the model t"), (1, "⇄ Switched the docs fo")]
+    assert [t.question for t in chat.turns] == ["first", "second"] and chat.info.damaged_after is None
+    assert chat.turns[1].events == mixed_turn("second") and "Switched" not in chat.info.text
+
+
+def test_a_note_that_is_not_text_is_damage_and_the_turns_before_it_load(tmp_path):
+    store = ChatStore(tmp_path)
+    with store.create() as log:
+        record_turn(log, mixed_turn("first"))
+    with open(log.path, "a") as f:
+        f.write('{"type": "note", "text": 7}\n')
+    [info] = store.list_chats()
+    assert info.damaged_after == 1 and info.damage.endswith("is a damaged note")
+
+
 def test_an_unknown_chat_id_says_where_to_look(tmp_path):
     with pytest.raises(ChatStoreError, match="Ctrl\\+O"):
         ChatStore(tmp_path).load("20240101-000000-abcdef")

@@ -32,7 +32,7 @@ def test_a_chat_saved_over_a_store_resumes_over_it_without_a_folder_notice(tmp_p
     session.docs_dir = STORE_URL
     conversation = Conversation(store)
     conversation.session = session
-    info, turns, notice = conversation.resume(chat_id)
+    info, turns, notice, _ = conversation.resume(chat_id)
     assert notice is None
     assert [saved.question for _, saved in turns] == ["what does the kv cache store"]
 
@@ -46,5 +46,5 @@ def test_a_chat_saved_over_a_folder_resumed_over_a_store_names_both(tmp_path):
     session.docs_dir = STORE_URL
     conversation = Conversation(store)
     conversation.session = session
-    _, _, notice = conversation.resume(chat_id)
+    _, _, notice, _ = conversation.resume(chat_id)
     assert notice is not None and f"saved over {docs}" in notice and STORE_URL in notice

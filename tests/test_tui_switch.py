@@ -106,6 +106,47 @@ async def test_switching_the_folder_notes_it_in_the_chat_which_goes_on_over_the_
 
 
 @pilot_test
+async def test_a_switch_is_saved_with_the_chat_and_shown_again_where_it_happened_when_resumed(store, tmp_path):
+    """The note is a line of the chat's file: a restarted app resumes the chat with it between the two answers.
+    A switch before the first question is kept until that question creates the file."""
+    from agent.chats.store import NOTE
+
+    first_dir, notes_dir = tmp_path / "first", tmp_path / "notes"
+    first_dir.mkdir()
+    notes_dir.mkdir()
+    factory = Factory()
+    async with switching(store, factory) as pilot:
+        chat = pilot.app.chat
+        await switch(pilot, "docs", str(first_dir))  # before any question: the chat has no file yet
+        await wait_for(pilot, lambda: len(factory.sessions) == 2 and chat.session is factory.sessions[1])
+        await ask(pilot, "how big is the kv cache")
+        await switch(pilot, "docs", str(notes_dir))
+        await wait_for(pilot, lambda: len(factory.sessions) == 3 and chat.session is factory.sessions[2])
+        await pilot.pause()
+        shown = notes(chat)
+        await ask(pilot, "and how big is it again")
+    [info] = store.list_chats()
+    saved = store.load(info.chat_id)
+    assert [(n.after, n.text) for n in saved.notes] == [(0, shown[0]), (1, shown[1])]
+    assert shown[1].startswith(f"⇄ Switched the docs folder to {notes_dir.resolve()}")
+    records = [line for line in info.path.read_text().splitlines() if f'"type": "{NOTE}"' in line]
+    assert len(records) == 2 and [t.question for t in saved.turns] == ["how big is the kv cache", "and how big is it again"]
+
+    async with switching(store, Factory()) as pilot:  # a new app: the chat comes back from its file
+        chat = pilot.app.chat
+        await pilot.press("ctrl+o")
+        await pilot.pause()
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: len(chat.query(AnswerView)) == 2)
+        await pilot.pause()
+        assert notes(chat) == shown
+        children = list(chat.message_list.children)
+        at = [i for i, w in enumerate(children) if w.has_class("switch-note")]
+        answers = [children.index(v) for v in chat.query(AnswerView)]
+        assert at[0] < answers[0] < at[1] < answers[1]
+
+
+@pilot_test
 async def test_a_bad_folder_is_one_line_in_the_dialog_and_nothing_switches(store, tmp_path):
     factory = Factory()
 

@@ -60,8 +60,17 @@ def chat_text(turns: list[SavedTurn]) -> str:
     return "\n".join(f"{t.question}\n{t.answer.text or t.answer.draft}" for t in turns)
 
 
+@dataclass(frozen=True)
+class SavedNote:
+    """A line the chat noted between its turns (a switch of folder or model), after its first `after` turns."""
+
+    after: int
+    text: str
+
+
 @dataclass
 class SavedChat:
     info: ChatInfo
     meta: dict
     turns: list[SavedTurn]
+    notes: list[SavedNote] = field(default_factory=list)

@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from agent.chats.codec import event_from_dict, event_to_dict
 from agent.chats.export import chat_json, chat_markdown
-from agent.chats.saved import ChatInfo, SavedChat, SavedTurn, chat_text
+from agent.chats.saved import ChatInfo, SavedChat, SavedNote, SavedTurn, chat_text
 from agent.errors import AgentError, UsageError
 from agent.events import Event, TextDelta, TurnStarted
 from models.paths import data_dir
@@ -30,6 +30,7 @@ from rag.indexing.store import atomic_write
 from rag.types import Chunk
 
 FORMAT_VERSION = 1
+NOTE = "note"  # a record of its own, not a turn event: a line the chat noted between turns (a switch)
 
 
 class ChatStoreError(AgentError):
@@ -61,6 +62,10 @@ class ChatLog:
         if isinstance(event, TextDelta) and not event.text:
             return
         self._write(event_to_dict(event))
+
+    def note(self, text: str) -> None:
+        """A line the chat notes between turns (a switch): a `note` record, which versions before it skip."""
+        self._write({"type": NOTE, "text": text, "at": time.time()})
 
     def _open(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -96,6 +101,9 @@ class UnsavedLog:
         self.reason = reason
 
     def record(self, event: Event) -> None:
+        pass
+
+    def note(self, text: str) -> None:
         pass
 
     def close(self) -> None:
@@ -166,6 +174,8 @@ def _read_line(raw: bytes) -> tuple[dict | None, str]:
         return None, "is not readable JSON"
     if not isinstance(record, dict) or not isinstance(record.get("type"), str):
         return None, "is not a saved event"
+    if record["type"] == NOTE:
+        return (record, "") if isinstance(record.get("text"), str) else (None, "is a damaged note")
     if record["type"] != "chat":
         try:
             event_from_dict(record)
@@ -178,9 +188,13 @@ def _parse(path: Path) -> SavedChat:
     scan = _scan(path.read_bytes())
     meta: dict = {}
     turns: list[SavedTurn] = []
+    notes: list[SavedNote] = []
     for data in scan.records:
         if data["type"] == "chat":
             meta = data
+            continue
+        if data["type"] == NOTE:
+            notes.append(SavedNote(len(turns), data["text"]))
             continue
         event = event_from_dict(data)
         if isinstance(event, TurnStarted):
@@ -194,7 +208,7 @@ def _parse(path: Path) -> SavedChat:
     damaged_after = len(turns) if scan.damage else None
     info = ChatInfo(path.stem, title, created, stat.st_mtime, len(turns), path, damaged_after, scan.damage,
                     chat_text(turns))
-    return SavedChat(info, meta, turns)
+    return SavedChat(info, meta, turns, notes)
 
 
 class ChatStore:

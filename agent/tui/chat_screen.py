@@ -172,7 +172,7 @@ class ChatScreen(Screen):
             welcome.update(welcome_text(session.docs_dir))
         switch = message.switch
         if switch is not None and not switch.rollback:
-            await self._note(switch_note(switch.kind, switch.value, session.model_name, session.index_size))
+            await self._note(switch_note(switch.kind, switch.value, session.model_name, session.index_size), save=True)
         if self.pending:
             await self.ask(self.pending.pop(0))
 
@@ -199,7 +199,7 @@ class ChatScreen(Screen):
         switch = message.switch
         self.choice = dict(switch.previous)
         await self._note(f"✗ Could not switch the {KINDS[switch.kind]} to {one_line(str(switch.value))}: "
-                         f"{message.message}. Back on the one before.")
+                         f"{message.message}. Back on the one before.", save=True)
         self._show_loading("Opening the one before again…")
         self._load_session(Switch(switch.kind, switch.value, dict(switch.previous), switch.previous,
                                   history=switch.history, rollback=True))
@@ -209,8 +209,11 @@ class ChatScreen(Screen):
         panel.display = True
         panel.show(LoadProgress(label))
 
-    async def _note(self, text: str) -> None:
-        """A line in the conversation, where it happened (a switch), not a notice that goes away."""
+    async def _note(self, text: str, save: bool = False) -> None:
+        """A line in the conversation, where it happened (a switch), not a notice that goes away; `save`: kept in
+        the chat's file too, so the chat shows it again when resumed."""
+        if save:
+            self.conversation.note(text)
         await self.message_list.mount(Static(Content(text), classes="switch-note"))
         self.call_after_refresh(self.message_list.follow, True)
 
@@ -507,17 +510,21 @@ class ChatScreen(Screen):
             self.notify("Wait for the answer (or the loading) to finish first.", severity="warning")
             return
         try:
-            info, turns, folder_notice = self.conversation.resume(chat_id)
+            info, turns, folder_notice, noted = self.conversation.resume(chat_id)
         except (OSError, AgentError) as exc:
             self.notify(f"Could not open the chat: {exc}", severity="error")
             return
         await self._clear()
-        for turn_id, saved in turns:
+        for done, (turn_id, saved) in enumerate(turns):
+            for line in (n for n in noted if n.after == done):  # a switch, between the turns it came between
+                await self._note(display_copy(line.text))
             view = await self._add_turn(turn_id, saved.question)
             view.stale = stale_citations(saved.answer, saved.events, self.conversation.chunk)
             for event in display_copy(saved.complete_events):
                 await view.apply(event, replay=True)
                 self._after_event(view, event)
+        for line in (n for n in noted if n.after >= len(turns)):
+            await self._note(display_copy(line.text))
         if info.damaged_after is not None:
             self.notify(
                 f"Damaged after turn {info.damaged_after} ({info.damage}): showing the turns before it. "

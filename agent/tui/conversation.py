@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent.chats import ChatInfo, ChatLog, ChatStore, SavedTurn, UnsavedLog
+from agent.chats import ChatInfo, ChatLog, ChatStore, SavedNote, SavedTurn, UnsavedLog
 from agent.errors import AgentError, UsageError
 from agent.session import Session
 from models.protocols import CancelToken
@@ -22,6 +22,7 @@ class Conversation:
         self.log: ChatLog | UnsavedLog | None = None  # opened by the first question
         self.cancel: CancelToken | None = None  # set while a turn runs
         self._next_turn = 0
+        self._notes: list[str] = []  # noted before the chat's file exists: written when its first question opens it
 
     @property
     def busy(self) -> bool:
@@ -49,8 +50,27 @@ class Conversation:
             except OSError as exc:
                 where = f" ({exc.filename})" if exc.filename else ""
                 self.log = UnsavedLog(f"{exc.strerror or exc}{where}")
+            for text in self._notes:
+                self._write_note(text)
+            self._notes = []
         self.cancel = CancelToken()
         return self._number(), self.log, self.cancel
+
+    def note(self, text: str) -> None:
+        """Keep a line the chat notes (a switch of folder or model) with the chat, so a resumed chat shows it where
+        it happened: written now, or with the first question when the chat has no file yet."""
+        if self.log is None:
+            self._notes.append(text)
+        else:
+            self._write_note(text)
+
+    def _write_note(self, text: str) -> None:
+        if self.log is None:
+            return
+        try:
+            self.log.note(text)
+        except OSError:  # the chat goes on; its file lacks this line (a full disk fails the next turn's write too)
+            pass
 
     def _loaded(self) -> Session:
         """The session; the screen asks nothing of a conversation before its model and index are loaded."""
@@ -92,19 +112,22 @@ class Conversation:
         if self.session is not None:
             self.session.new_chat()
         self._close_log()
+        self._notes = []
 
-    def resume(self, chat_id: str) -> tuple[ChatInfo, list[tuple[int, SavedTurn]], str | None]:
+    def resume(self, chat_id: str) -> tuple[ChatInfo, list[tuple[int, SavedTurn]], str | None, list[SavedNote]]:
         """Load a saved chat into the session; later questions append to its file. Returns its info, its turns,
-        and a notice when it was saved over another docs folder than this session searches (else None)."""
+        a notice when it was saved over another docs folder than this session searches (else None), and the
+        lines it noted between turns (switches), each with how many turns came before it."""
         from agent.session import Turn
 
         session = self._loaded()
         chat = self.store.load(chat_id)
         session.restore([Turn(t.question, t.answer) for t in chat.turns])
         self._close_log()
+        self._notes = []
         self.log = self.store.reopen(chat_id)
         notice = folder_change(chat.meta.get("docs_dir"), session.docs_dir)
-        return chat.info, [(self._number(), turn) for turn in chat.turns], notice
+        return chat.info, [(self._number(), turn) for turn in chat.turns], notice, chat.notes
 
     def turns_so_far(self) -> tuple:
         """The chat's questions and answers as saved, for a session that takes over (a switch); () when unsaved."""
