@@ -19,6 +19,10 @@ if TYPE_CHECKING:
     from rag.indexing.build import ProgressFn
 
 EMBED_API_KEY_ENV = "SMOLDOCS_EMBED_API_KEY"
+# A one-shot search or ask over man pages chunks new pages for at most this long, then answers over the pages read
+# so far (BM25 first, as the chat app does) and leaves the rest to the next run or `smoldocs index`: all of man1
+# here is 17,878 pages, 189,067 chunks and over 20 minutes of chunking on 2 shared cores (docs/results.md).
+ONE_SHOT_MAN_CHUNK_BUDGET = 20.0
 
 
 def open_chat_model(settings: Settings) -> ChatModel:
@@ -155,7 +159,8 @@ def open_docs(
 
     `live` (the chat app, MCP): ready once BM25 is, embeddings fill in behind and, with `watch`, changed files are
     re-indexed (rag.indexing.live); the caller closes it. Otherwise up to date before this returns, embedding for at
-    most `settings.embed_budget` seconds (`embed_first`'s chunks first). `must_save` (`smoldocs index`): a build
+    most `settings.embed_budget` seconds (`embed_first`'s chunks first); man pages are read for at most
+    ONE_SHOT_MAN_CHUNK_BUDGET seconds, the rest left to the next run (one notice). `must_save` (`smoldocs index`): a build
     that cannot be stored is an error, and a store is first brought up to date with the docs folder.
     """
     store = store_url(settings)
@@ -174,19 +179,44 @@ def open_docs(
                                index_dir=single.index_dir if single is not None else settings.index,
                                progress=progress, watch=watch, current_only=settings.current_only,
                                collection=single.name if single is not None else "")
+    budget = _chunk_budget(settings, must_save)
     options: dict[str, Any] = dict(rebuild=rebuild, must_save=must_save, current_only=settings.current_only,
-                                   embed_budget=settings.embed_budget, embed_first=embed_first)
+                                   embed_budget=settings.embed_budget, embed_first=embed_first, chunk_budget=budget)
     if sources is not None and sources.joined:
         from rag.indexing.collections import open_collections
 
-        return open_collections(sources, models.tokenizer, models.embedder, progress=progress, **options)
-    from rag.indexing.build import open_index
+        index = open_collections(sources, models.tokenizer, models.embedder, progress=progress, **options)
+    else:
+        from rag.indexing.build import open_index
 
-    if single is not None:
-        return open_index(single.source, models.tokenizer, models.embedder, index_dir=single.index_dir,
-                          progress=progress, collection=single.name, **options)
-    return open_index(settings.docs, models.tokenizer, models.embedder, index_dir=settings.index, progress=progress,
-                      **options)
+        if single is not None:
+            index = open_index(single.source, models.tokenizer, models.embedder, index_dir=single.index_dir,
+                               progress=progress, collection=single.name, **options)
+        else:
+            index = open_index(settings.docs, models.tokenizer, models.embedder, index_dir=settings.index,
+                               progress=progress, **options)
+    if budget is not None and index.update is not None and index.update.pending and progress is not None:
+        from rag.indexing.build import IndexProgress
+
+        progress(IndexProgress("notice", message=unread_notice(len(index.update.pending), len(index.doc_ids), budget)))
+    return index
+
+
+def _chunk_budget(settings: Settings, must_save: bool) -> float | None:
+    """How long a one-shot command chunks new pages: ONE_SHOT_MAN_CHUNK_BUDGET when man pages are among the
+    sources; None (everything) for folders, for `smoldocs index`, and with `--embed-budget all`."""
+    from rag.ingest.man_pages import ManSource
+
+    sources: list[Any] = [c.source for c in settings.sources or ()] or [settings.docs]
+    if must_save or settings.embed_budget is None or not any(isinstance(s, ManSource) for s in sources):
+        return None
+    return ONE_SHOT_MAN_CHUNK_BUDGET
+
+
+def unread_notice(unread: int, read: int, budget: float) -> str:
+    """What a one-shot search over man pages says when it answered before every page was read."""
+    return (f"{unread} pages not read yet ({budget:g} s of reading spent): searching the {read} read so far; the next "
+            "run reads on, and `smoldocs index` (or --embed-budget all) reads them all")
 
 
 def check_source(source):

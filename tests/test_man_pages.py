@@ -265,3 +265,39 @@ def test_served_man_pages_notice_a_package_install_and_read_back_as_text(man_tre
         assert served.document("man1/lsx.1") is None  # not of section 8
     finally:
         served.close()
+
+
+class SlowTokenizer(WordTokenizer):
+    """Counts as WordTokenizer does, 20 ms a call: a page takes long enough to chunk that a budget runs out."""
+
+    def count(self, text: str) -> int:
+        import time
+
+        time.sleep(0.02)
+        return super().count(text)
+
+
+def test_a_one_shot_search_over_man_pages_answers_over_the_pages_read_so_far(man_tree, tmp_path, monkeypatch, capsys):
+    """`search --man` reads pages for at most its budget, answers over them with one notice, and the next run reads
+    on where it stopped, until every page is read; --embed-budget all reads them all at once."""
+    from agent import opening
+
+    monkeypatch.setattr(common, "load_tokenizer_from_args", lambda settings: SlowTokenizer())
+    monkeypatch.setattr(common, "load_embedder_from_args", lambda settings: HashEmbedder(64))
+    monkeypatch.setattr(opening, "ONE_SHOT_MAN_CHUNK_BUDGET", 0.01)
+    monkeypatch.setenv("MANPATH", str(man_tree))
+    argv = ["search", "descend directories other filesystems", "--man", "--index", str(tmp_path / "i"), "--json"]
+    unread = []
+    for _ in range(20):
+        assert main(argv) == 0
+        out, err = capsys.readouterr()
+        notices = [line for line in err.splitlines() if "pages not read yet" in line]
+        if not notices:
+            break
+        assert len(notices) == 1 and "the next run reads on" in notices[0]
+        unread.append(int(notices[0].split("pages not read yet")[0].split()[-1]))
+    assert len(unread) >= 2 and unread == sorted(unread, reverse=True) and len(set(unread)) == len(unread)
+    assert read_output("search", out)["hits"][0]["uri"] == "toold(8)"  # every page read: toold(8) among them
+    assert main([*argv, "--index", str(tmp_path / "all"), "--embed-budget", "all"]) == 0
+    out, err = capsys.readouterr()
+    assert "pages not read yet" not in err and read_output("search", out)["hits"][0]["uri"] == "toold(8)"
