@@ -19,7 +19,7 @@ class Fit(NamedTuple):
     constants: tuple[str, ...]
 
 
-# The quote scorer"s weights over rag.answering.quote_features.FEATURES (extractive rescales them to sum to 1, so a
+# The quote scorer's weights over rag.answering.quote_features.FEATURES (extractive rescales them to sum to 1, so a
 # score stays in [0, 1]), and the answerability rule: logistic weights over rag.answering.answerability.SIGNALS and
 # a bias; answerable when P(unanswerable) < 0.5. Each fit package weighs the same (benchmarks/realdocs/refit.py).
 QUOTE_FIT = Fit(
@@ -32,7 +32,7 @@ QUOTE_WEIGHTS = {"coverage": 0.35, "cosine": 0.38, "rank": 0.19, "number": 0.07}
 ANSWERABILITY_WEIGHTS = {"unknown_name": 0.78, "unknown_share": 1.36, "best_score": -0.82, "best_cosine": -1.07}
 ANSWERABILITY_BIAS = 0.58
 
-# The verifier"s support score weights and verdict thresholds (rag.verification.support.Params), with MiniLM
+# The verifier's support score weights and verdict thresholds (rag.verification.support.Params), with MiniLM
 # (DENSE) and by word overlap alone (LEXICAL): fitted on the train split of both hand-written claim sets
 # (tests/data/claims_handlabelled.jsonl, tests/data/claims_unseen.jsonl), passages of the reserved packages left
 # out; `python -m rag.evaluation.calibrate report` prints how they do on the held-back packages.
@@ -95,8 +95,8 @@ MIN_QUOTE_SCORE = 0.2
 OTHER_EXCERPT = 1
 
 # With the cross-encoder: who declines ("rule": rag.answering.answerability, the reranker only orders; "reranker":
-# its answer_logit), and the weight of the hybrid"s order in the passage blend (BM25 pools: 0.64 -> 0.69 in the
-# first 5), both chosen on the tenth of the fit questions kept out of the reranker"s training
+# its answer_logit), and the weight of the hybrid's order in the passage blend (BM25 pools: 0.64 -> 0.69 in the
+# first 5), both chosen on the tenth of the fit questions kept out of the reranker's training
 # (benchmarks/realdocs/RESULTS.md).
 RERANKER_FIT = Fit(
     command="python -m benchmarks.realdocs train-reranker",

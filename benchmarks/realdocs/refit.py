@@ -1,5 +1,5 @@
 """Refit the quote scorer and the answerability rule on the suite's fit packages; report every package, before
-and after: `python -m benchmarks.realdocs refit`.
+and after, and write the new constants to rag/tuned.py with a diff: `python -m benchmarks.realdocs refit [--dry-run]`.
 
 Each question is searched as the agent's first step does (rag.evaluation.quote_eval.collect: hybrid index, k=5,
 the evidence budget), and every quotable sentence of the shown excerpts is scored. Fitting sees the fit packages
@@ -18,11 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-import numpy as np
-
 from benchmarks.realdocs.suite import Package
 from rag.answering import answerability as ab
 from rag.answering.extractive import OTHER_EXCERPT, WEIGHTS, scores_of, select
+from rag.evaluation import tuning
 from rag.evaluation.evidence import evidence_sentence
 from rag.evaluation.questions import load_questions
 from rag.evaluation.quote_eval import (
@@ -126,7 +125,14 @@ def table(packages: Sequence[Package], cases: dict[str, list[Case]], before: Con
     return "\n".join(lines)
 
 
-def main(packages: Sequence[Package], tokenizer, embedder, cache: Path | None = None) -> int:
+def write_constants(constants: Constants, packages: Sequence[str], path: Path = tuning.TUNED_FILE, write: bool = True) -> str:
+    """The refitted constants and their record (QUOTE_FIT) into the tuned file; the diff, "" when unchanged."""
+    values = {"QUOTE_WEIGHTS": dict(constants.weights), "ANSWERABILITY_WEIGHTS": dict(zip(ab.SIGNALS, constants.ab_weights)),
+              "ANSWERABILITY_BIAS": constants.ab_bias}
+    return tuning.rewrite(tuning.record("QUOTE_FIT", "python -m benchmarks.realdocs refit", packages, values), path, write)
+
+
+def main(packages: Sequence[Package], tokenizer, embedder, cache: Path | None = None, write: bool = True) -> int:
     cases = {}
     for p in packages:
         cases[p.name] = package_cases(p, tokenizer, embedder, cache)
@@ -138,5 +144,6 @@ def main(packages: Sequence[Package], tokenizer, embedder, cache: Path | None = 
     print(f"after (fit on {', '.join(fit)}): quote weights {after.weights}; answerability "
           f"{dict(zip(ab.SIGNALS, after.ab_weights))} bias {after.ab_bias}")
     print(table(packages, cases, CURRENT, after))
+    print(write_constants(after, list(fit), write=write) or "rag/tuned.py: unchanged")
     return 0
 
