@@ -35,9 +35,9 @@ ANSWERABILITY_BIAS = 0.58
 # The verifier's support score weights and verdict thresholds (rag.verification.support.Params), with MiniLM
 # (DENSE) and by word overlap alone (LEXICAL): fitted on the train split of both hand-written claim sets
 # (tests/data/claims_handlabelled.jsonl, tests/data/claims_unseen.jsonl), passages of the reserved packages left
-# out; `python -m rag.evaluation.calibrate report` prints how they do on the held-back packages.
+# out; `python -m benchmarks.fitting.calibrate report` prints how they do on the held-back packages.
 VERIFIER_FIT = Fit(
-    command="python -m rag.evaluation.calibrate fit",
+    command="python -m benchmarks.fitting.calibrate fit",
     date="2026-12-02",
     packages=(
         "bash", "cmake-doc", "coreutils", "git", "gpg-agent", "grep", "man-db", "openssh-client", "passwd",
@@ -73,7 +73,7 @@ CHUNK_TOKENS = 200
 # Dense hits below this cosine are noise: off-topic questions reach 0.09-0.28 against docs_corpus, while 95% of
 # gold chunks score above 0.28 (MiniLM, docs_corpus alone).
 DENSE_FLOOR_FIT = Fit(
-    command="python -m rag.evaluation.retrieval_eval --sweep",
+    command="python -m benchmarks.fitting.retrieval_eval --sweep",
     date="2026-11-29",
     packages=("docs_corpus",),
     constants=("MIN_DENSE_SCORE",),
@@ -86,7 +86,7 @@ MIN_DENSE_SCORE = 0.25
 # (docs_corpus: evidence in the quoted text 60 -> 61 of 76 held back; on the fit packages 0 / 1 / 2 give
 # 0.54 / 0.58 / 0.60, a second one not kept; docs/decisions.md).
 QUOTE_CHOICE_FIT = Fit(
-    command="python -m rag.evaluation.quote_eval",
+    command="python -m benchmarks.fitting.quote_eval",
     date="2026-12-02",
     packages=("docs_corpus",),
     constants=("MIN_QUOTE_SCORE", "OTHER_EXCERPT"),

@@ -13,8 +13,8 @@ from benchmarks.realdocs import refit
 from benchmarks.realdocs.suite import PACKAGES_FILE
 from rag import tuned
 from rag.answering import answerability, extractive, passages
-from rag.evaluation import calibrate, tuning
-from rag.evaluation.handlabelled import HANDLABELLED_FILE, RESERVED_PACKAGES, UNSEEN_FILE
+from benchmarks.fitting import calibrate, tuning
+from benchmarks.fitting.handlabelled import HANDLABELLED_FILE, RESERVED_PACKAGES, UNSEEN_FILE
 from rag.indexing import hybrid
 from rag.ingest import chunking
 from rag.retrieval import fusion

@@ -1,7 +1,7 @@
 """Refit the quote scorer and the answerability rule on the suite's fit packages; report every package, before
 and after, and write the new constants to rag/tuned.py with a diff: `python -m benchmarks.realdocs refit [--dry-run]`.
 
-Each question is searched as the agent's first step does (rag.evaluation.quote_eval.collect: hybrid index, k=5,
+Each question is searched as the agent's first step does (benchmarks.fitting.quote_eval.collect: hybrid index, k=5,
 the evidence budget), and every quotable sentence of the shown excerpts is scored. Fitting sees the fit packages
 only, each package weighted equally (docs_corpus has three times the questions of the others); the held-back
 packages are only reported.
@@ -18,15 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from benchmarks.fitting import tuning
+from benchmarks.fitting.quote_eval import (
+    Case, answerability_signals, collect, fit_answerability, fit_weights, rescored, top_k,
+)
 from benchmarks.realdocs.suite import Package
 from rag.answering import answerability as ab
 from rag.answering.extractive import OTHER_EXCERPT, WEIGHTS, scores_of, select
-from rag.evaluation import tuning
-from rag.evaluation.evidence import evidence_sentence
-from rag.evaluation.questions import load_questions
-from rag.evaluation.quote_eval import (
-    Case, answerability_signals, collect, fit_answerability, fit_weights, rescored, top_k,
-)
+from rag.evaluation import MemoEmbedder, evidence_sentence, load_questions
 
 
 @dataclass(frozen=True)
@@ -43,7 +42,6 @@ CURRENT = Constants(dict(WEIGHTS), tuple(ab.WEIGHTS), ab.BIAS)
 
 def package_cases(package: Package, tokenizer, embedder, cache: Path | None = None) -> list[Case]:
     """The package's questions as the quote scorer sees them (read from `cache` when it holds them)."""
-    from rag.evaluation.retrieval_eval import MemoEmbedder
     from rag.indexing.build import open_index
 
     path = cache / f"{package.name}.cases.pickle" if cache is not None else None

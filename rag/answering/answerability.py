@@ -1,6 +1,6 @@
 """Whether the shown excerpts can answer a question at all: a small logistic rule over measured signals.
 
-Signals (`python -m rag.evaluation.quote_eval` measures them; docs/decisions.md has the history):
+Signals (`python -m benchmarks.fitting.quote_eval` measures them; docs/decisions.md has the history):
 - unknown_name: the question names something (LoRA, FAISS, Docker, WebSocket) that no indexed chunk mentions;
 - unknown_share: the idf-weighted share of the question's terms that no indexed chunk holds;
 - best_score: the quote scorer's best sentence (rag.answering.extractive);

@@ -175,7 +175,7 @@ def select(
     ranked: RankedSentences, with_cosine: bool, max_sentences: int = 3, min_score: float = MIN_SCORE, other_excerpt: int = 0,
     weights: dict[str, float] | None = None, close: np.ndarray | None = None,
 ) -> list[Quote]:
-    """best_quotes' choice among sentences already scored (rag.evaluation.quote_eval measures it on the same rows);
+    """best_quotes' choice among sentences already scored (benchmarks.fitting.quote_eval measures it on the same rows);
     `weights`: the ones `ranked` was scored with (None: WEIGHTS); `close`: what must reach `min_score` for a
     sentence to be quoted (None: its coverage and cosine part of the score)."""
     found, scores = ranked.candidates, ranked.scores

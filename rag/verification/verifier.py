@@ -17,7 +17,7 @@ from rag.types import Chunk
 from rag.verification.verdicts import CitationVerdict, ClaimVerdict, Verdict, Verification, per_number
 
 # Fitted on the train split of both hand-written claim sets (rag.tuned.VERIFIER_FIT); `python -m
-# rag.evaluation.calibrate report` prints how they do on the held-back packages, the reserved passages and the
+# benchmarks.fitting.calibrate report` prints how they do on the held-back packages, the reserved passages and the
 # rule-made regression set (tests/test_calibration.py checks them).
 DENSE = Params(**tuned.VERIFIER_DENSE)
 LEXICAL = Params(**tuned.VERIFIER_LEXICAL)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from rag import tuned
-from rag.evaluation.handlabelled import RESERVED_PACKAGES
+from benchmarks.fitting.handlabelled import RESERVED_PACKAGES
 from rag.tuned import Fit
 
 TUNED_FILE = Path(tuned.__file__)

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Sequence
 
-from rag.evaluation.calibration_set import ROOT, Item
+from benchmarks.fitting.calibration_set import ROOT, Item
 from rag.types import Chunk
 
 HANDLABELLED_FILE = ROOT / "tests" / "data" / "claims_handlabelled.jsonl"

@@ -1,4 +1,4 @@
-"""`python -m rag.evaluation.calibrate build|fit|report`: the verifier's labelled sets, fitted thresholds, held-back scores.
+"""`python -m benchmarks.fitting.calibrate build|fit|report`: the verifier's labelled sets, fitted thresholds, held-back scores.
 
 Three sets: `hand` (tests/data/claims_handlabelled.jsonl) and `unseen` (tests/data/claims_unseen.jsonl), claims a
 person wrote about real Debian documentation, the second from nine packages the first never used, split by
@@ -26,8 +26,8 @@ from typing import Sequence
 import numpy as np
 
 from models.protocols import Embedder
-from rag.evaluation.calibration_set import CALIBRATION_FILE, Item, build_items, load_items, load_paraphrases, write_items
-from rag.evaluation.handlabelled import HANDLABELLED_FILE, RESERVED, UNSEEN_FILE, fit_packages, load_handlabelled
+from benchmarks.fitting.calibration_set import CALIBRATION_FILE, Item, build_items, load_items, load_paraphrases, write_items
+from benchmarks.fitting.handlabelled import HANDLABELLED_FILE, RESERVED, UNSEEN_FILE, fit_packages, load_handlabelled
 from rag.verification.support import SUPPORTED, UNSUPPORTED, WEAK, Evidence, Params, gather, judge
 
 # Precision `supported` must reach on the fit split (both hand-written sets, reserved packages left out), chosen by
@@ -213,7 +213,7 @@ SUMMARY_HEADER = (
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rag.evaluation.calibrate", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.fitting.calibrate", description=__doc__.split("\n")[0])
     parser.add_argument("command", choices=("build", "fit", "report"))
     parser.add_argument("--set", choices=tuple(SETS), help="which labelled set (fit: hand and unseen; report: all)")
     parser.add_argument("--data", type=Path, help="another file in the chosen set's format")
@@ -227,7 +227,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         path, load = SETS[name]
         path = args.data or path
         if not path.is_file():
-            hint = "run `python -m rag.evaluation.calibrate build` first" if name == "rules" else "restore it from git"
+            hint = "run `python -m benchmarks.fitting.calibrate build` first" if name == "rules" else "restore it from git"
             print(f"no {name} calibration set at {path}: {hint}", file=sys.stderr)
             return 2
         loaded.append((name, path, load(path)))
@@ -259,7 +259,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def write_fit(fitted: dict[str, Params], packages: Sequence[str], path: Path | None = None, write: bool = True) -> int:
     """VERIFIER_DENSE and VERIFIER_LEXICAL, with their record, into rag/tuned.py (or `path`); print the diff."""
-    from rag.evaluation import tuning
+    from benchmarks.fitting import tuning
 
     values = {f"VERIFIER_{name}": asdict(params) for name, params in fitted.items()}
     diff = tuning.rewrite(tuning.record("VERIFIER_FIT", FIT_COMMAND, packages, values), path or tuning.TUNED_FILE, write)
@@ -267,7 +267,7 @@ def write_fit(fitted: dict[str, Params], packages: Sequence[str], path: Path | N
     return 0
 
 
-FIT_COMMAND = "python -m rag.evaluation.calibrate fit"
+FIT_COMMAND = "python -m benchmarks.fitting.calibrate fit"
 
 
 def _build(path: Path) -> int:
