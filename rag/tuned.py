@@ -2,7 +2,9 @@
 
 A record (`Fit`) names the command, the day and the packages the choice saw: fit packages only (git-doc,
 nodejs-doc and sqlite3-doc are reserved for independent checks and never fitted on). The modules that use a
-constant read it from here, so a refit changes this file alone.
+constant read it from here, so a refit changes this file alone: `python -m benchmarks.realdocs refit` and `python -m
+benchmarks.fitting.calibrate fit` rewrite their group in place (benchmarks/fitting/tuning.py) and print the diff.
+Keep each assignment on lines of its own, its comment above it.
 """
 
 from __future__ import annotations
