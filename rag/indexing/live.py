@@ -18,6 +18,7 @@ import numpy as np
 from models.protocols import Embedder
 from rag.indexing import store
 from rag.indexing.dense import EMBED_BATCH
+from rag.errors import RagError
 from rag.indexing.hybrid import HybridIndex
 from rag.retrieval.vocabulary import TermCounts
 from rag.types import Chunk, SourceInfo, Update
@@ -378,7 +379,8 @@ def open_live_index(
 
     told: list[str] = []
     show = progress or (lambda event: None)
-    index = reopen(lambda e: told.append(e.message) if e.stage == "notice" else show(e), READY_CHUNK_BUDGET)
+    ready = 0.0 if _all_stored(docs_dir, index_dir) else READY_CHUNK_BUDGET
+    index = reopen(lambda e: told.append(e.message) if e.stage == "notice" else show(e), ready)
     live = LiveIndex(index, embedder, reopen, progress=progress)
     for message in told:  # passed on through the live index, so a re-index does not repeat them
         live.emit(IndexProgress("notice", message=message))
@@ -394,6 +396,28 @@ def open_live_index(
         ignored = [index.index_dir] if index.index_dir is not None else []
         live.watcher = FolderWatcher(index.docs_dir, live.changed, live.gone, ignore_paths=ignored).start()
     return live.start()
+
+
+def _all_stored(docs_dir, index_dir) -> bool:
+    """True when every source has a stored index: it then opens as stored, chunking nothing before it is ready.
+
+    Chunking even one new file at start builds BM25 again over every chunk: on man1 with 8,530 pages stored
+    (84,437 chunks) a warm start took 29.4 s that way, most of it the rebuild; as stored, the BM25 postings are
+    read back and new files are chunked behind, as on a first start.
+    """
+    from rag.indexing.collections import Collections
+    from rag.ingest.corpus import check_docs_dir, default_docs_dir
+
+    docs_dir = default_docs_dir() if docs_dir is None else docs_dir
+    pairs = [(c.source, c.index_dir) for c in docs_dir] if isinstance(docs_dir, Collections) else [(docs_dir, index_dir)]
+    try:
+        for source, where in pairs:
+            folder = Path(where).expanduser() if where is not None else store.default_index_dir(check_docs_dir(source))
+            if not (folder / store.MANIFEST).is_file():
+                return False
+    except (OSError, RagError):
+        return False
+    return True
 
 
 class Watchers:
