@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import re
 
+from rag.text import alnum_runs
+
 _SPACE = re.compile(r"\s+")
-_WORDS = re.compile(r"[a-z0-9]+")
 MIN_INSIDE_WORDS = 4
 MIN_WORD_SHARE = 0.6
 
@@ -39,5 +40,5 @@ def evidence_sentence(sentence: str, evidence: str | None) -> bool:
         return True
     if len(s.split()) >= MIN_INSIDE_WORDS and s.rstrip(".:") in e:
         return True
-    wanted = set(_WORDS.findall(e))
-    return bool(wanted) and len(wanted & set(_WORDS.findall(s))) / len(wanted) >= MIN_WORD_SHARE
+    wanted = set(alnum_runs(e))
+    return bool(wanted) and len(wanted & set(alnum_runs(s))) / len(wanted) >= MIN_WORD_SHARE
