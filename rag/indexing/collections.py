@@ -16,7 +16,7 @@ import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -24,7 +24,7 @@ from rag.errors import DocsNotFound, RagError
 from rag.ingest.man_pages import ManSource, man_source
 from rag.indexing.bm25 import BM25Index, ShardedBM25
 from rag.indexing.hybrid import HybridIndex
-from rag.types import Chunk, Hit, Retriever, SourceInfo
+from rag.types import Chunk, Hit, Retriever, SourceInfo, Update
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 SEPARATOR = ":"  # between a collection's name and a document's own id
@@ -214,8 +214,8 @@ def joined_update(updates):
     """What opening several collections did, as one rag.indexing.build.IndexUpdate (ids prefixed)."""
     from rag.indexing.build import IndexUpdate
 
-    def ids(field: str) -> tuple[str, ...]:
-        return tuple(f"{name}{SEPARATOR}{d}" for name, u in updates if u is not None for d in getattr(u, field))
+    def ids(field: Callable[[Update], Sequence[str]]) -> tuple[str, ...]:
+        return tuple(f"{name}{SEPARATOR}{d}" for name, u in updates if u is not None for d in field(u))
 
     real = [u for _, u in updates if u is not None]
     skipped: dict[str, int] = {}
@@ -226,7 +226,8 @@ def joined_update(updates):
         index_dir=real[0].index_dir if real else Path(),
         rebuilt=bool(real) and all(u.rebuilt for u in real),
         reason="; ".join(f"{name}: {u.reason}" for name, u in updates if u is not None and u.reason),
-        added=ids("added"), changed=ids("changed"), removed=ids("removed"), pending=ids("pending"),
+        added=ids(lambda u: u.added), changed=ids(lambda u: u.changed), removed=ids(lambda u: u.removed),
+        pending=ids(lambda u: u.pending),
         unchanged=sum(u.unchanged for u in real), chunks=sum(u.chunks for u in real),
         chunks_embedded=sum(u.chunks_embedded for u in real), skipped=skipped,
         seconds=sum(u.seconds for u in real), embed_seconds=sum(u.embed_seconds for u in real),

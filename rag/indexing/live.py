@@ -267,7 +267,7 @@ class LiveIndex:
             self.emit(IndexProgress("notice", message=message))
             return
         self._told.discard(gone_message(root))
-        if getattr(fresh.update, "pending", ()):  # the slice was spent chunking; the rest of the time went on
+        if fresh.update and fresh.update.pending:  # the slice was spent chunking; the rest of the time went on
             overhead = time.perf_counter() - started - self.slice  # reading the folder, building BM25, saving
             self.slice = min(MAX_REFRESH_SLICE, max(REFRESH_SLICE, overhead))
         else:
