@@ -113,8 +113,9 @@ def getattr_lines() -> list[str]:
 
 
 def test_getattr_is_left_for_foreign_objects():
-    """The ones left (issue #38's closing note lists them): SDK, llama.cpp, yaml-free foreign objects, dataclass and
-    protocol reflection, a module's lazy attribute, and the two wrappers that forward what only the index has."""
+    """The ones left read foreign objects (the MCP SDK's session and request, pydantic's error, a replaced stdin,
+    llama_cpp's Llama, what the openai SDK hands back), or reflect: a dataclass's fields, a protocol's members
+    (protocol_gaps), rag's lazily imported contract. Our own protocols and dataclasses declare what callers read."""
     lines = getattr_lines()
     assert len(lines) <= MAX_GETATTR, "\n".join(lines)
 
