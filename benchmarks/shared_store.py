@@ -26,7 +26,7 @@ import numpy as np
 from benchmarks.measure import load_average, percentile
 from benchmarks.retrieval import _Known, synthetic_chunks, synthetic_embeddings
 from benchmarks.table import render, row
-from rag.evaluation.questions import load_questions
+from rag.evaluation import load_questions
 from rag.indexing import store
 from rag.postgres.ingest import Prepared, apply_document, check_settings, store_settings, vacuum
 from rag.postgres.schema import SCHEMA, connect, ensure_schema
