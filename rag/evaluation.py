@@ -92,16 +92,15 @@ def _norm(text: str) -> str:
     return _SPACE.sub(" ", text).strip()
 
 
-def _get(question: Question | Mapping[str, Any], name: str):
-    return question.get(name) if isinstance(question, Mapping) else getattr(question, name)
-
-
 def gold_chunk_ids(question: Question | Mapping[str, Any], chunks: Iterable[Chunk]) -> list[str]:
     """Chunks of the gold doc whose text contains the evidence (whitespace-insensitive).
 
     Evidence cut by a chunk boundary makes both neighbours gold. Unanswerable questions have none.
     """
-    doc, evidence = _get(question, "doc"), _get(question, "evidence")
+    if isinstance(question, Mapping):  # a question set's raw line
+        doc, evidence = question.get("doc"), question.get("evidence")
+    else:
+        doc, evidence = question.doc, question.evidence
     if not doc or not evidence:
         return []
     wanted = _norm(evidence)
