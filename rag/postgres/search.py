@@ -411,6 +411,6 @@ class PgIndex(IndexDefaults):
         rows = self._rows(search_sql(method, bool(names), self.current_only), params)
         hits = []
         for score, bm25_rank, dense_rank, outdated, expires, *chunk in rows:
-            hits.append(Hit.from_chunk(_chunk(chunk), float(score), bm25_rank, dense_rank, outdated, expires,
-                                       collection=self.collection(chunk[1])))
+            hits.append(Hit(_chunk(chunk), float(score), bm25_rank, dense_rank, outdated, expires,
+                            collection=self.collection(chunk[1])))
         return hits
