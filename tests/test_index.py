@@ -183,8 +183,8 @@ def test_hits_carry_both_ranks_and_the_chunk_fields(docs, tmp_path):
     index, _ = open_(docs, tmp_path / "idx")
     hit = index.search("asciidoc quantization four-bit weights", k=1)[0]
     chunk = index.chunk(hit.chunk_id)
-    assert (hit.doc_id, hit.text, hit.heading_path, hit.line_start) == (
-        chunk.doc_id, chunk.text, chunk.heading_path, chunk.line_start)
+    assert hit.chunk == chunk  # a hit holds its chunk (rag.types.Hit wraps Chunk)
+    assert (hit.doc_id, hit.text, hit.heading_path, hit.lines) == (chunk.doc_id, chunk.text, chunk.heading_path, chunk.lines)
     assert hit.bm25_rank == 1 and hit.dense_rank is not None
     assert index.search("asciidoc quantization", k=3, mode="bm25")[0].dense_rank is None
 
