@@ -170,8 +170,7 @@ def _q8_rows(f16: CachedGGUF, configured: LlamaEmbedder, chunks: list[str], tmp:
 def _recall_at_5(embedder: LlamaEmbedder, index_dir: Path) -> float:
     from models.llama_cpp.tokenizer import load_tokenizer
     from rag.indexing.build import open_index
-    from rag.evaluation.questions import load_questions
-    from rag.evaluation.retrieval_eval import evaluate
+    from rag.evaluation import evaluate, load_questions
 
     index = open_index(None, load_tokenizer(), embedder, index_dir=index_dir)
     (scores,) = [r for r in evaluate(index, load_questions(), ["hybrid"]) if r.level == "chunk"]

@@ -47,7 +47,7 @@ def _rows_and_questions(tokenizer, embedder) -> tuple[np.ndarray, list[str], lis
 
 def _docs_corpus_rows(tokenizer, embedder) -> tuple[np.ndarray, list[str], list[str]]:
     """The smoke workload: the bundled docs_corpus index's rows and its first five questions."""
-    from rag.evaluation.questions import load_questions
+    from rag.evaluation import load_questions
     from rag.indexing.build import open_index
 
     matrix = np.asarray(open_index(None, tokenizer, embedder).dense.matrix, dtype=np.float32)

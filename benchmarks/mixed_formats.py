@@ -3,7 +3,7 @@
 Retrieval over this folder against retrieval over the all-Markdown original shows what each loader loses:
 
     python -m benchmarks.mixed_formats /tmp/mixed     # the folder, and its questions in questions.jsonl.mixed
-    python -m rag.evaluation.retrieval_eval --docs /tmp/mixed --questions /tmp/mixed/questions.jsonl.mixed
+    python -m benchmarks.fitting.retrieval_eval --docs /tmp/mixed --questions /tmp/mixed/questions.jsonl.mixed
 
 contracts/ becomes PDF (one page per top-level section, `##` titles in the outline), guide/ HTML and course/
 AsciiDoc. Needs fpdf2 (the `test` extra) to write the PDFs.

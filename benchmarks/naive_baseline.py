@@ -17,7 +17,7 @@ import numpy as np
 from rank_bm25 import BM25Okapi
 
 from rag.ingest.corpus import default_docs_dir, load_corpus
-from rag.evaluation.questions import Question, first_per_doc, load_questions, mean, recall_at_k
+from rag.evaluation import Question, first_per_doc, load_questions, mean, recall_at_k
 
 WINDOW = 200
 _WORD = re.compile(r"\w+")
@@ -65,7 +65,7 @@ def main() -> None:
         from models.llama_cpp.embedder import load_embedder
         from models.llama_cpp.tokenizer import load_tokenizer
         from rag.indexing.build import open_index
-        from rag.evaluation.retrieval_eval import MemoEmbedder, evaluate
+        from rag.evaluation import MemoEmbedder, evaluate
 
         index = open_index(None, load_tokenizer(), MemoEmbedder(load_embedder()))
         for r in evaluate(index, load_questions(), ("bm25", "dense", index.fusion)):

@@ -4,7 +4,7 @@ The pages come from Debian's python3-doc package (`apt-get install python3-doc`)
 questions, phrased as a user would ask them, live in benchmarks/data/pyref_questions.jsonl with gold pages.
 
     python -m benchmarks.pyref build /tmp/pyref         # copy the pages into /tmp/pyref/library/
-    python -m rag.evaluation.retrieval_eval --docs /tmp/pyref --questions benchmarks/data/pyref_questions.jsonl --compare-terms
+    python -m benchmarks.fitting.retrieval_eval --docs /tmp/pyref --questions benchmarks/data/pyref_questions.jsonl --compare-terms
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ from rag.ingest.chunking import indexed_text
 from rag.retrieval.fusion import fuse, top_rows
 from rag.indexing.hybrid import CANDIDATE_DEPTH, HybridIndex
 from rag.indexing.build import open_index
-from rag.evaluation.questions import load_questions
+from rag.evaluation import load_questions
 from rag.retrieval.terms import index_terms
 from rag.types import Chunk
 

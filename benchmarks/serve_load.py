@@ -132,7 +132,7 @@ async def _client(url: str, token: str, queries: list[str], offset: int, until: 
 
 def measure(clients: int = 16, seconds: float = 30, docs: Path | None = None) -> LoadReport:
     """Start a server, warm it up, load it with `clients` for `seconds`, stop it; the figures."""
-    from rag.evaluation.questions import load_questions
+    from rag.evaluation import load_questions
 
     queries = [q.q for q in load_questions()]
     with tempfile.TemporaryDirectory(prefix="smoldocs-serve-load-") as tmp:

@@ -34,7 +34,7 @@ import numpy as np
 from benchmarks.measure import load_average, percentile
 from benchmarks.retrieval import _Known, synthetic_chunks, synthetic_embeddings
 from benchmarks.table import render, row
-from rag.evaluation.questions import load_questions
+from rag.evaluation import load_questions
 from rag.indexing import store
 from rag.postgres.ingest import (
     Prepared,

@@ -13,7 +13,7 @@ from benchmarks.table import render, row, to_json
 from benchmarks.workload import implements
 from models.protocols import Embedder
 from rag.verification import support
-from rag.evaluation.calibration_set import load_items
+from benchmarks.fitting.calibration_set import load_items
 from rag.citations import Citation
 from rag.answering.extractive import extractive_answer
 from rag.verification.support import gather, judge

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from fakes import HashEmbedder
-from rag.evaluation.calibrate import (
+from benchmarks.fitting.calibrate import (
     PRECISION_FLOOR,
     _best_threshold,
     evaluate_verifier,
@@ -19,7 +19,7 @@ from rag.evaluation.calibrate import (
     passed,
     split,
 )
-from rag.evaluation.handlabelled import (
+from benchmarks.fitting.handlabelled import (
     ALTERATIONS,
     RESERVED,
     RESERVED_PACKAGES,
@@ -27,7 +27,7 @@ from rag.evaluation.handlabelled import (
     UNSEEN_FILE,
     load_handlabelled,
 )
-from rag.evaluation.calibration_set import (
+from benchmarks.fitting.calibration_set import (
     SUPPORTED_KINDS,
     UNSUPPORTED_KINDS,
     build_items,
@@ -206,12 +206,12 @@ def test_lexical_verifier_on_the_rule_made_regression_set(items, lexical):
 def test_report_without_a_set_says_to_build_it(tmp_path, capsys):
     assert main(["report", "--set", "rules", "--data", str(tmp_path / "missing.jsonl")]) == 2
     err = capsys.readouterr().err.strip()
-    assert "python -m rag.evaluation.calibrate build" in err and "\n" not in err
+    assert "python -m benchmarks.fitting.calibrate build" in err and "\n" not in err
 
 
 @pytest.mark.real
 def test_dense_verifier_meets_the_targets_on_held_back_hand_claims(hand, real_embedder):
-    # Refitting DENSE needs every cosine of the train split: that is left to `python -m rag.evaluation.calibrate fit`.
+    # Refitting DENSE needs every cosine of the train split: that is left to `python -m benchmarks.fitting.calibrate fit`.
     test = split(hand, "test")
     m = evaluate_verifier(test, evidence_for(test, real_embedder, DENSE), DENSE)
     assert m.precision >= HAND_PRECISION and m.recall >= HAND_RECALL, m

@@ -25,7 +25,7 @@ from agent.events import ToolStep as ToolStepEvent
 from agent.session import ChatSession
 from agent.settings import AgentSettings
 from fakes import HashEmbedder, ScriptedChatModel
-from rag.evaluation.questions import Question, load_questions
+from rag.evaluation import Question, load_questions
 from rag.types import Chunk, Hit, RetrieverDefaults
 
 GOLD = "docs/kv-cache.md#0"

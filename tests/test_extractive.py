@@ -106,7 +106,7 @@ def test_a_list_of_citations_works_like_the_ledger_mapping():
 
 @pytest.mark.real
 def test_real_quotes_answer_the_question_and_verify_as_supported(real_embedder):
-    from rag.evaluation.calibration_set import load_items
+    from benchmarks.fitting.calibration_set import load_items
 
     chunks = {i.chunk.chunk_id: i.chunk for i in load_items()}
     picked = [chunks[c] for c in ("docs/kv-cache.md#1", "docs/bm25.md#2", "docs/quantization.md#1")]

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from rag.evaluation.questions import Question, first_per_doc, gold_chunk_ids, load_questions, mrr_at_k, question_files, recall_at_k
+from rag.evaluation import Question, first_per_doc, gold_chunk_ids, load_questions, mrr_at_k, question_files, recall_at_k
 from rag.types import Chunk
 
 

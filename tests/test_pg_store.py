@@ -19,7 +19,7 @@ import psycopg
 import pytest
 
 from rag.errors import StoreRefused, StoreUnavailable
-from rag.evaluation.questions import recall_at_k
+from rag.evaluation import recall_at_k
 from rag.indexing.build import open_index
 from rag.postgres.ingest import apply_document, from_index, ingest, prepare, remove_document
 from rag.postgres.schema import SCHEMA, connect, ensure_schema
@@ -460,7 +460,7 @@ def test_pruned_bm25_ranks_exactly_as_the_sum_of_every_posting(pg_url, real_inde
     bound of zero (nothing pruned), a low one and the default's."""
     from benchmarks.retrieval import synthetic_chunks
     from benchmarks.shared_store import PER_DOC, synthetic_document
-    from rag.evaluation.questions import load_questions
+    from rag.evaluation import load_questions
     from rag.postgres import search as pg_search
     from rag.indexing.bm25 import B, K1
     from rag.retrieval.terms import index_terms

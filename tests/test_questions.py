@@ -203,7 +203,7 @@ def test_fence_mask_tracks_nested_markers():
 
 def test_the_python_reference_questions_point_into_the_pages_the_folder_gets():
     from benchmarks.pyref import PAGES, QUESTIONS as PYREF
-    from rag.evaluation.questions import load_questions
+    from rag.evaluation import load_questions
 
     questions = load_questions(PYREF)
     pages = {f"library/{p}.html" for p in PAGES}

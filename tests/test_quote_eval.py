@@ -7,7 +7,7 @@ import pytest
 
 from rag.citations import Citation
 from rag.answering.extractive import best_quotes, scores_of
-from rag.evaluation.evidence import evidence_sentence
+from rag.evaluation import evidence_sentence
 from rag.answering.quote_features import FEATURES, candidates, feature_matrix
 from rag.types import Chunk
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rag.indexing.hybrid import DEFAULT_FUSION, HybridIndex
-from rag.evaluation.questions import load_questions
-from rag.evaluation.retrieval_eval import MemoEmbedder, evaluate, ungraded
+from rag.evaluation import MemoEmbedder, evaluate, load_questions, ungraded
 
 pytestmark = pytest.mark.real
 

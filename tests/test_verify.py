@@ -231,7 +231,7 @@ def test_shipped_thresholds_are_ordered():
 @pytest.fixture(scope="module")
 def corpus_chunks():
     """Real docs_corpus chunks, as frozen in the calibration set."""
-    from rag.evaluation.calibration_set import load_items
+    from benchmarks.fitting.calibration_set import load_items
 
     return {i.chunk.chunk_id: i.chunk for i in load_items()}
 

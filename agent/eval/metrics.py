@@ -8,8 +8,7 @@ from collections import Counter
 from typing import Sequence
 
 from agent.eval.records import Record
-from rag.evaluation.evidence import holds_evidence
-from rag.evaluation.questions import mean
+from rag.evaluation import holds_evidence, mean
 from rag.verification.verdicts import Verdict
 
 CONFLICT_TAG = "conflict"  # questions.jsonl tag: the docs disagree about what the question asks

@@ -11,7 +11,7 @@ from agent.events import AnswerStatus
 from agent.turn.prompts import system_rules
 from agent.settings import AgentSettings
 from rag.excerpts.conflicts import find_conflicts
-from rag.evaluation.questions import Question, gold_chunk_ids
+from rag.evaluation import Question, gold_chunk_ids
 from rag.excerpts.packing import Ledger, block
 from rag.excerpts.search_tool import SEARCH_DOCS_NAME, search_first
 

@@ -109,7 +109,7 @@ class Record:
 
     @classmethod
     def of(cls, question, gold_chunks: tuple[str, ...], **fields) -> "Record":
-        """A record of `question` (a rag.evaluation.questions.Question): its own fields, then what the run found."""
+        """A record of `question` (a rag.evaluation.Question): its own fields, then what the run found."""
         return cls(
             id=question.id, question=question.q, doc=question.doc, evidence=question.evidence,
             gold_docs=question.gold_docs, gold_chunks=gold_chunks, **fields,

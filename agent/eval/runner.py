@@ -10,13 +10,12 @@ from typing import Callable, Iterator, Sequence
 
 from agent.errors import UsageError
 from agent.input_files import MAX_QUESTIONS_BYTES, read_text
-from rag.evaluation.evidence import holds_evidence
 from agent.eval.records import CitedChunk, Record, ToolRound
 from agent.events import Answer, AnswerFinished, AnswerStatus, ErrorEvent, Event, SearchFinished
 from agent.events import ToolStep as ToolStepEvent
 from agent.eval.shown import split_answer
 from rag import markers
-from rag.evaluation.questions import Question, gold_chunk_ids, question_files
+from rag.evaluation import MemoEmbedder, Question, evaluate, gold_chunk_ids, holds_evidence, question_files
 
 # Registry errors that mean the call's arguments never reached the tool (agent.turn.tools.ToolRegistry.call).
 STEP_TEXT_CHARS = 300  # enough of a tool step to see what the model tried
@@ -82,9 +81,7 @@ def _spread(items: Sequence[Question], n: int) -> list[Question]:
 
 
 def retrieval_rows(index, questions: Sequence[Question], modes: Sequence[str]) -> list:
-    """rag.evaluation.retrieval_eval's Recall@1/@5 and MRR@10 per mode, each question embedded once in one batch."""
-    from rag.evaluation.retrieval_eval import MemoEmbedder, evaluate
-
+    """rag.evaluation.evaluate's Recall@1/@5 and MRR@10 per mode, each question embedded once in one batch."""
     if not index.has_dense:  # no MiniLM: only BM25 can be measured
         return evaluate(index, questions, [m for m in modes if m == "bm25"] or ["bm25"])
     memo = MemoEmbedder(index.embedder)

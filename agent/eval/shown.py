@@ -16,7 +16,7 @@ from typing import Sequence
 
 from agent.eval.metrics import ratio
 from agent.eval.records import ShownSentence
-from rag.evaluation.evidence import holds_evidence
+from rag.evaluation import holds_evidence
 from rag import markers
 from rag.verification.verdicts import Verdict
 

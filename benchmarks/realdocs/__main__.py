@@ -14,7 +14,8 @@ USAGE = """\
   check   every answerable question's evidence is in the text smoldocs extracts from its gold doc
   cold    time a first search on each package's folder as if never indexed (chunked, nothing embedded yet)
   score   index each package and print Recall@5 per retriever, quoted evidence, declines and timing (default)
-  refit   fit the quote scorer and the answerability rule on the fit packages; print every package before/after
+  refit   fit the quote scorer and the answerability rule on the fit packages; print every package before/after;
+          write the constants to rag/tuned.py and print the diff (--dry-run: only the diff)
   train-reranker  train the cross-encoder on the fit packages (PyTorch, the training extra) and write its file
 """
 
@@ -34,6 +35,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="also take <package>.jsonl question files from this folder (repeatable)")
     parser.add_argument("--cases-cache", type=Path, default=None,
                         help="refit: keep each package's scored sentences in this folder and reuse them")
+    parser.add_argument("--dry-run", action="store_true", help="refit: print the diff, leave rag/tuned.py as it is")
     parser.add_argument("--rerank", choices=("on", "off", "quotes", "passages"), default="off",
                         help="score: the cross-encoder (models/reranker.safetensors) on quotes and declines, on "
                              "passages before packing, or on both (on)")
@@ -75,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from benchmarks.realdocs.refit import main as refit_main
         from models.llama_cpp.embedder import load_embedder
 
-        return refit_main(packages, load_tokenizer(), load_embedder(), args.cases_cache)
+        return refit_main(packages, load_tokenizer(), load_embedder(), args.cases_cache, write=not args.dry_run)
     if args.command == "train-reranker":
         return _train(packages, args)
     from benchmarks.realdocs.scoring import score_suite

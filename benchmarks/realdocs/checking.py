@@ -15,7 +15,7 @@ from typing import Callable, Sequence
 
 from benchmarks.realdocs.suite import QUESTIONS_DIR, Package
 from rag.errors import Unreadable
-from rag.evaluation.questions import Question, load_questions
+from rag.evaluation import Question, load_questions
 from rag.ingest.chunking import chunk_layout
 from rag.ingest.corpus import decode_text
 from rag.ingest.formats import is_file_format, read_layout, stream_digest

@@ -22,10 +22,9 @@ import numpy as np
 from benchmarks.realdocs.suite import Package, choose_packages, load_packages
 from models.llama_cpp.embedder import load_embedder
 from models.llama_cpp.tokenizer import load_tokenizer
-from rag.evaluation.questions import (
-    Question, first_per_doc, gold_chunk_ids, load_questions, mean, mrr_at_k, recall_at_k,
+from rag.evaluation import (
+    DEPTH, MemoEmbedder, Question, first_per_doc, gold_chunk_ids, load_questions, mean, mrr_at_k, recall_at_k,
 )
-from rag.evaluation.retrieval_eval import DEPTH, MemoEmbedder
 from rag.indexing.build import open_index
 from rag.retrieval.fusion import Ranked, fuse
 from rag.indexing.hybrid import CANDIDATE_DEPTH
@@ -110,7 +109,7 @@ def doc_scores(index, prepared: Sequence[RankingPair], fusion: Fusion) -> tuple[
     """(doc-level Recall@5, doc-level MRR@10) of one fusion."""
     recalls, mrrs = [], []
     for p in prepared:
-        # As rag.evaluation.retrieval_eval ranks documents: from the first DEPTH chunks.
+        # As benchmarks.fitting.retrieval_eval ranks documents: from the first DEPTH chunks.
         rows = fused_rows(fusion, p.lexical, p.semantic)[:DEPTH]
         docs = first_per_doc(index.chunks[r].doc_id for r in rows)
         recalls.append(recall_at_k(docs, p.question.gold_docs, 5))

@@ -1,7 +1,7 @@
 """Refit the quote scorer and the answerability rule on the suite's fit packages; report every package, before
-and after: `python -m benchmarks.realdocs refit`.
+and after, and write the new constants to rag/tuned.py with a diff: `python -m benchmarks.realdocs refit [--dry-run]`.
 
-Each question is searched as the agent's first step does (rag.evaluation.quote_eval.collect: hybrid index, k=5,
+Each question is searched as the agent's first step does (benchmarks.fitting.quote_eval.collect: hybrid index, k=5,
 the evidence budget), and every quotable sentence of the shown excerpts is scored. Fitting sees the fit packages
 only, each package weighted equally (docs_corpus has three times the questions of the others); the held-back
 packages are only reported.
@@ -18,16 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-import numpy as np
-
+from benchmarks.fitting import tuning
+from benchmarks.fitting.quote_eval import (
+    Case, answerability_signals, collect, fit_answerability, fit_weights, rescored, top_k,
+)
 from benchmarks.realdocs.suite import Package
 from rag.answering import answerability as ab
 from rag.answering.extractive import OTHER_EXCERPT, WEIGHTS, scores_of, select
-from rag.evaluation.evidence import evidence_sentence
-from rag.evaluation.questions import load_questions
-from rag.evaluation.quote_eval import (
-    Case, answerability_signals, collect, fit_answerability, fit_weights, rescored, top_k,
-)
+from rag.evaluation import MemoEmbedder, evidence_sentence, load_questions
 
 
 @dataclass(frozen=True)
@@ -44,7 +42,6 @@ CURRENT = Constants(dict(WEIGHTS), tuple(ab.WEIGHTS), ab.BIAS)
 
 def package_cases(package: Package, tokenizer, embedder, cache: Path | None = None) -> list[Case]:
     """The package's questions as the quote scorer sees them (read from `cache` when it holds them)."""
-    from rag.evaluation.retrieval_eval import MemoEmbedder
     from rag.indexing.build import open_index
 
     path = cache / f"{package.name}.cases.pickle" if cache is not None else None
@@ -126,7 +123,14 @@ def table(packages: Sequence[Package], cases: dict[str, list[Case]], before: Con
     return "\n".join(lines)
 
 
-def main(packages: Sequence[Package], tokenizer, embedder, cache: Path | None = None) -> int:
+def write_constants(constants: Constants, packages: Sequence[str], path: Path = tuning.TUNED_FILE, write: bool = True) -> str:
+    """The refitted constants and their record (QUOTE_FIT) into the tuned file; the diff, "" when unchanged."""
+    values = {"QUOTE_WEIGHTS": dict(constants.weights), "ANSWERABILITY_WEIGHTS": dict(zip(ab.SIGNALS, constants.ab_weights)),
+              "ANSWERABILITY_BIAS": constants.ab_bias}
+    return tuning.rewrite(tuning.record("QUOTE_FIT", "python -m benchmarks.realdocs refit", packages, values), path, write)
+
+
+def main(packages: Sequence[Package], tokenizer, embedder, cache: Path | None = None, write: bool = True) -> int:
     cases = {}
     for p in packages:
         cases[p.name] = package_cases(p, tokenizer, embedder, cache)
@@ -138,5 +142,6 @@ def main(packages: Sequence[Package], tokenizer, embedder, cache: Path | None = 
     print(f"after (fit on {', '.join(fit)}): quote weights {after.weights}; answerability "
           f"{dict(zip(ab.SIGNALS, after.ab_weights))} bias {after.ab_bias}")
     print(table(packages, cases, CURRENT, after))
+    print(write_constants(after, list(fit), write=write) or "rag/tuned.py: unchanged")
     return 0
 

@@ -2,7 +2,7 @@
 
 For each question of a fit package, the sentences a quote could be chosen from are made as the answer path makes
 them (rag.answering.quote_features.candidates) over the package's first BM25 hits and the chunks of the gold page
-that hold the evidence. A sentence is positive when it carries the evidence (rag.evaluation.evidence, the
+that hold the evidence. A sentence is positive when it carries the evidence (rag.evaluation, the
 scorer's own test); every other sentence is a negative, those of the gold page and the first hits first (hard
 negatives). An unanswerable question's sentences are all negatives: nothing there answers it.
 
@@ -23,8 +23,7 @@ from benchmarks.realdocs.suite import Package
 from rag.answering.passages import passage_text
 from rag.answering.quote_features import candidates
 from rag.citations import Citation
-from rag.evaluation.evidence import evidence_sentence, holds_evidence
-from rag.evaluation.questions import Question, load_questions
+from rag.evaluation import Question, evidence_sentence, holds_evidence, load_questions
 
 SEARCH_K = 8  # first BM25 hits whose sentences are candidates (the answer path shows 5)
 NEGATIVES = 9  # negatives kept per question, hard ones first (training cost grows with every pair)

@@ -1,10 +1,10 @@
 """Scoring the suite: each package indexed with smoldocs' real index, its questions searched and answered.
 
 Per package and pooled over the fit and the held-back packages:
-- doc-level Recall@5 of BM25 alone, dense alone, the default fusion and rrf (rag.evaluation.retrieval_eval.evaluate);
+- doc-level Recall@5 of BM25 alone, dense alone, the default fusion and rrf (rag.evaluation.evaluate);
 - evidence in the shown answer: the default answer with no model call (search as the agent's first step does,
   then rag.answering.extractive.QuoteFallback) quotes a sentence that carries the evidence
-  (rag.evaluation.evidence.evidence_sentence);
+  (rag.evaluation.evidence_sentence);
   also the stricter figure, the evidence string whole in the quoted text. A declined question shows no quote;
 - unanswerable questions declined, answerable questions wrongly declined;
 - answer seconds p50: the search, the quotes and their verification, per question.
@@ -29,10 +29,8 @@ from benchmarks.measure import load_average
 from benchmarks.realdocs.suite import REPO, Package
 from models.llama_cpp.embedder import load_embedder
 from rag.answering.extractive import QuoteFallback
-from rag.evaluation.evidence import evidence_sentence, holds_evidence
-from rag.evaluation.questions import Question, load_questions
-from rag.evaluation.quote_eval import K
-from rag.evaluation.retrieval_eval import MemoEmbedder, evaluate
+from rag.evaluation import MemoEmbedder, Question, evaluate, evidence_sentence, holds_evidence, load_questions
+from benchmarks.fitting.quote_eval import K
 from rag.excerpts.packing import Ledger
 from rag.excerpts.search_tool import search_first
 from rag.markers import MARKER_PATTERN
@@ -280,7 +278,7 @@ def results_markdown(scores: Sequence[PackageScore], packages: Sequence[Package]
         f"{os.cpu_count()} cores shared with other jobs: load average {_load(load_before)} before, "
         f"{_load(load_after)} after; {seconds / 60:.1f} minutes in all (indexes loaded from the cache when built).\n\n"
         "Default answer = the agent's first search (k=5, 1,024 evidence tokens) and the quoted fallback, no model call. "
-        "Evidence sentence: a quoted sentence carries the evidence (rag.evaluation.evidence.evidence_sentence); evidence exact: the "
+        "Evidence sentence: a quoted sentence carries the evidence (rag.evaluation.evidence_sentence); evidence exact: the "
         "evidence string whole in the quoted text; evidence in excerpts: the evidence string anywhere in the five "
         "shown excerpts (what search found, before quoting). R@5 is doc level (gold doc or an alternative). Pooled rows: "
         "recall weighted by graded questions, the other figures over all the split's questions.\n\n"

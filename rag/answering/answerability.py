@@ -1,6 +1,6 @@
 """Whether the shown excerpts can answer a question at all: a small logistic rule over measured signals.
 
-Signals (`python -m rag.evaluation.quote_eval` measures them; docs/decisions.md has the history):
+Signals (`python -m benchmarks.fitting.quote_eval` measures them; docs/decisions.md has the history):
 - unknown_name: the question names something (LoRA, FAISS, Docker, WebSocket) that no indexed chunk mentions;
 - unknown_share: the idf-weighted share of the question's terms that no indexed chunk holds;
 - best_score: the quote scorer's best sentence (rag.answering.extractive);
@@ -14,15 +14,15 @@ import re
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+from rag import tuned
 from rag.retrieval.terms import TermSettings, index_terms
 from rag.retrieval.vocabulary import DocumentFrequencies
 from rag.verification.support import embed_cached
 
 SIGNALS = ("unknown_name", "unknown_share", "best_score", "best_cosine")
-# Logistic weights and bias over SIGNALS, fitted on the real-docs fit packages postgresql-doc-15, docutils-doc,
-# bash-doc and docs_corpus by `python -m benchmarks.realdocs refit`; answerable when P(unanswerable) < 0.5.
-WEIGHTS = (0.78, 1.36, -0.82, -1.07)
-BIAS = 0.58
+# Logistic weights over SIGNALS and the bias, fitted (rag.tuned); answerable when P(unanswerable) < 0.5.
+WEIGHTS = tuple(tuned.ANSWERABILITY_WEIGHTS[name] for name in SIGNALS)
+BIAS = tuned.ANSWERABILITY_BIAS
 
 # A word that names something: capitalised inside the question, an acronym, camel case, or with a digit.
 _WORD = re.compile(r"(?<![\w-])([A-Za-z][\w.-]*[A-Za-z0-9])")

@@ -8,6 +8,7 @@ from typing import Iterable, Mapping, Protocol
 import numpy as np
 
 from models.protocols import Embedder, Reranker
+from rag import tuned
 from rag.answering.answerability import Answerability, assess, sentence_cosines
 from rag.verification.claim_terms import terms
 from rag.verification.claims import split_claims
@@ -18,19 +19,13 @@ from rag.citations import CitationLike, Lookup
 
 QUOTE_LABEL = "Quoted from the docs:"
 _LABEL_EDGES = " \t*_>#:`\"'"  # markup and punctuation around a line that only repeats the label
-# Weights of quote_features.FEATURES (scores_of rescales them to sum to 1, so a score stays in [0, 1]); fitted on the
-# real-docs fit packages postgresql-doc-15, docutils-doc, bash-doc and docs_corpus by `python -m benchmarks.realdocs refit`.
-WEIGHTS = dict(zip(FEATURES, (0.35, 0.38, 0.19, 0.07)))
+# Weights of quote_features.FEATURES (scores_of rescales them to sum to 1, so a score stays in [0, 1]), fitted.
+WEIGHTS = {name: tuned.QUOTE_WEIGHTS[name] for name in FEATURES}
 # Below this a sentence is not worth quoting. It bounds the words-and-meaning part of the score (coverage and
 # cosine): the rank prior and the number cue only order sentences that are close to the question already.
-# Chosen on docs_corpus (rag.evaluation.quote_eval); checked on the real-docs fit packages with the refitted weights:
-# 0.1-0.15 within 0.01 of it, 0.25 and up lose evidence (docs/decisions.md).
-MIN_SCORE = 0.2
+MIN_SCORE = tuned.MIN_QUOTE_SCORE
 MAX_OVERLAP = 0.8  # a sentence sharing more of its words with one already chosen adds nothing
-# After the best few, the best sentence of an excerpt none of them came from (docs_corpus, quote_eval: evidence in
-# the quoted text 60 -> 61 of 76 held back; on the real-docs fit packages 0 / 1 / 2 give 0.54 / 0.58 / 0.60: a fifth
-# quote buys 0.02, not kept; docs/decisions.md).
-OTHER_EXCERPT = 1
+OTHER_EXCERPT = tuned.OTHER_EXCERPT  # after the best few, the best sentence of an excerpt none of them came from
 # With the cross-encoder (models.reranker): the quote scorer's best RERANK_CANDIDATES sentences are read with the
 # question by the reranker, and its logit orders them. Nothing reaching the reranker's answer_logit (chosen in
 # training on fit questions kept out of it): the excerpts do not answer, a decline. A sentence QUOTE_MARGIN below
@@ -115,7 +110,7 @@ class QuoteFallback:
         return QuotedAnswer(text, numbers) if text else None
 
 
-DECLINE_BY = "rule"  # "rule": rag.answering.answerability decides (the reranker only orders); "reranker": its answer_logit
+DECLINE_BY = tuned.DECLINE_BY  # "rule": rag.answering.answerability decides (the reranker only orders); "reranker": its answer_logit
 
 
 def rerank(question: str, ranked: "RankedSentences", reranker: Reranker, k: int = RERANK_CANDIDATES) -> np.ndarray:
@@ -180,7 +175,7 @@ def select(
     ranked: RankedSentences, with_cosine: bool, max_sentences: int = 3, min_score: float = MIN_SCORE, other_excerpt: int = 0,
     weights: dict[str, float] | None = None, close: np.ndarray | None = None,
 ) -> list[Quote]:
-    """best_quotes' choice among sentences already scored (rag.evaluation.quote_eval measures it on the same rows);
+    """best_quotes' choice among sentences already scored (benchmarks.fitting.quote_eval measures it on the same rows);
     `weights`: the ones `ranked` was scored with (None: WEIGHTS); `close`: what must reach `min_score` for a
     sentence to be quoted (None: its coverage and cosine part of the score)."""
     found, scores = ranked.candidates, ranked.scores

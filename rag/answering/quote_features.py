@@ -6,8 +6,8 @@ under the heading path 32 / 49; + 1/excerpt rank 36 / 54; + a number for a "how 
 Tried and left out: sentence BM25 over the shown sentences (26 / 41 with cosine + coverage), the neighbouring
 sentences in the embedded text (no gain), the heading's own cosine (no gain), a code cue for "which command"
 questions (no gain), idf-weighted coverage from the index (38 / 53: within noise, and it needs index statistics).
-No cross-encoder ships in a PyPI package for llama.cpp, so none was tried. The weights (rag.answering.extractive.WEIGHTS)
-were refitted on the real-docs fit packages by `python -m benchmarks.realdocs refit`. `python -m rag.evaluation.quote_eval` reports the
+No cross-encoder ships in a PyPI package for llama.cpp, so none was tried. The weights (rag.tuned.QUOTE_WEIGHTS)
+were refitted on the real-docs fit packages by `python -m benchmarks.realdocs refit`. `python -m benchmarks.fitting.quote_eval` reports the
 chosen set against the old scorer on both splits.
 """
 

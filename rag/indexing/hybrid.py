@@ -10,6 +10,7 @@ import numpy as np
 
 from models.locate import SEMANTIC_OFF
 from models.protocols import Embedder
+from rag import tuned
 from rag.indexing.bm25 import BM25Index, ShardedBM25
 from rag.ingest.chunking import indexed_text
 from rag.indexing.dense import DenseIndex, embedded_rows
@@ -21,11 +22,9 @@ from rag.retrieval.vocabulary import TermCounts
 from rag.types import Chunk, Hit, RetrieverDefaults, SourceInfo, Update
 
 MODES = ("hybrid", "bm25", "dense") + FUSIONS
-DEFAULT_FUSION = "weighted"  # chosen on the real-docs fit packages (benchmarks.realdocs.fusion_sweep; RESULTS.md)
+DEFAULT_FUSION = tuned.DEFAULT_FUSION
 CANDIDATE_DEPTH = 50  # how deep each retriever's ranking goes before fusion
-# Dense hits below this cosine are noise: off-topic questions reach 0.09-0.28 against docs_corpus, while 95% of
-# gold chunks score above 0.28 (measured with MiniLM on docs_corpus alone; python -m rag.evaluation.retrieval_eval --sweep).
-MIN_DENSE_SCORE = 0.25
+MIN_DENSE_SCORE = tuned.MIN_DENSE_SCORE  # dense hits below this cosine are noise
 
 
 def search_mode(mode: str, has_dense: bool, k: int) -> str:

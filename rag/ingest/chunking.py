@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from typing import Iterable, Sequence
 
 from models.protocols import Counter
+from rag import tuned
 from rag.ingest.blocks import Unit
 from rag.errors import BudgetError
 from rag.ingest.formats import Layout, parse_text
@@ -23,9 +24,7 @@ from rag.ingest.formats.manuals import display_name
 from rag.types import Chunk
 
 CHUNKER_VERSION = 3  # 3: AsciiDoc titles, lists and blocks; HTML and PDF layouts
-# Kept against 128 and 320 (k scaled to the same evidence budget) on the real-docs fit packages postgresql-doc-15,
-# docutils-doc, bash-doc and docs_corpus, then 128 on the held-back ones (benchmarks/realdocs/RESULTS.md).
-DEFAULT_MAX_TOKENS = 200
+DEFAULT_MAX_TOKENS = tuned.CHUNK_TOKENS
 MIN_MAX_TOKENS = 16
 MAX_CHARS_PER_TOKEN = 64
 

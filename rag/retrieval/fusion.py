@@ -6,11 +6,11 @@ from typing import NamedTuple
 
 import numpy as np
 
+from rag import tuned
+
 FUSIONS = ("rrf", "weighted")
 RRF_K = 60  # the constant of Cormack et al.; damps the weight of the very first ranks
-# Weighted fusion: share of the BM25 score, the rest is dense; kept after a sweep on the real-docs fit packages
-# (postgresql-doc-15, docutils-doc, bash-doc, docs_corpus: python -m benchmarks.realdocs.fusion_sweep).
-BM25_WEIGHT = 0.5
+BM25_WEIGHT = tuned.BM25_WEIGHT  # weighted fusion: share of the BM25 score, the rest is dense
 
 
 class Ranked(NamedTuple):

@@ -38,7 +38,7 @@ MAX_EMBEDDED = 2  # windows embedded per (claim, chunk): the ones sharing most w
 
 @dataclass(frozen=True)
 class Params:
-    """Weights of the support score and the two verdict thresholds (fitted by `python -m rag.evaluation.calibrate fit`)."""
+    """Weights of the support score and the two verdict thresholds (fitted: rag.tuned.VERIFIER_FIT)."""
 
     w_cos: float  # cosine between claim and sentence
     w_sentence: float  # share of the claim's content words found in the sentence

@@ -9,18 +9,18 @@ from __future__ import annotations
 from typing import Mapping
 
 from models.protocols import Embedder
+from rag import tuned
 from rag.citations import CitationLike, Lookup, chunk_of, resolve
 from rag.verification.claims import Claim, factual_claims
 from rag.verification.support import Params, Support, gather, judge
 from rag.types import Chunk
 from rag.verification.verdicts import CitationVerdict, ClaimVerdict, Verdict, Verification, per_number
 
-# Fitted on the fit packages of both hand-written sets (tests/data/claims_handlabelled.jsonl without the reserved
-# git-doc and nodejs-doc passages, and tests/data/claims_unseen.jsonl) by `python -m rag.evaluation.calibrate fit`;
-# `python -m rag.evaluation.calibrate report` prints how they do on the held-back packages, the reserved passages
-# and the rule-made regression set (tests/test_calibration.py checks them).
-DENSE = Params(w_cos=1.0, w_sentence=0.0, w_chunk=0.0, supported=0.75, weak=0.736)
-LEXICAL = Params(w_cos=0.0, w_sentence=0.5, w_chunk=0.5, supported=0.806, weak=0.722)
+# Fitted on the train split of both hand-written claim sets (rag.tuned.VERIFIER_FIT); `python -m
+# benchmarks.fitting.calibrate report` prints how they do on the held-back packages, the reserved passages and the
+# rule-made regression set (tests/test_calibration.py checks them).
+DENSE = Params(**tuned.VERIFIER_DENSE)
+LEXICAL = Params(**tuned.VERIFIER_LEXICAL)
 
 
 class Verifier:

@@ -1,6 +1,6 @@
 """The rule-made labelled claims: made from docs_corpus chunks by rules, deterministically; a regression check.
 
-The thresholds are fitted on the hand-labelled set (rag.evaluation.handlabelled): negatives made by the same kind of rules
+The thresholds are fitted on the hand-labelled set (benchmarks.fitting.handlabelled): negatives made by the same kind of rules
 that catch them say little about real claims.
 """
 

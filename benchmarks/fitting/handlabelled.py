@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Sequence
 
-from rag.evaluation.calibration_set import ROOT, Item
+from benchmarks.fitting.calibration_set import ROOT, Item
 from rag.types import Chunk
 
 HANDLABELLED_FILE = ROOT / "tests" / "data" / "claims_handlabelled.jsonl"
@@ -30,6 +31,15 @@ RESERVED = "reserved"
 
 class HandSetError(ValueError):
     """The hand-labelled file is malformed."""
+
+
+def fit_packages(paths: Sequence[Path]) -> tuple[str, ...]:
+    """The packages with passages in the train split of these hand-labelled files, reserved ones left out."""
+    found = set()
+    for path in paths:
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        found |= {r["package"] for r in rows if r["type"] == "passage" and r["split"] == "train"}
+    return tuple(sorted(found - RESERVED_PACKAGES))
 
 
 def load_handlabelled(path: Path = HANDLABELLED_FILE) -> list[Item]:

@@ -1,8 +1,8 @@
-"""Retrieval quality on the question set: `python -m rag.evaluation.retrieval_eval [--sweep]`.
+"""Retrieval quality on the question set: `python -m benchmarks.fitting.retrieval_eval [--sweep]`.
 
-Recall@1, Recall@5 and MRR@10 at chunk level (a gold chunk holds the evidence string) and at doc level
-(the gold doc or an alternative), for BM25 alone, dense alone, and each fusion. `--sweep` also compares
-BM25 term variants and fusion weights, which is how the defaults in rag.retrieval.terms and rag.retrieval.fusion were chosen.
+rag.evaluation.evaluate's Recall@1, Recall@5 and MRR@10 per retriever, at chunk and doc level. `--sweep` also
+compares BM25 term variants, fusion weights and the dense floor, which is how the defaults in rag.retrieval.terms
+and MIN_DENSE_SCORE (rag/tuned.py) were chosen.
 """
 
 from __future__ import annotations
@@ -10,73 +10,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any, Sequence
 
-import numpy as np
-
+from rag.evaluation import MODES, MemoEmbedder, Question, RetrievalScores, evaluate, load_questions, ungraded
 from rag.indexing.hybrid import HybridIndex
-from rag.evaluation.questions import Question, first_per_doc, gold_chunk_ids, load_questions, mean, mrr_at_k, recall_at_k
 from rag.retrieval.terms import TermSettings
-
-MODES = ("bm25", "dense", "rrf", "weighted")
-DEPTH = 10
-
-
-@dataclass(frozen=True)
-class RetrievalScores:
-    name: str
-    level: str  # "chunk" | "doc"
-    n: int
-    recall_at_1: float
-    recall_at_5: float
-    mrr_at_10: float
-
-
-class MemoEmbedder:
-    """Remembers query embeddings, so comparing many variants embeds each question once."""
-
-    def __init__(self, embedder) -> None:
-        self.inner = embedder
-        self.model_id = embedder.model_id
-        self.dim = embedder.dim
-        self._memo: dict[str, np.ndarray] = {}
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        missing = [t for t in dict.fromkeys(texts) if t not in self._memo]
-        if missing:
-            for text, row in zip(missing, self.inner.embed(missing)):
-                self._memo[text] = row
-        return np.stack([self._memo[t] for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
-
-
-def evaluate(index: HybridIndex, questions: Sequence[Question], modes: Sequence[str] = MODES, name: str = "") -> list[RetrievalScores]:
-    """Chunk- and doc-level scores of each mode over the answerable questions that have a gold chunk."""
-    graded = [(q, gold_chunk_ids(q, index.chunks)) for q in questions if q.answerable]
-    # A question with evidence but no chunk holding it is left out; one without evidence counts at doc level only.
-    graded = [(q, gold) for q, gold in graded if gold or not q.evidence]
-    rows = []
-    for mode in modes:
-        per_chunk, per_doc = [], []
-        for q, gold in graded:
-            hits = index.search(q.q, k=DEPTH, mode=mode)
-            chunk_ranking = [h.chunk_id for h in hits]
-            doc_ranking = first_per_doc(h.doc_id for h in hits)
-            if gold:
-                per_chunk.append([recall_at_k(chunk_ranking, gold, k) for k in (1, 5)] + [mrr_at_k(chunk_ranking, gold, DEPTH)])
-            per_doc.append([recall_at_k(doc_ranking, q.gold_docs, k) for k in (1, 5)] + [mrr_at_k(doc_ranking, q.gold_docs, DEPTH)])
-        label = f"{name}{mode}"
-        for level, values in (("chunk", per_chunk), ("doc", per_doc)):
-            if not values and level == "chunk" and per_doc:
-                continue  # a question set without evidence strings
-            cols = list(zip(*values)) if values else [(), (), ()]
-            rows.append(RetrievalScores(label, level, len(values), *(round(mean(c), 4) for c in cols)))
-    return rows
-
-
-def ungraded(index: HybridIndex, questions: Sequence[Question]) -> list[str]:
-    """Answerable questions whose evidence no chunk holds (a chunking or question-set problem)."""
-    return [q.id for q in questions if q.answerable and q.evidence and not gold_chunk_ids(q, index.chunks)]
 
 
 def variant(index: HybridIndex, **changes) -> HybridIndex:
@@ -135,7 +74,7 @@ def format_table(rows: Sequence[RetrievalScores]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rag.evaluation.retrieval_eval", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.fitting.retrieval_eval", description=__doc__.splitlines()[0])
     parser.add_argument("--docs", default=None, help="docs folder (default: bundled docs_corpus/)")
     parser.add_argument("--index", default=None, help="index folder (default: the cache folder of --docs)")
     parser.add_argument("--questions", default=None, help="questions JSONL (default: the bundled set)")

@@ -1,4 +1,4 @@
-"""`python -m rag.evaluation.calibrate build|fit|report`: the verifier's labelled sets, fitted thresholds, held-back scores.
+"""`python -m benchmarks.fitting.calibrate build|fit|report`: the verifier's labelled sets, fitted thresholds, held-back scores.
 
 Three sets: `hand` (tests/data/claims_handlabelled.jsonl) and `unseen` (tests/data/claims_unseen.jsonl), claims a
 person wrote about real Debian documentation, the second from nine packages the first never used, split by
@@ -7,7 +7,8 @@ load as `reserved`). And `rules` (tests/data/claims_calibration.jsonl), claims m
 kept as a regression check.
 
 build   chunk docs_corpus with the real tokenizer and write the rule-made set (seeded)
-fit     fit score weights and thresholds on the train split of the hand-written sets; prints the constants
+fit     fit score weights and thresholds on the train split of the hand-written sets; writes them to
+        rag/tuned.py (VERIFIER_DENSE, VERIFIER_LEXICAL and their record) and prints the diff
 report  accuracy, precision and recall of `supported` per split and per kind, with the shipped constants, then
         one table of every set and split
 """
@@ -18,15 +19,15 @@ import argparse
 import itertools
 import sys
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
 from models.protocols import Embedder
-from rag.evaluation.calibration_set import CALIBRATION_FILE, Item, build_items, load_items, load_paraphrases, write_items
-from rag.evaluation.handlabelled import HANDLABELLED_FILE, RESERVED, UNSEEN_FILE, load_handlabelled
+from benchmarks.fitting.calibration_set import CALIBRATION_FILE, Item, build_items, load_items, load_paraphrases, write_items
+from benchmarks.fitting.handlabelled import HANDLABELLED_FILE, RESERVED, UNSEEN_FILE, fit_packages, load_handlabelled
 from rag.verification.support import SUPPORTED, UNSUPPORTED, WEAK, Evidence, Params, gather, judge
 
 # Precision `supported` must reach on the fit split (both hand-written sets, reserved packages left out), chosen by
@@ -212,10 +213,11 @@ SUMMARY_HEADER = (
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rag.evaluation.calibrate", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.fitting.calibrate", description=__doc__.split("\n")[0])
     parser.add_argument("command", choices=("build", "fit", "report"))
     parser.add_argument("--set", choices=tuple(SETS), help="which labelled set (fit: hand and unseen; report: all)")
     parser.add_argument("--data", type=Path, help="another file in the chosen set's format")
+    parser.add_argument("--dry-run", action="store_true", help="fit: print the diff, leave rag/tuned.py as it is")
     args = parser.parse_args(argv)
     if args.command == "build":
         return _build(args.data or CALIBRATION_FILE)
@@ -225,7 +227,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         path, load = SETS[name]
         path = args.data or path
         if not path.is_file():
-            hint = "run `python -m rag.evaluation.calibrate build` first" if name == "rules" else "restore it from git"
+            hint = "run `python -m benchmarks.fitting.calibrate build` first" if name == "rules" else "restore it from git"
             print(f"no {name} calibration set at {path}: {hint}", file=sys.stderr)
             return 2
         loaded.append((name, path, load(path)))
@@ -235,9 +237,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     modes = (("DENSE", load_embedder(), DENSE), ("LEXICAL", None, LEXICAL))
     if args.command == "fit":
         train = [item for _, _, items in loaded for item in split(items, "train")]
-        for name, embedder, _ in modes:
-            print(format_params(name, fit(train, evidence_for(train, embedder), dense=embedder is not None)))
-        return 0
+        fitted = {name: fit(train, evidence_for(train, embedder), dense=embedder is not None) for name, embedder, _ in modes}
+        for name, params in fitted.items():
+            print(format_params(name, params))
+        if args.set or args.data:
+            print("rag/tuned.py not written: it takes fits on the default hand-written sets only")
+            return 0
+        return write_fit(fitted, fit_packages([path for _, path, _ in loaded]), write=not args.dry_run)
     table = []
     for name, path, items in loaded:
         print(f"{name} set {path.name}: {len(items)} items\n{set_sizes(items)}")
@@ -249,6 +255,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                 table.append(summary_row(name, part, "MiniLM" if embedder is not None else "lexical", metrics))
     print(f"\n{SUMMARY_HEADER}\n" + "\n".join(table))
     return 0
+
+
+def write_fit(fitted: dict[str, Params], packages: Sequence[str], path: Path | None = None, write: bool = True) -> int:
+    """VERIFIER_DENSE and VERIFIER_LEXICAL, with their record, into rag/tuned.py (or `path`); print the diff."""
+    from benchmarks.fitting import tuning
+
+    values = {f"VERIFIER_{name}": asdict(params) for name, params in fitted.items()}
+    diff = tuning.rewrite(tuning.record("VERIFIER_FIT", FIT_COMMAND, packages, values), path or tuning.TUNED_FILE, write)
+    print(diff or "rag/tuned.py: unchanged")
+    return 0
+
+
+FIT_COMMAND = "python -m benchmarks.fitting.calibrate fit"
 
 
 def _build(path: Path) -> int:

@@ -1,12 +1,12 @@
-"""Quote selection and answerability on the question set: `python -m rag.evaluation.quote_eval [--fit]`.
+"""Quote selection and answerability on the question set: `python -m benchmarks.fitting.quote_eval [--fit]`.
 
 Each question is searched as the agent's search-first step does (hybrid index, k=5, packed into excerpts under
 the evidence budget), then every quotable sentence of the shown excerpts is scored.
 
-Selection: an evidence sentence (rag.evaluation.evidence.evidence_sentence) in the top 1 / top 3 sentences,
+Selection: an evidence sentence (rag.evaluation.evidence_sentence) in the top 1 / top 3 sentences,
 per split.
 
-Quoted answer: the evidence string (rag.evaluation.evidence.holds_evidence) in the sentences the extractive answer quotes,
+Quoted answer: the evidence string (rag.evaluation.holds_evidence) in the sentences the extractive answer quotes,
 the three best alone and with the best sentence of another excerpt after them (rag.answering.extractive.OTHER_EXCERPT).
 
 Answerability: abstention on unanswerable questions and false abstention on answerable ones, per split.
@@ -29,8 +29,7 @@ import numpy as np
 from rag.answering import answerability as ab
 from rag.verification.claim_terms import terms
 from rag.answering.extractive import OTHER_EXCERPT, WEIGHTS, RankedSentences, rank_sentences, scores_of, select
-from rag.evaluation.evidence import evidence_sentence, holds_evidence
-from rag.evaluation.questions import Question, load_questions
+from rag.evaluation import Question, evidence_sentence, holds_evidence, load_questions
 from rag.excerpts.packing import Ledger
 from rag.answering.quote_features import FEATURES
 from rag.excerpts.search_tool import search_first
@@ -188,7 +187,7 @@ def report(cases: Sequence[Case], weights: dict[str, float], ab_weights, ab_bias
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rag.evaluation.quote_eval", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.fitting.quote_eval", description=__doc__.splitlines()[0])
     parser.add_argument("--docs", default=None, help="docs folder (default: bundled docs_corpus/)")
     parser.add_argument("--index", default=None, help="index folder (default: the cache folder of --docs)")
     parser.add_argument("--questions", default=None, help="questions JSONL (default: the bundled set)")

@@ -1,1 +1,0 @@
-"""Measuring and fitting (never imported by the runtime): question sets, retrieval and quote reports, the verifier's calibration."""
