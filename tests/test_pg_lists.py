@@ -53,7 +53,7 @@ def test_the_lists_rank_the_top_10_as_the_sum_of_every_posting(pg_url, real_inde
     postings nearly every question's terms are listed, and the top 10 read from them is mostly the full sum's.
     Bags of words drawn at random are the lists' worst case (no term stands out in a chunk); real text is measured
     by benchmarks.shared_store --real."""
-    from rag.evaluation.questions import load_questions
+    from rag.evaluation import load_questions
 
     monkeypatch.setattr(pg_ingest, "TOP_POSTINGS", 100)
     _synthetic_store(pg_url, real_index)
