@@ -72,7 +72,7 @@ def test_shared_store_real_rows_mode_runs_on_a_tiny_workload():
     rows = shared_store.run_real(smoke=True)
     whats = [r["what"] for r in rows]
     assert all(ROW_KEYS <= set(r) for r in rows) and render(rows, "shared_store --real")
-    agreement = [r for r in rows if r["what"].startswith("BM25 agreement@10")]
+    agreement = [r for r in rows if r["what"].startswith("BM25 agreement@10 with the embedded index's BM25")]
     # So few chunks give no term a list (TOP_POSTINGS): both readings are exact; only float near-ties differ.
     assert len(agreement) == 1 and agreement[0]["ours"] >= 0.9 and agreement[0]["baseline"] >= 0.9
     assert any("query p50 ms, bm25" in w for w in whats) and any("query p50 ms, hybrid" in w for w in whats)
