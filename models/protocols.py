@@ -105,13 +105,10 @@ class TextGuard(Protocol[GuardState]):
         """The characters a piece may start with in an unsettled `state` (None: any); the rest are refused unseen."""
         ...
 
-
-class SpellingGuard(TextGuard[GuardState], Protocol[GuardState]):
-    """A TextGuard that, in some states, names the allowed token ids itself (e.g. the pieces that continue a
-    copied span), found by looking pieces up by text instead of checking the whole vocabulary."""
-
     def only(self, state: GuardState, vocab) -> "np.ndarray | None":
-        """The allowed ids in `state` (control tokens included only when listed), or None: ask `allows`."""
+        """The allowed ids in `state` (control tokens included only when listed), or None: ask `allows`. A guard
+        that spells (the pieces that continue a copied span) names them by looking pieces up by text instead of
+        checking the whole vocabulary; the others always return None."""
         ...
 
 

@@ -24,10 +24,10 @@ import numpy as np
 
 from rag.indexing.hybrid import HybridIndex
 from rag.ingest.corpus import default_docs_dir
+from rag.text import alnum_runs
 from rag.types import Chunk
 
 _SPACE = re.compile(r"\s+")
-_WORDS = re.compile(r"[a-z0-9]+")
 MIN_INSIDE_WORDS = 4
 MIN_WORD_SHARE = 0.6
 MODES = ("bm25", "dense", "rrf", "weighted")
@@ -92,16 +92,15 @@ def _norm(text: str) -> str:
     return _SPACE.sub(" ", text).strip()
 
 
-def _get(question: Question | Mapping[str, Any], name: str):
-    return question.get(name) if isinstance(question, Mapping) else getattr(question, name)
-
-
 def gold_chunk_ids(question: Question | Mapping[str, Any], chunks: Iterable[Chunk]) -> list[str]:
     """Chunks of the gold doc whose text contains the evidence (whitespace-insensitive).
 
     Evidence cut by a chunk boundary makes both neighbours gold. Unanswerable questions have none.
     """
-    doc, evidence = _get(question, "doc"), _get(question, "evidence")
+    if isinstance(question, Mapping):  # a question set's raw line
+        doc, evidence = question.get("doc"), question.get("evidence")
+    else:
+        doc, evidence = question.doc, question.evidence
     if not doc or not evidence:
         return []
     wanted = _norm(evidence)
@@ -162,8 +161,8 @@ def evidence_sentence(sentence: str, evidence: str | None) -> bool:
         return True
     if len(s.split()) >= MIN_INSIDE_WORDS and s.rstrip(".:") in e:
         return True
-    wanted = set(_WORDS.findall(e))
-    return bool(wanted) and len(wanted & set(_WORDS.findall(s))) / len(wanted) >= MIN_WORD_SHARE
+    wanted = set(alnum_runs(e))
+    return bool(wanted) and len(wanted & set(alnum_runs(s))) / len(wanted) >= MIN_WORD_SHARE
 
 
 # -- retrieval -----------------------------------------------------------------------------------------------

@@ -12,14 +12,34 @@ if TYPE_CHECKING:
     from rag.retrieval.vocabulary import DocumentFrequencies
 
 
-class _Located:
-    """Heading and line or page range as shown to people, for anything with heading_path and line/page fields."""
+@dataclass(frozen=True)
+class SourceInfo:
+    """A document's standing: outdated (and why), when it expires, and a notice when its front matter is unusable."""
 
-    heading_path: tuple[str, ...]
-    line_start: int
-    line_end: int
-    page_start: int
-    page_end: int
+    outdated: bool = False
+    why: str = ""  # "status: archived", "superseded by docs/x.md", "in folder archive/"
+    superseded_by: str | None = None
+    expires: str | None = None  # ISO date, YYYY-MM-DD
+    notice: str | None = None  # one line for the user: what is wrong with the front matter and what was done
+
+    def expired(self, today: dt.date | None = None) -> bool:
+        """Past its expiry date (the day itself still counts as valid)."""
+        return self.expires is not None and dt.date.fromisoformat(self.expires) < (today or dt.date.today())
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A heading-aware piece of one document. `chunk_id` is `<doc_id>#<n>`, stable per file."""
+
+    chunk_id: str
+    doc_id: str  # path relative to the docs folder, posix separators
+    uri: str  # what excerpts show the model; the doc id
+    text: str
+    heading_path: tuple[str, ...] = ()
+    line_start: int = 1  # 1-based, inclusive; lines of the file (HTML: of its source)
+    line_end: int = 1
+    page_start: int = 0  # 1-based pages of a PDF; 0 for documents without pages
+    page_end: int = 0
 
     @property
     def heading(self) -> str:
@@ -45,89 +65,53 @@ class _Located:
 
 
 @dataclass(frozen=True)
-class SourceInfo:
-    """A document's standing: outdated (and why), when it expires, and a notice when its front matter is unusable."""
+class Hit:
+    """A retrieved chunk and what search adds to it: the fused score, each retriever's rank (1-based, None if
+    unranked), its document's standing and the collection it came from. It reads like its chunk (`hit.text`)."""
 
-    outdated: bool = False
-    why: str = ""  # "status: archived", "superseded by docs/x.md", "in folder archive/"
-    superseded_by: str | None = None
-    expires: str | None = None  # ISO date, YYYY-MM-DD
-    notice: str | None = None  # one line for the user: what is wrong with the front matter and what was done
-
-    def expired(self, today: dt.date | None = None) -> bool:
-        """Past its expiry date (the day itself still counts as valid)."""
-        return self.expires is not None and dt.date.fromisoformat(self.expires) < (today or dt.date.today())
-
-
-@dataclass(frozen=True)
-class Chunk(_Located):
-    """A heading-aware piece of one document. `chunk_id` is `<doc_id>#<n>`, stable per file."""
-
-    chunk_id: str
-    doc_id: str  # path relative to the docs folder, posix separators
-    uri: str  # what excerpts show the model; the doc id
-    text: str
-    heading_path: tuple[str, ...] = ()
-    line_start: int = 1  # 1-based, inclusive; lines of the file (HTML: of its source)
-    line_end: int = 1
-    page_start: int = 0  # 1-based pages of a PDF; 0 for documents without pages
-    page_end: int = 0
-
-
-@dataclass(frozen=True)
-class Hit(_Located):
-    """A retrieved chunk with its fused score and each retriever's rank (1-based, None if unranked)."""
-
-    chunk_id: str
-    doc_id: str
-    uri: str
-    text: str
+    chunk: Chunk
     score: float
-    heading_path: tuple[str, ...] = ()
-    line_start: int = 1
-    line_end: int = 1
-    page_start: int = 0
-    page_end: int = 0
     bm25_rank: int | None = None
     dense_rank: int | None = None
     outdated: bool = False  # its document is archived, deprecated or superseded (rag.ingest.sources)
     expires: str | None = None  # ISO date after which its document must not be shown
     collection: str = ""  # the named source it came from (rag.indexing.collections); "" when unnamed
 
-    @classmethod
-    def from_chunk(
-        cls,
-        chunk: Chunk,
-        score: float,
-        bm25_rank: int | None = None,
-        dense_rank: int | None = None,
-        outdated: bool = False,
-        expires: str | None = None,
-        collection: str = "",
-    ) -> "Hit":
-        return cls(
-            chunk_id=chunk.chunk_id,
-            doc_id=chunk.doc_id,
-            uri=chunk.uri,
-            text=chunk.text,
-            score=score,
-            heading_path=chunk.heading_path,
-            line_start=chunk.line_start,
-            line_end=chunk.line_end,
-            page_start=chunk.page_start,
-            page_end=chunk.page_end,
-            bm25_rank=bm25_rank,
-            dense_rank=dense_rank,
-            outdated=outdated,
-            expires=expires,
-            collection=collection,
-        )
+    @property
+    def chunk_id(self) -> str:
+        return self.chunk.chunk_id
 
     @property
-    def chunk(self) -> Chunk:
-        """The chunk this hit ranks, without its score."""
-        fields = (self.heading_path, self.line_start, self.line_end, self.page_start, self.page_end)
-        return Chunk(self.chunk_id, self.doc_id, self.uri, self.text, *fields)
+    def doc_id(self) -> str:
+        return self.chunk.doc_id
+
+    @property
+    def uri(self) -> str:
+        return self.chunk.uri
+
+    @property
+    def text(self) -> str:
+        return self.chunk.text
+
+    @property
+    def heading_path(self) -> tuple[str, ...]:
+        return self.chunk.heading_path
+
+    @property
+    def heading(self) -> str:
+        return self.chunk.heading
+
+    @property
+    def lines(self) -> str:
+        return self.chunk.lines
+
+    @property
+    def pages(self) -> str:
+        return self.chunk.pages
+
+    @property
+    def where(self) -> str:
+        return self.chunk.where
 
 
 class Update(Protocol):

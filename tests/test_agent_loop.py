@@ -36,7 +36,7 @@ class MemoryRetriever(RetrieverDefaults):
             if overlap:
                 scored.append((overlap, c))
         scored.sort(key=lambda t: (-t[0], t[1].chunk_id))
-        return [Hit.from_chunk(c, float(s)) for s, c in scored[:k]]
+        return [Hit(c, float(s)) for s, c in scored[:k]]
 
     def chunk(self, chunk_id):
         return self.by_id.get(chunk_id)

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
 
 from rag.indexing.bm25 import BM25Index
-from rag.retrieval.terms import TermSettings, identifier_parts, light_stem, stem, index_terms
+from rag.retrieval.terms import TermSettings, identifier_parts, index_terms
+from rag.text import light_stem, stem
 
 class LuceneIdfBM25(BM25Okapi):
     """rank_bm25's Okapi scoring with Lucene's IDF, log(1 + (N - n + 0.5) / (n + 0.5)): the reference for parity."""
@@ -134,7 +135,7 @@ def _terms_uncached(text: str, settings: TermSettings) -> list[str]:
     """index_terms as it was before token_terms cached each word: every occurrence split and stemmed anew."""
     import re
 
-    from rag.retrieval.terms import STOPWORDS
+    from rag.text import INDEX_STOPWORDS as STOPWORDS
 
     out: list[str] = []
     method = settings.stemmer if settings.stem else "none"

@@ -170,11 +170,22 @@ def test_an_unknown_chat_id_says_where_to_look(tmp_path):
 
 
 def test_shown_hits_pair_ledger_numbers_with_the_kept_hits():
-    hits = tuple(Hit.from_chunk(c, 1.0) for c in CHUNKS[:3])
+    hits = tuple(Hit(c, 1.0) for c in CHUNKS[:3])
     # The second hit was dropped, so the kept ones are the first and the third.
     event = SearchFinished("q", hits, packed=(4, 5), dropped=1, omissions=(Omission(2, hits[1].chunk_id, hits[1].uri, "over_budget"),))
     shown = shown_hits([SearchStarted("q", 5), event])
     assert {n: h.chunk_id for n, h in shown.items()} == {4: CHUNKS[0].chunk_id, 5: CHUNKS[2].chunk_id}
+
+
+def test_a_saved_hit_is_one_flat_dict_as_before_hit_wrapped_its_chunk():
+    """Saved chats and `ask --json` keep the keys and their order; a chat saved before reads back the same."""
+    hit = Hit(CHUNKS[1], 0.5, bm25_rank=2, dense_rank=None, outdated=True, collection="notes")
+    saved = json.loads(json.dumps(event_to_dict(SearchFinished("q", (hit,), packed=(1,), dropped=0))))["hits"][0]
+    assert list(saved) == ["chunk_id", "doc_id", "uri", "text", "score", "heading_path", "line_start", "line_end",
+                           "page_start", "page_end", "bm25_rank", "dense_rank", "outdated", "expires", "collection"]
+    assert saved["chunk_id"] == CHUNKS[1].chunk_id and saved["heading_path"] == list(CHUNKS[1].heading_path)
+    back = event_from_dict({"type": "SearchFinished", "query": "q", "hits": [saved], "packed": [1], "dropped": 0})
+    assert isinstance(back, SearchFinished) and back.hits == (hit,) and back.hits[0].chunk == CHUNKS[1]
 
 
 def test_export_has_footnotes_with_path_lines_heading_and_flags_made_up_numbers(tmp_path):

@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from rag.excerpts.conflicts import detect_conflicts, find_conflicts, statements
-from rag.types import Hit
+from rag.types import Chunk, Hit
 
 DOCS = Path(__file__).resolve().parent.parent / "docs_corpus"
 
 
 def hit(doc_id: str, text: str, heading: tuple[str, ...] = (), outdated: bool = False, n: int = 0) -> Hit:
-    return Hit(f"{doc_id}#{n}", doc_id, doc_id, text, 1.0, heading_path=heading, outdated=outdated)
+    return Hit(Chunk(f"{doc_id}#{n}", doc_id, doc_id, text, heading_path=heading), 1.0, outdated=outdated)
 
 
 def section(doc_id: str, heading: str) -> Hit:
@@ -95,7 +95,7 @@ def test_shared_heading_terms_and_one_key_word_are_enough():
 
 
 def test_a_failure_inside_detection_gives_no_annotation(caplog):
-    broken = Hit("docs/a.md#0", "docs/a.md", "docs/a.md", None, 1.0)  # text None: detection raises inside
+    broken = Hit(Chunk("docs/a.md#0", "docs/a.md", "docs/a.md", None), 1.0)  # text None: detection raises inside
     good = hit("docs/b.md", "The default context window is 2048 tokens.")
     assert find_conflicts([(1, broken), (2, good)]) == ()
     assert "conflict detection failed" in caplog.text

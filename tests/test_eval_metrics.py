@@ -215,7 +215,7 @@ class ListRetriever(RetrieverDefaults):
         return len(self.chunks)
 
     def search(self, query, k=5, doc_ids=None):
-        return [Hit.from_chunk(c, 1.0) for c in self.chunks if not doc_ids or c.doc_id in doc_ids][:k]
+        return [Hit(c, 1.0) for c in self.chunks if not doc_ids or c.doc_id in doc_ids][:k]
 
     def chunk(self, chunk_id):
         return next((c for c in self.chunks if c.chunk_id == chunk_id), None)

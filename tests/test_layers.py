@@ -1,14 +1,18 @@
 """The house's layers, read from the code's own imports: models <- rag <- agent, each backend in its package, no
-package importing back, and nothing at run time importing the benchmarks or the test doubles."""
+package importing back, and nothing at run time importing the benchmarks or the test doubles. And what is read by
+probing: getattr is left for foreign objects, and never reads settings."""
 
 from __future__ import annotations
 
 import ast
+import re
 from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNTIME = ("agent", "rag", "models")
+MAX_GETATTR = 15  # issue #38: our own protocols and dataclasses declare what callers use; getattr is for the rest
+SETTINGS_NAMES = {"settings", "args", "namespace", "options", "given"}  # what a probe of the settings reads
 
 
 @cache
@@ -88,3 +92,42 @@ def test_no_package_imports_one_that_imports_it_back():
                     seen.add(nxt)
                     todo.append(nxt)
     assert sorted(set(circles)) == []
+
+
+def getattr_lines() -> list[str]:
+    """'path:line: text' for each line of agent/, rag/ and models/ holding `getattr(`, counted as
+    `grep -rn "getattr(" agent rag models | wc -l` counts them (binary files, compiled bytecode, are left out)."""
+    found = []
+    for top in RUNTIME:
+        for path in sorted((ROOT / top).rglob("*")):
+            if not path.is_file() or "__pycache__" in path.parts:
+                continue
+            data = path.read_bytes()
+            if b"\0" in data:
+                continue
+            for n, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
+                if "getattr(" in line:
+                    found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
+    return found
+
+
+def test_getattr_is_left_for_foreign_objects():
+    """The ones left read foreign objects (the MCP SDK's session and request, pydantic's error, a replaced stdin,
+    llama_cpp's Llama, what the openai SDK hands back), or reflect: a dataclass's fields, a protocol's members
+    (protocol_gaps), rag's lazily imported contract. Our own protocols and dataclasses declare what callers read."""
+    lines = getattr_lines()
+    assert len(lines) <= MAX_GETATTR, "\n".join(lines)
+
+
+def test_no_probe_reads_the_settings():
+    """agent.settings.Settings (and, before it, the argparse Namespace) is read by name: a typo is mypy's to find."""
+    probes = []
+    for top in RUNTIME:
+        for path in (ROOT / top).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                        and node.func.id in ("getattr", "hasattr", "setattr") and node.args):
+                    target = ast.unparse(node.args[0])
+                    if set(re.findall(r"[a-z]+", target.lower())) & SETTINGS_NAMES:
+                        probes.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.func.id}({target}, ...)")
+    assert probes == []

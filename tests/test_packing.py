@@ -20,7 +20,7 @@ from rag.citations import Citation
 from rag.errors import BudgetError
 from rag.excerpts.near_duplicates import jaccard, shingles
 from rag.excerpts.packing import Ledger, PackedContext, Packer, block, lost_in_middle
-from rag.types import Hit
+from rag.types import Chunk, Hit
 
 DOCS = Path(__file__).resolve().parent.parent / "docs_corpus"
 BLOCK_HEAD = re.compile(r"^\[(\d+)\] (\S+)$", re.MULTILINE)
@@ -28,7 +28,7 @@ BLOCK_HEAD = re.compile(r"^\[(\d+)\] (\S+)$", re.MULTILINE)
 
 def hit(chunk_id: str, text: str, score: float = 1.0, uri: str | None = None) -> Hit:
     doc_id = chunk_id.split("#")[0]
-    return Hit(chunk_id=chunk_id, doc_id=doc_id, uri=uri or doc_id, text=text, score=score)
+    return Hit(Chunk(chunk_id=chunk_id, doc_id=doc_id, uri=uri or doc_id, text=text), score=score)
 
 
 class JoinCostCounter:
@@ -330,13 +330,13 @@ PARAGRAPH = (
 
 
 def test_an_outdated_hit_says_so_in_its_header():
-    old = Hit("archive/a.md#0", "archive/a.md", "archive/a.md", "old words", 1.0, outdated=True)
+    old = replace(hit("archive/a.md#0", "old words"), outdated=True)
     packed, _ = Packer(WordTokenizer(), Ledger()).assemble("q", [hit("docs/b.md#0", "new words"), old], 100)
     assert packed.text == "[1] docs/b.md\nnew words\n\n[2] archive/a.md [outdated]\nold words\n"
 
 
 def test_an_expired_hit_is_left_out_with_reason_expired():
-    gone = Hit("docs/a.md#0", "docs/a.md", "docs/a.md", "stale words", 1.0, expires="2024-05-01")
+    gone = replace(hit("docs/a.md#0", "stale words"), expires="2024-05-01")
     fresh = hit("docs/b.md#0", "fresh words")
     packer = Packer(WordTokenizer(), Ledger())
     packed, citations = packer.assemble("q", [gone, fresh], 100, today=dt.date(2024, 5, 2))
@@ -362,7 +362,7 @@ def test_a_near_duplicate_collapses_into_the_higher_ranked_hit():
 def test_near_duplicates_that_differ_in_numbers_or_standing_are_both_kept():
     numbers = PARAGRAPH + " The window is 2048 tokens."
     other = PARAGRAPH + " The window is 512 tokens."
-    outdated = Hit("archive/a.md#0", "archive/a.md", "archive/a.md", PARAGRAPH + " Old.", 0.5, outdated=True)
+    outdated = replace(hit("archive/a.md#0", PARAGRAPH + " Old.", 0.5), outdated=True)
     hits = [hit("docs/a.md#0", numbers), hit("docs/b.md#0", other), hit("docs/c.md#0", PARAGRAPH), outdated]
     packed, _ = Packer(WordTokenizer(), Ledger()).assemble("q", hits, 1000, jaccard_threshold=0.5)
     assert [h.chunk_id for h in packed.used] == ["docs/a.md#0", "docs/b.md#0", "docs/c.md#0", "archive/a.md#0"]
@@ -402,7 +402,7 @@ def test_budget_never_exceeded_with_duplicates_outdated_and_expired(hits, budget
 def test_real_tokenizer_near_duplicates_collapse_and_the_budget_holds(real_tokenizer):
     hits = [h for h in corpus_paragraphs() if len(h.text.split()) >= 40][:6]
     assert len(hits) >= 3
-    twins = [replace(h, chunk_id=h.chunk_id + "0", text=h.text + " (copy)") for h in hits[:2]]
+    twins = [replace(h, chunk=replace(h.chunk, chunk_id=h.chunk_id + "0", text=h.text + " (copy)")) for h in hits[:2]]
     packed, citations = Packer(real_tokenizer, Ledger()).assemble("q", [*hits, *twins], 2000, jaccard_threshold=0.85)
     assert [(o.chunk_id, o.why) for o in packed.omissions if o.reason == "near_duplicate"] == [
         (twins[0].chunk_id, "near-duplicate of [1]"), (twins[1].chunk_id, "near-duplicate of [2]")

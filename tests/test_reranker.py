@@ -209,7 +209,7 @@ def test_shipped_reranker_quotes_and_declines_on_a_small_real_folder(shipped, re
 
 
 def _hit(chunk_id, text, heading, score):
-    return Hit(chunk_id, chunk_id.split("#")[0], chunk_id.split("#")[0], text, score, (heading,))
+    return Hit(Chunk(chunk_id, chunk_id.split("#")[0], chunk_id.split("#")[0], text, (heading,)), score)
 
 
 def test_passages_are_reordered_by_their_best_sentences_blended_with_the_hybrid_rank():

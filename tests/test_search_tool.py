@@ -48,7 +48,7 @@ class MemoryRetriever(RetrieverDefaults):
             if score:
                 scored.append((score, c))
         scored.sort(key=lambda sc: -sc[0])
-        return [Hit.from_chunk(c, float(s)) for s, c in scored[:k]]
+        return [Hit(c, float(s)) for s, c in scored[:k]]
 
     def chunk(self, chunk_id):
         return self.by_id.get(chunk_id)

@@ -93,6 +93,8 @@ class Hostile(http.server.BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         if self.path != "/v1/completions":
             return self._json(404, {"error": {"message": "not found"}})
+        if not body.get("stream") and self.server.mode == "text-probe":  # the SDK hands a text reply back as a str
+            return self._raw("text/plain", b"hello")
         if not body.get("stream"):  # the start-up probe: agree on the count
             usage = {"prompt_tokens": self.server.probe_tokens, "completion_tokens": 1, "total_tokens": 0}
             choice = {"text": "OK", "index": 0, "finish_reason": "length", "logprobs": None}
@@ -176,6 +178,15 @@ def test_a_models_reply_that_is_not_a_model_list_is_one_line(hostile, mode, frag
         ServerChatModel(ServerConfig(_url(hostile), tokenizer=default_model_path()))
     text = _one_line(err.value, _url(hostile))
     assert "/models" in text and fragment in text
+
+
+def test_a_probe_reply_that_is_not_json_is_one_line(hostile):
+    """It once reached `reply.usage` on the str the SDK returns and left an AttributeError's traceback."""
+    hostile.mode = "text-probe"
+    with pytest.raises(ModelError) as err:
+        ServerChatModel(ServerConfig(_url(hostile), tokenizer=default_model_path()))
+    text = _one_line(err.value, _url(hostile))
+    assert "/completions" in text and "(hello)" in text, text
 
 
 @pytest.fixture(scope="module")

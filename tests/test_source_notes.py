@@ -38,7 +38,7 @@ class StandingRetriever(MemoryRetriever):
 
     def search(self, query, k=5, doc_ids=None):
         return [
-            Hit.from_chunk(self.by_id[h.chunk_id], h.score, outdated=source_info(h.doc_id).outdated)
+            Hit(self.by_id[h.chunk_id], h.score, outdated=source_info(h.doc_id).outdated)
             for h in super().search(query, k, doc_ids)
         ]
 

@@ -71,7 +71,7 @@ def real_session(replies=(), delay: float = 0.0, **settings) -> tuple[ChatSessio
 
 
 def hit(c: Chunk, score: float) -> Hit:
-    return Hit.from_chunk(c, score)
+    return Hit(c, score)
 
 
 def mixed_turn(question: str = "What does the kv cache store, and how big is it?") -> list:

@@ -22,7 +22,7 @@ from agent.events import (
 )
 from agent.turn.decline import Decline
 from rag.excerpts.packing import Omission
-from rag.types import Hit
+from rag.types import Chunk, Hit
 from rag.verification.verdicts import CitationVerdict, ClaimVerdict, Verdict, Verification
 
 _BY_NAME = {cls.__name__: cls for cls in EVENT_TYPES}
@@ -34,10 +34,23 @@ def _known(cls, data: dict) -> dict:
     return {k: v for k, v in data.items() if k in names}
 
 
+_CHUNK_FIRST = ("chunk_id", "doc_id", "uri", "text")  # before the score, as the flat form has always had them
+
+
+def hit_to_dict(hit: Hit) -> dict:
+    """A hit as one flat dict, its chunk's fields beside what search added (the form saved chats always had)."""
+    chunk, added = dataclasses.asdict(hit.chunk), dataclasses.asdict(hit)
+    del added["chunk"]
+    first = {name: chunk.pop(name) for name in _CHUNK_FIRST}
+    return {**first, "score": added.pop("score"), **chunk, **added}
+
+
 def hit_from_dict(data: dict) -> Hit:
-    data = _known(Hit, data)
-    data["heading_path"] = tuple(data.get("heading_path", ()))
-    return Hit(**data)
+    """The Hit `hit_to_dict` wrote."""
+    chunk = _known(Chunk, data)
+    chunk["heading_path"] = tuple(chunk.get("heading_path", ()))
+    added = {name: value for name, value in _known(Hit, data).items() if name != "chunk"}
+    return Hit(Chunk(**chunk), **added)
 
 
 def omission_from(data: Any) -> Omission | None:
@@ -95,7 +108,10 @@ def event_to_dict(event: Event) -> dict:
     """One event as a JSON-ready dict tagged with its type name."""
     if isinstance(event, AnswerFinished):
         return {"type": "AnswerFinished", "answer": answer_to_dict(event.answer)}
-    return {"type": type(event).__name__, **dataclasses.asdict(event)}
+    data = {"type": type(event).__name__, **dataclasses.asdict(event)}
+    if isinstance(event, SearchFinished):
+        data["hits"] = [hit_to_dict(hit) for hit in event.hits]
+    return data
 
 
 def event_from_dict(data: dict) -> Event | None:

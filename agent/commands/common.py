@@ -19,6 +19,7 @@ def add_docs_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--docs", metavar="DIR", default=None, action=DocsAction,
                    help="folder of docs to search (default: bundled docs_corpus/); give it again for more folders, "
                    "each a collection named after its folder; man:1,8 reads man pages as --man does")
+    p.set_defaults(more_docs=[])  # each --docs after the first (agent.commands.docs_sources.add_source)
     from agent.commands.manuals import add_manual_options
 
     add_manual_options(p)

@@ -15,11 +15,12 @@ class DocsAction(argparse.Action):
 
 
 def add_source(namespace: argparse.Namespace, source) -> bool:
-    """Keep `source` as the docs (True), or, when a source was already given, as one more collection (False)."""
-    if getattr(namespace, "docs", None) is None:
+    """Keep `source` as the docs (True), or, when a source was already given, as one more collection (False).
+    Both attributes are there from the start: add_docs_option declares them (default None and [])."""
+    if namespace.docs is None:
         namespace.docs = source
         return True
-    namespace.more_docs = [*getattr(namespace, "more_docs", []), source]
+    namespace.more_docs = [*namespace.more_docs, source]
     return False
 
 

@@ -52,7 +52,10 @@ def report(index, verbose: bool) -> None:
     if verbose and update.skipped:
         print(visible(f"  skipped: {', '.join(f'{n} {why}' for why, n in sorted(update.skipped.items()))}"))
     if verbose:
-        stored = [str(part[0]) for part in getattr(index, "parts", ())] or [str(update.index_dir)]
+        from rag.indexing.hybrid import HybridIndex
+
+        parts = index.parts if isinstance(index, HybridIndex) else ()  # collections joined: each stored apart
+        stored = [str(part[0]) for part in parts] or [str(update.index_dir)]
         print(visible(f"  stored in {', '.join(stored)}"), flush=True)
 
 

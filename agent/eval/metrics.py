@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from typing import Sequence
 
 from agent.eval.records import Record
 from rag.evaluation import holds_evidence, mean
+from rag.text import alnum_runs
 from rag.verification.verdicts import Verdict
 
 CONFLICT_TAG = "conflict"  # questions.jsonl tag: the docs disagree about what the question asks
-_WORD = re.compile(r"[a-z0-9]+")
 
 
 def ratio(part: int, whole: int) -> float | None:
@@ -32,10 +31,10 @@ def percentile(values: Sequence[float], q: float) -> float | None:
 
 def evidence_overlap(answer: str, evidence: str | None) -> float | None:
     """Share of the evidence string's distinct words that the answer contains."""
-    wanted = set(_WORD.findall((evidence or "").lower()))
+    wanted = set(alnum_runs((evidence or "").lower()))
     if not wanted:
         return None
-    return len(wanted & set(_WORD.findall(answer.lower()))) / len(wanted)
+    return len(wanted & set(alnum_runs(answer.lower()))) / len(wanted)
 
 
 def citation_metrics(records: Sequence[Record]) -> dict:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from agent.eval.metrics import ratio
+from agent.events import Answer
 from agent.eval.records import ShownSentence
 from rag.evaluation import holds_evidence
 from rag import markers
@@ -40,7 +41,7 @@ def model_share(shown: Sequence[ShownSentence], draft: Sequence[ShownSentence] =
     return sum(s.by_model for s in shown), len(shown)
 
 
-def split_answer(answer) -> tuple[tuple[ShownSentence, ...], tuple[ShownSentence, ...]]:
+def split_answer(answer: Answer) -> tuple[tuple[ShownSentence, ...], tuple[ShownSentence, ...]]:
     """(shown, draft) of an agent Answer.
 
     `answer.claims` holds the verdicts of the shown text and of everything the model wrote (the draft included),
@@ -48,7 +49,7 @@ def split_answer(answer) -> tuple[tuple[ShownSentence, ...], tuple[ShownSentence
     sentence judged twice (the model wrote it and it is shown) counts once, with the shown text's verdict. The
     model decoded a shown sentence unless the text is smoldocs' own quotes (`quoted`).
     """
-    shown_text, draft_text = _squash(markers.strip(answer.text)), _squash(markers.strip(getattr(answer, "draft", "") or ""))
+    shown_text, draft_text = _squash(markers.strip(answer.text)), _squash(markers.strip(answer.draft))
     # smoldocs' own quotes: the whole text of a quoted answer, or what follows the model's words in one that
     # keeps them in front.
     model = answer.model_text or ""

@@ -53,6 +53,7 @@ from rag.printable import one_line, visible
 
 if TYPE_CHECKING:
     from agent.tui.app import SmoldocsApp
+    from rag.indexing.build import IndexProgress
 
 SessionFactory = Callable[..., Session]  # (progress=callback) -> a ChatSession
 WIDE = 100  # the sources panel shows by default from this width
@@ -133,7 +134,7 @@ class ChatScreen(Screen):
     def _load_session(self, switch: Switch | None = None) -> None:
         if switch is not None and switch.old is not None:
             switch.old.close()  # first: one model and one live index at a time (it saves its embeddings)
-        def progress(p: Any) -> None:
+        def progress(p: IndexProgress | str) -> None:
             self.post_message(describe_progress(display_copy(p)))
 
         try:

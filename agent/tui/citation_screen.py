@@ -31,8 +31,8 @@ class CitationInfo:
     claims: tuple[ClaimVerdict, ...] = field(default_factory=tuple)
 
     @property
-    def source(self) -> Chunk | Hit | None:
-        return self.chunk or self.hit
+    def source(self) -> Chunk | None:
+        return self.chunk or (self.hit.chunk if self.hit else None)
 
 
 def citation_infos(shown: dict[int, Hit], answer: Answer | None, lookup: Callable[[str | None], Chunk | None]) -> list[CitationInfo]:

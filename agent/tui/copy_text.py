@@ -18,7 +18,7 @@ def source_path(docs_dir: DocsDir, doc_id: str) -> Path | None:
     return Path(docs_dir, doc_id) if docs_dir is not None and not isinstance(docs_dir, str) else None
 
 
-def source_ref(source: Chunk | Hit, docs_dir: DocsDir) -> str:
+def source_ref(source: Chunk, docs_dir: DocsDir) -> str:
     """`docs/kv-cache.md:8 · KV cache > Size`; a man page adds `ls(1)`, a PDF says its page instead of a line."""
     path = source_path(docs_dir, source.doc_id) or source.doc_id
     where = f"{path} (page {source.pages})" if source.page_start else f"{path}:{source.line_start}"
@@ -34,14 +34,14 @@ def answer_copy(answer: Answer, shown: dict[int, Hit], docs_dir: DocsDir) -> str
         if citation.verdict == Verdict.MADE_UP:
             lines.append(f"[{citation.n}] made up: no excerpt had that number")
         elif hit is not None:
-            lines.append(f"[{citation.n}] {source_ref(hit, docs_dir)}")
+            lines.append(f"[{citation.n}] {source_ref(hit.chunk, docs_dir)}")
         else:
             lines.append(f"[{citation.n}] {citation.uri or citation.chunk_id or 'unknown source'}")
     text = answer.text.strip()
     return f"{text}\n\nSources:\n" + "\n".join(lines) if lines else text
 
 
-def quote_copy(quote: str, source: Chunk | Hit, docs_dir: DocsDir) -> str:
+def quote_copy(quote: str, source: Chunk, docs_dir: DocsDir) -> str:
     """`> the quoted sentence` over `— docs/kv-cache.md:8 · KV cache > Size`."""
     quoted = "\n".join(f"> {line}" if line else ">" for line in quote.strip().splitlines())
     return f"{quoted}\n— {source_ref(source, docs_dir)}"

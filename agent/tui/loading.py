@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -10,6 +10,9 @@ from textual.content import Content
 from textual.widgets import ProgressBar, Static
 
 from agent.tui.messages import LoadProgress
+
+if TYPE_CHECKING:
+    from rag.indexing.build import IndexProgress
 
 
 STAGES = {
@@ -22,18 +25,17 @@ STAGES = {
 }
 
 
-def describe_progress(progress: Any) -> LoadProgress:
+def describe_progress(progress: IndexProgress | str) -> LoadProgress:
     """A LoadProgress for one rag.indexing.build.IndexProgress (or a plain string) from the session's loader."""
     if isinstance(progress, str):
         return LoadProgress(progress)
-    stage = getattr(progress, "stage", "")
-    message = getattr(progress, "message", "")
+    stage, message = progress.stage, progress.message
     if stage == "notice" or stage not in STAGES:
         return LoadProgress(message or str(stage) or "Loading…", stage=str(stage))
     label, unit = STAGES[stage]
     if stage == "read" and message:  # the pages of one long file: name it
         label = f"{label} {message}"
-    done, total = getattr(progress, "done", 0), getattr(progress, "total", 0)
+    done, total = progress.done, progress.total
     if total and unit:
         label = f"{label} {done}/{total} {unit}"
     elif unit:  # scanning: the total is not known yet

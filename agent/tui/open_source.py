@@ -19,7 +19,7 @@ from agent.errors import UsageError
 from agent.tui.copy_text import DocsDir, source_path
 from rag.ingest.formats.manuals import info_name, man_parts
 from rag.printable import one_line
-from rag.types import Chunk, Hit
+from rag.types import Chunk
 
 OPENERS = ("pager", "editor")
 # Programs that take `+N FILE` for "open at line N" (less, more and most as pagers; the rest are editors).
@@ -39,7 +39,7 @@ class Launch:
     env: dict[str, str] = field(default_factory=dict)
 
 
-def open_source(source: Chunk | Hit, docs_dir: DocsDir, opener: str,
+def open_source(source: Chunk, docs_dir: DocsDir, opener: str,
                 env: Mapping[str, str] | None = None) -> Launch:
     """The program that shows `source` at its line; UsageError (one line) when its file cannot be opened here."""
     if opener not in OPENERS:
@@ -75,7 +75,7 @@ def at_line(command: str, path: Path, line: int) -> Launch:
     return Launch((*words, str(path)), f"{program} (it takes no line: the source is at line {line})")
 
 
-def _man(path: Path, source: Chunk | Hit, env: Mapping[str, str]) -> Launch:
+def _man(path: Path, source: Chunk, env: Mapping[str, str]) -> Launch:
     """`man -l FILE`, with less asked to start at the section's heading (man's pager reads $LESS)."""
     heading = source.heading_path[-1] if source.heading_path else ""
     if not heading:
@@ -85,7 +85,7 @@ def _man(path: Path, source: Chunk | Hit, env: Mapping[str, str]) -> Launch:
     return Launch(("man", "-l", str(path)), f"man at {one_line(heading)}", {"LESS": less})
 
 
-def _info(path: Path, source: Chunk | Hit) -> Launch:
+def _info(path: Path, source: Chunk) -> Launch:
     """`info --file FILE --node NODE`: an info chunk's first heading is its node's name."""
     node = source.heading_path[0] if source.heading_path else ""
     argv = ("info", "--file", str(path), *(("--node", node) if node else ()))

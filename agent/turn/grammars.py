@@ -76,6 +76,10 @@ class MarkerGuard:
                 return False
         return True
 
+    def only(self, state: str | None, vocab) -> None:
+        """None: every piece is checked with `allows` (a marker's few digits need no lookup by text)."""
+        return None
+
     def _parts(self, inside: str) -> list[str]:
         return [part.strip() for part in inside.split(",")]
 

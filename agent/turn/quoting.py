@@ -124,7 +124,7 @@ def _cut(text: str, masked: str, count: Callable[[str], int], max_tokens: int) -
 
 
 class QuoteGuard:
-    """The TextGuard (and SpellingGuard) of quote decoding; see the module docstring for the shape it enforces.
+    """The TextGuard of quote decoding; see the module docstring for the shape it enforces.
 
     States: ("ref", line, used) while a reference line is typed; ("open", after, used) at the start of a line;
     ("claim", open marker, too long) inside a claim. `used` holds the reference lines already written: a span is

@@ -95,8 +95,8 @@ def _pieces(llm) -> list[str]:
 class GuardProcessor:
     """A llama-cpp-python logits processor that sets the logits of pieces `guard` refuses to -inf.
 
-    It follows the generated text itself: each call first appends the piece of the token sampled last. A guard
-    with an `only(state, vocab)` method (a SpellingGuard) may name the allowed ids outright in some states.
+    It follows the generated text itself: each call first appends the piece of the token sampled last. A guard's
+    `only(state, vocab)` may name the allowed ids outright in some states (None: check every piece with `allows`).
     """
 
     def __init__(self, guard: TextGuard, vocab: Vocabulary, n_prompt: int) -> None:
@@ -128,8 +128,7 @@ class GuardProcessor:
             self.text += pieces[int(token)] if int(token) < len(pieces) else ""
         self._seen = max(self._seen, len(input_ids))
         state = self.guard.state(self.text)
-        only = getattr(self.guard, "only", None)
-        allowed = only(state, self.vocab) if only is not None else None
+        allowed = self.guard.only(state, self.vocab)
         if allowed is not None:
             kept = logits[allowed]
             logits[:] = -np.inf

@@ -8,11 +8,15 @@ import ctypes
 import threading
 import weakref
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from models.config import ModelConfig
 from models.errors import ContextTooSmall, ModelLoadFailed
 from models.gguf_header import scalar_metadata
 from models.locate import check_gguf
+
+if TYPE_CHECKING:
+    from llama_cpp import Llama
 
 # llama.cpp takes n_ctx as a uint32 and reserves its KV cache up front: past this, no GGUF we could run was trained,
 # and a typo (--n-ctx 99999999999) would otherwise allocate tens of GB before failing. Used where the GGUF does not
@@ -114,9 +118,9 @@ def check_requested_context(config: ModelConfig) -> None:
                               f"{MAX_N_CTX} tokens of context; pass a smaller --n-ctx")
 
 
-def check_context(llm, config: ModelConfig) -> None:
+def check_context(llm: Llama, config: ModelConfig) -> None:
     """Refuse a model whose window cannot hold the n_ctx tokens every budget assumes."""
-    trained = trained_context(getattr(llm, "metadata", {}) or {})
+    trained = trained_context(llm.metadata or {})  # Llama sets it always: {} when the GGUF's could not be read
     if (trained is not None and trained < config.n_ctx) or llm.n_ctx() < config.n_ctx:
         limit = trained if trained is not None and trained < config.n_ctx else llm.n_ctx()
         raise ContextTooSmall(

@@ -13,6 +13,7 @@ from typing import Iterator, Sequence
 
 import httpx2 as httpx  # the HTTP client the openai SDK is built on
 import openai
+from openai.types import Completion, CompletionChoice, CompletionUsage
 
 from models.config import DEFAULT_N_CTX
 from models.errors import (
@@ -63,7 +64,8 @@ class ServerChatModel:
             reply = self.api.openai.completions.create(model=self.info.model, prompt=prompt, max_tokens=1, temperature=0)
         except (openai.OpenAIError, httpx.HTTPError) as exc:
             raise explain(exc, self.config) from None
-        theirs = getattr(reply.usage, "prompt_tokens", None) if reply.usage else None
+        usage = reply.usage if isinstance(reply, Completion) else None  # the SDK returns a text reply as a str
+        theirs = usage.prompt_tokens if isinstance(usage, CompletionUsage) else None
         if isinstance(reply, str) or (theirs is not None and not isinstance(theirs, int)):
             raise not_understood("/completions", reply if isinstance(reply, str) else f"usage: {reply.usage}", self.config)
         if theirs != ours:
@@ -176,17 +178,19 @@ class ServerChatModel:
     def _parts(self, chunk, partial: bool) -> tuple[int | None, list[tuple[str | None, str | None]]]:
         """A stream chunk's completion-token count and (text, finish reason) per choice, or one line naming the
         field that has the wrong shape (the SDK builds chunks without checking them)."""
-        usage = getattr(chunk, "usage", None)
-        tokens = getattr(usage, "completion_tokens", None)
-        if isinstance(usage, (bool, int, float, str, list, dict)) or not isinstance(tokens, (int, type(None))):
+        # An event that is a JSON object becomes a Completion; its fields keep whatever JSON they held (an object
+        # becomes the declared model, a missing field None). Any other JSON value comes back as it is.
+        usage = chunk.usage if isinstance(chunk, Completion) else None
+        tokens = usage.completion_tokens if isinstance(usage, CompletionUsage) else None
+        if (usage is not None and not isinstance(usage, CompletionUsage)) or not isinstance(tokens, (int, type(None))):
             raise self._bad_event(f"usage: {_shown(usage)}", partial)
-        choices = getattr(chunk, "choices", None)
+        choices = chunk.choices if isinstance(chunk, Completion) else None
         choices = [] if choices is None else choices  # some servers leave them out of the usage-only chunk
         if not isinstance(choices, list):
             raise self._bad_event(f"choices: {_shown(choices)}", partial)
-        parts = []
+        parts: list[tuple[str | None, str | None]] = []
         for choice in choices:
-            text, reason = getattr(choice, "text", None), getattr(choice, "finish_reason", None)
+            text, reason = (choice.text, choice.finish_reason) if isinstance(choice, CompletionChoice) else (None, None)
             if not isinstance(text, (str, type(None))):
                 raise self._bad_event(f"text: {_shown(text)}", partial)
             if not isinstance(reason, (str, type(None))):

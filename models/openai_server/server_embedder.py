@@ -44,7 +44,7 @@ class ServerEmbedder:
         try:
             served = [m.id for m in self.client.models.list().data]
         except openai.OpenAIError as exc:
-            raise self._explain(exc) from None
+            raise self._explain(exc, model=None) from None  # no model chosen yet
         if len(served) != 1:
             names = ", ".join(served) or "none"
             raise ServerRefused(f"the embeddings server at {self.shown_url} serves {scrub(names, self.base_url)}: "
@@ -55,7 +55,7 @@ class ServerEmbedder:
         try:
             reply = self.client.embeddings.create(model=self.model, input=texts, encoding_format="float")
         except openai.OpenAIError as exc:
-            raise self._explain(exc) from None
+            raise self._explain(exc, self.model) from None
         return self._matrix(reply.data, len(texts))
 
     def _matrix(self, data, n_texts: int) -> np.ndarray:
@@ -98,8 +98,9 @@ class ServerEmbedder:
     def close(self) -> None:
         self.client.close()
 
-    def _explain(self, exc: BaseException) -> Exception:
-        """One line for a failed request, naming the server and what to do (the key is never shown)."""
+    def _explain(self, exc: BaseException, model: str | None) -> Exception:
+        """One line for a failed request, naming the server, the `model` asked for and what to do (the key is
+        never shown)."""
         url = self.shown_url
         if isinstance(exc, openai.APIStatusError):
             detail = scrub(str(exc.message), self.base_url)[:160]
@@ -107,7 +108,7 @@ class ServerEmbedder:
                 return ServerRefused(f"the embeddings server at {url} refused the API key (HTTP {exc.status_code}): "
                                      "set SMOLDOCS_EMBED_API_KEY to a key it accepts")
             if exc.status_code == 404:
-                return ServerRefused(f"the embeddings server at {url} has no model {getattr(self, 'model', None)!r} "
+                return ServerRefused(f"the embeddings server at {url} has no model {model!r} "
                                      "or no /embeddings endpoint (HTTP 404): check --embed-model and that the URL ends in /v1")
             return ServerRefused(f"the embeddings server at {url} failed (HTTP {exc.status_code}: {detail})")
         if isinstance(exc, openai.APITimeoutError):

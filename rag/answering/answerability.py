@@ -17,6 +17,7 @@ from typing import Mapping, Sequence
 from rag import tuned
 from rag.retrieval.terms import TermSettings, index_terms
 from rag.retrieval.vocabulary import DocumentFrequencies
+from rag.text import ends_sentence, name_words
 from rag.verification.support import embed_cached
 
 SIGNALS = ("unknown_name", "unknown_share", "best_score", "best_cosine")
@@ -25,8 +26,6 @@ WEIGHTS = tuple(tuned.ANSWERABILITY_WEIGHTS[name] for name in SIGNALS)
 BIAS = tuned.ANSWERABILITY_BIAS
 
 # A word that names something: capitalised inside the question, an acronym, camel case, or with a digit.
-_WORD = re.compile(r"(?<![\w-])([A-Za-z][\w.-]*[A-Za-z0-9])")
-_SENTENCE_END = re.compile(r"[.?!:;]\s*$")
 _NAMEISH = re.compile(r"[A-Z].*[A-Z]|[a-z][A-Z]|\d")
 
 
@@ -54,9 +53,9 @@ def unknown_names(question: str, vocabulary: DocumentFrequencies | None) -> tupl
     if vocabulary is None:
         return ()
     found = []
-    for m in _WORD.finditer(question):
+    for m in name_words(question):
         word = m.group(1)
-        starts = m.start() == 0 or _SENTENCE_END.search(question[: m.start()])
+        starts = m.start() == 0 or ends_sentence(question[: m.start()])
         nameish = bool(_NAMEISH.search(word)) or (word[0].isupper() and not starts)
         if not nameish or (starts and not _NAMEISH.search(word)):
             continue

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 from rag.verification.claims import split_claims
 from rag.markers import mask_code
-from rag.retrieval.terms import STOPWORDS, snowball
+from rag.text import INDEX_STOPWORDS, key_words, snowball
 from rag.types import Hit
 
 log = logging.getLogger(__name__)
@@ -31,14 +31,13 @@ _QUANTITY = re.compile(
     r"(?<![\w.,/\-])(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?![\w.,]?\d)(?:-|[ \t]?)(?P<unit>%|[A-Za-z]+\b)?"
 )
 _BOUNDARY = re.compile(r"[,;:\u2014\u2013]|\s-\s")
-_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 # Units a year-like number may carry and still be a quantity ("2048 tokens", not "the 2023 edition").
 MEASURES = frozenset(
     "token byte kb mb gb tb kib mib gib bit ms second sec minute hour day % dimension dim layer head parameter "
     "word character char line step turn chunk excerpt passage result hit thread core".split()
 )
 # Words that say nothing about which quantity is meant.
-_GENERIC = STOPWORDS | frozenset(
+_GENERIC = INDEX_STOPWORDS | frozenset(
     "also just only not no one each every all any some more less most much many than up out over per about "
     "use used uses using like other same such value values number numbers set".split()
 )
@@ -186,7 +185,7 @@ def key_terms(text: str) -> tuple[str, ...]:
 
 def _key_words(text: str) -> list[tuple[str, str]]:
     """(stem, word as written) of each content word of `text`, in order."""
-    return [(snowball(w.lower()), w) for w in _WORD.findall(text) if w.lower() not in _GENERIC and len(w) > 1]
+    return [(snowball(w.lower()), w) for w in key_words(text) if w.lower() not in _GENERIC and len(w) > 1]
 
 
 def _clause_before(text: str, lo: int, hi: int) -> str:

@@ -95,7 +95,7 @@ class GetDocumentTool:
         if info.expired():
             # Like search_docs: a document past its expiry date is never shown.
             return DocumentResult(text=f"{NO_RESULTS}: {source_id} belongs to a document that expired on {info.expires}")
-        hit = Hit.from_chunk(chunk, 1.0, outdated=info.outdated, expires=info.expires)
+        hit = Hit(chunk, 1.0, outdated=info.outdated, expires=info.expires)
         # Held while counting: the number the block prints must be the number recorded.
         with self.ledger.lock:
             text = sourced_block(self.ledger.peek(hit), hit)

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import re
+from rag.text import word_runs
 
 SHINGLE_WORDS = 5
 DEFAULT_JACCARD = 0.85  # at or above this, two excerpts say the same thing: keep the higher-ranked one
-_WORD = re.compile(r"\w+")
 
 
 def shingles(text: str, size: int = SHINGLE_WORDS) -> frozenset[tuple[str, ...]]:
     """Every run of `size` consecutive words (casefolded); a shorter text is one shingle of all its words."""
-    words = _WORD.findall(text.casefold())
+    words = word_runs(text.casefold())
     if len(words) <= size:
         return frozenset({tuple(words)}) if words else frozenset()
     return frozenset(tuple(words[i : i + size]) for i in range(len(words) - size + 1))

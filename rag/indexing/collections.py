@@ -16,7 +16,7 @@ import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -24,7 +24,8 @@ from rag.errors import DocsNotFound, RagError
 from rag.ingest.man_pages import ManSource, man_source
 from rag.indexing.bm25 import BM25Index, ShardedBM25
 from rag.indexing.hybrid import HybridIndex
-from rag.types import Chunk, Hit, Retriever, SourceInfo
+from rag.retrieval.vocabulary import DocumentFrequencies
+from rag.types import Chunk, Hit, Retriever, SourceInfo, Update
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 SEPARATOR = ":"  # between a collection's name and a document's own id
@@ -214,8 +215,8 @@ def joined_update(updates):
     """What opening several collections did, as one rag.indexing.build.IndexUpdate (ids prefixed)."""
     from rag.indexing.build import IndexUpdate
 
-    def ids(field: str) -> tuple[str, ...]:
-        return tuple(f"{name}{SEPARATOR}{d}" for name, u in updates if u is not None for d in getattr(u, field))
+    def ids(field: Callable[[Update], Sequence[str]]) -> tuple[str, ...]:
+        return tuple(f"{name}{SEPARATOR}{d}" for name, u in updates if u is not None for d in field(u))
 
     real = [u for _, u in updates if u is not None]
     skipped: dict[str, int] = {}
@@ -226,7 +227,8 @@ def joined_update(updates):
         index_dir=real[0].index_dir if real else Path(),
         rebuilt=bool(real) and all(u.rebuilt for u in real),
         reason="; ".join(f"{name}: {u.reason}" for name, u in updates if u is not None and u.reason),
-        added=ids("added"), changed=ids("changed"), removed=ids("removed"), pending=ids("pending"),
+        added=ids(lambda u: u.added), changed=ids(lambda u: u.changed), removed=ids(lambda u: u.removed),
+        pending=ids(lambda u: u.pending),
         unchanged=sum(u.unchanged for u in real), chunks=sum(u.chunks for u in real),
         chunks_embedded=sum(u.chunks_embedded for u in real), skipped=skipped,
         seconds=sum(u.seconds for u in real), embed_seconds=sum(u.embed_seconds for u in real),
@@ -268,7 +270,7 @@ class Within:
     """A retriever that searches only the named collections: `--collection` for a whole session.
 
     The documents are looked up at each search, so a file added to a collection by a live re-index is found.
-    What it does not define is the wrapped retriever's.
+    The rest of the Retriever protocol is the wrapped retriever's.
     """
 
     def __init__(self, retriever: Retriever, names: Sequence[str]) -> None:
@@ -302,7 +304,43 @@ class Within:
     def snapshot(self) -> "Within":
         return Within(self.retriever.snapshot(), self.names)
 
-    def __getattr__(self, name: str):
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return getattr(self.retriever, name)
+    # The rest of rag.types.Retriever is the wrapped retriever's: the whole index's standing, vocabulary and life.
+    def source(self, doc_id: str) -> SourceInfo:
+        return self.retriever.source(doc_id)
+
+    def collection(self, doc_id: str) -> str:
+        return self.retriever.collection(doc_id)
+
+    @property
+    def fusion(self) -> str:
+        return self.retriever.fusion
+
+    @property
+    def vocabulary(self) -> DocumentFrequencies | None:
+        return self.retriever.vocabulary
+
+    @property
+    def has_dense(self) -> bool:
+        return self.retriever.has_dense
+
+    @property
+    def dense_coverage(self) -> float:
+        return self.retriever.dense_coverage
+
+    @property
+    def notice(self) -> str:
+        return self.retriever.notice
+
+    @property
+    def docs_dir(self) -> Path | None:
+        return self.retriever.docs_dir
+
+    @property
+    def update(self) -> Update | None:
+        return self.retriever.update
+
+    def hold(self) -> Callable[[], None]:
+        return self.retriever.hold()
+
+    def close(self) -> None:
+        self.retriever.close()

@@ -183,8 +183,8 @@ class HybridIndex(RetrieverDefaults):
     def _hit(self, row: int, score: float, bm25_rank: int | None, dense_rank: int | None) -> Hit:
         chunk = self.chunks[row]
         info = self.sources[chunk.doc_id]
-        return Hit.from_chunk(chunk, score, bm25_rank, dense_rank, outdated=info.outdated, expires=info.expires,
-                              collection=self.collection(chunk.doc_id))
+        return Hit(chunk, score, bm25_rank, dense_rank, outdated=info.outdated, expires=info.expires,
+                   collection=self.collection(chunk.doc_id))
 
     def rank_bm25(self, query: str, depth: int, allowed: np.ndarray | None = None) -> Ranked:
         """Chunks sharing a term with the query, best BM25 score first."""

@@ -45,7 +45,8 @@ Reopen = Callable[..., HybridIndex]
 
 
 class LiveIndex:
-    """A rag.types.Retriever whose index is replaced as it improves; what it does not define is the snapshot's."""
+    """A rag.types.Retriever whose index is replaced as it improves: each member reads the current snapshot. What
+    only the embedded index has (term_settings, dense, ...) is the snapshot's: `snapshot()` hands it out."""
 
     def __init__(
         self,
@@ -141,11 +142,6 @@ class LiveIndex:
     @property
     def fusion(self) -> str:
         return self._current.fusion
-
-    def __getattr__(self, name: str):  # what only the embedded index has (term_settings, dense, ...)
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return getattr(self._current, name)
 
     @property
     def busy(self) -> bool:
@@ -267,7 +263,7 @@ class LiveIndex:
             self.emit(IndexProgress("notice", message=message))
             return
         self._told.discard(gone_message(root))
-        if getattr(fresh.update, "pending", ()):  # the slice was spent chunking; the rest of the time went on
+        if fresh.update and fresh.update.pending:  # the slice was spent chunking; the rest of the time went on
             overhead = time.perf_counter() - started - self.slice  # reading the folder, building BM25, saving
             self.slice = min(MAX_REFRESH_SLICE, max(REFRESH_SLICE, overhead))
         else:

@@ -21,6 +21,7 @@ from rag.ingest.blocks import Unit
 from rag.errors import BudgetError
 from rag.ingest.formats import Layout, parse_text
 from rag.ingest.formats.manuals import display_name
+from rag.text import CHUNK_SENTENCE_CUT
 from rag.types import Chunk
 
 CHUNKER_VERSION = 3  # 3: AsciiDoc titles, lists and blocks; HTML and PDF layouts
@@ -28,7 +29,6 @@ DEFAULT_MAX_TOKENS = tuned.CHUNK_TOKENS
 MIN_MAX_TOKENS = 16
 MAX_CHARS_PER_TOKEN = 64
 
-_SENTENCE_END = re.compile(r"(?<=[.!?:;])[\"')\]*_]*\s+")
 _LIST_ITEM = re.compile(r"\n(?=[ \t]*(?:[-*+|>]|\d+[.)])(?:\s|$))")
 _LINE_START = re.compile(r"\n(?=[^\n])")
 _WORD_START = re.compile(r"(?<=\s)(?=\S)")
@@ -289,7 +289,7 @@ class _Cutter:
             return [at(_LINE_START, u.body_start, u.body_end), at(_WORD_START, u.body_start, u.body_end)]
         if u.kind == "literal":
             return [at(_LINE_START), at(_WORD_START)]
-        sentences = sorted(set(at(_SENTENCE_END) + at(_LIST_ITEM)))
+        sentences = sorted(set(at(CHUNK_SENTENCE_CUT) + at(_LIST_ITEM)))
         return [sentences, at(_LINE_START), at(_WORD_START)]
 
     def _char_cut(self, pos: int, u: Unit) -> int | None:

@@ -39,7 +39,7 @@ def front_matter(text: str) -> tuple[dict[str, Any] | None, str | None]:
     try:
         data = yaml.load(m.group(1), Loader=_Loader)  # _Loader is a SafeLoader subclass
     except (yaml.YAMLError, ValueError) as exc:
-        where = getattr(exc, "problem_mark", None)
+        where = exc.problem_mark if isinstance(exc, yaml.MarkedYAMLError) else None
         line = f" (line {where.line + 2})" if where is not None else ""
         return None, f"front matter is not valid YAML{line}: indexed as text; fix the YAML between the --- lines"
     except RecursionError:  # PyYAML composes nested collections recursively

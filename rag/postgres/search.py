@@ -442,5 +442,5 @@ class PgIndex(IndexDefaults):
         rows = self._rows(search_sql(method, bool(names), self.current_only, self.lexical), params)
         hits = []
         for score, bm25_rank, dense_rank, outdated, expires, *chunk in rows:
-            hits.append(Hit.from_chunk(_chunk(chunk), float(score), bm25_rank, dense_rank, outdated, expires))
+            hits.append(Hit(_chunk(chunk), float(score), bm25_rank, dense_rank, outdated, expires))
         return hits

@@ -11,24 +11,13 @@ import re
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 
-import Stemmer
+from rag.text import INDEX_STOPWORDS, STEMMERS, index_tokens, stem
 
-STEMMERS = ("snowball", "light", "none")
 WHOLES = ("segment", "token")
-# A word, or words joined by dots and dashes with nothing between them: "fs.readFile", "utf-8", "--no-deps".
-_TOKEN = re.compile(r"\w+(?:[.\-]+\w+)*")
 _SEPARATORS = re.compile(r"[.\-_]+")
 _CHAIN = re.compile(r"[.\-]+")
 # camelCase humps: "readFile" -> read|File, "HTTPServer" -> HTTP|Server, "utf8Decode" -> utf8|Decode.
 _HUMP = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+\d*|[A-Z]+\d*|\d+[a-z]*")
-
-# Function words only: "not", "off", "before", "after" and the like carry meaning in docs and stay.
-STOPWORDS = frozenset(
-    """a an the is are was were be been being am do does did doing has have had having of in on at to for from
-    by with and or as it its itself this that these those i my me you your yours we our ours they them their he
-    she his her what which who whom how why when where will would should can could shall may might must there
-    here if then than so into about""".split()
-)
 
 
 @dataclass(frozen=True)
@@ -52,41 +41,6 @@ class TermSettings:
         return asdict(self)
 
 
-_SNOWBALL = Stemmer.Stemmer("english")
-
-
-@lru_cache(maxsize=65536)
-def snowball(word: str) -> str:
-    """The English Snowball (Porter 2) stem of a lowercase word."""
-    return _SNOWBALL.stemWord(word)
-
-
-def light_stem(word: str) -> str:
-    """The suffix stripper used before Snowball (plurals, -ing, -ed); kept to measure against."""
-    if len(word) <= 3 or not word.isalpha():
-        return word
-    if word.endswith("ies") and len(word) > 4:
-        return word[:-3] + "y"
-    if word.endswith("sses"):
-        return word[:-2]
-    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        word = word[:-1]
-    for suffix in ("ing", "ed"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            word = word[: -len(suffix)]
-            if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "lsz":
-                word = word[:-1]  # "running" -> "run"
-            break
-    return word
-
-
-def stem(word: str, stemmer: str = "snowball") -> str:
-    """`word` (lowercase) stemmed by the named stemmer; digits-only and one-letter words stay as they are."""
-    if stemmer == "none" or len(word) < 3 or word.isdigit():
-        return word
-    return snowball(word) if stemmer == "snowball" else light_stem(word)
-
-
 def identifier_parts(token: str) -> list[str]:
     """The lowercase parts of an identifier: split at dots, dashes, underscores and camelCase humps.
 
@@ -108,14 +62,14 @@ def index_terms(text: str, settings: TermSettings = TermSettings()) -> list[str]
     "readFile") also gives its whole lowercased form before them; with wholes="token" so does the dotted chain.
     """
     out: list[str] = []
-    for token in _TOKEN.findall(text):
+    for token in index_tokens(text):
         out.extend(token_terms(token, settings))
     return out
 
 
 @lru_cache(maxsize=1 << 18)
 def token_terms(token: str, settings: TermSettings = TermSettings()) -> tuple[str, ...]:
-    """The terms of one `_TOKEN` match; cached, since a word's terms never depend on its neighbours.
+    """The terms of one `index_tokens` token; cached, since a word's terms never depend on its neighbours.
 
     Measured on 2,000 man pages (20,120 chunks): splitting and stemming every occurrence anew was a quarter of a
     cold index build, and a few thousand distinct words make up most of the text.
@@ -137,7 +91,7 @@ def token_terms(token: str, settings: TermSettings = TermSettings()) -> tuple[st
             continue
         seen = {lower} if len(parts) > 1 else set()
         for part in parts:
-            if settings.stopwords and part in STOPWORDS:
+            if settings.stopwords and part in INDEX_STOPWORDS:
                 continue
             term = stem(part, method)
             if term not in seen:

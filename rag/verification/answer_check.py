@@ -11,7 +11,7 @@ from typing import Collection, Mapping
 
 from models.protocols import Embedder
 from rag.citations import CitationLike, Lookup
-from rag.verification.verdicts import Verdict, Verification
+from rag.verification.verdicts import CitationVerdict, Verdict, Verification
 from rag.verification.verifier import verify_answer
 
 MAX_ANSWER_CHARS = 20_000  # an agent's answer, not a book: longer input is refused with one line
@@ -32,8 +32,8 @@ def check_citations(
         return verification
     why = {n: f"[{n}] {shown[n].chunk_id}: the chunk changed in the docs after it was shown" for n in changed if n in shown}
 
-    def explained(v):
-        return replace(v, reason=why[v.n]) if getattr(v, "n", None) in why and v.verdict is Verdict.UNRESOLVED else v
+    def explained(v: CitationVerdict) -> CitationVerdict:
+        return replace(v, reason=why[v.n]) if v.n in why and v.verdict is Verdict.UNRESOLVED else v
 
     claims = tuple(
         replace(c, reason=next(why[n] for n in c.citations if n in why))

@@ -7,18 +7,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
 
-
-from rag.retrieval.terms import snowball
+from rag.text import CLAIM_STOPWORDS, lower_words, snowball, to_sentence_end, words_and_numbers
 from rag.verification.markup import plain
 
-_STOPWORDS = frozenset(
-    """a an the and or but if then else of to in on at by for with from into onto about as is are was were be
-    been being am do does did doing have has had having it its this that these those there here their they them
-    he she his her we us our you your i me my what which who whom whose when where why how both each
-    more most other some such own same so than too very could should would will might
-    also just not no nor via per up out over under again once s t don doesn isn aren wasn won
-    use used uses using""".split()
-)
 # Quantifiers and modality are content: "only the user" and "any user" say different things. Each cue word or
 # phrase maps to its group; a claim's group that the cited clause contradicts is a contradiction (rag.verification.contradictions).
 CUES: dict[str, str] = {
@@ -46,7 +37,6 @@ _NOT_NEGATION = re.compile(r"\b(?:whether or not|no matter)\b")
 _UN_WORD = re.compile(r"\bun(affected|changed|modified|touched|used|set by)\b")
 # options, code and quoted strings ('command not found: cmd'): no negation inside
 _UNPOLAR = re.compile(r"`[^`\n]*`|(?<![\w-])--?[a-z][\w-]*|(?<![\w'])'[^'\n]{1,60}'(?![\w'])")
-_POLAR_TOKEN = re.compile(r"[a-z][a-z0-9_]*|\d+(?:[.,]\d+)*")
 # A negation covers the rest of its clause, so "A, not B" negates B and still supports "A".
 _CLAUSE = re.compile(
     r"[,;:()\u2014\u2013]|\s-\s|\b(?:but|and|or|so|because|while|which|whereas|although|though|since|then)\b"
@@ -91,7 +81,6 @@ _POLAR_PHRASE = re.compile(r"(?<![\w-])(?:" + "|".join(sorted((re.escape(w) for 
 _THOUSANDS = re.compile(r"^\d{1,3}(?:,\d{3})+$")
 _TOKEN = re.compile(r"\S+")
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
-_WORD = re.compile(r"[a-z][a-z0-9]*")
 _CODEISH = re.compile(r"[A-Za-z]\.[A-Za-z]|[a-z][A-Z]|^[A-Za-z]+\d")  # llama.cpp, SmolLM, Q4
 _ABBREVIATIONS = frozenset({"e.g", "i.e", "etc", "vs", "and/or"})
 
@@ -123,7 +112,7 @@ def terms(text: str) -> Terms:
     """The content words, numbers, identifiers, quantifier cues and negation of `text` (markup removed)."""
     text = plain(text)
     lower = _unnegated(text.lower())
-    words = _WORD.findall(lower)
+    words = lower_words(lower)
     numbers = [_normalize_number(m.group()) for m in _NUMBER.finditer(text)]
     numbers += [_NUMBER_WORDS[w] for w in words if w in _NUMBER_WORDS]
     numbers += ["1"] * len(_ONE.findall(lower))
@@ -133,12 +122,12 @@ def terms(text: str) -> Terms:
 
 
 def _content(lower: str) -> frozenset[str]:
-    words = _WORD.findall(lower)
+    words = lower_words(lower)
     return frozenset(snowball(w) for w in words if _is_content(w))
 
 
 def _is_content(word: str) -> bool:
-    return word not in _STOPWORDS and word not in _CUE_WORDS and word not in _NUMBER_WORDS and len(word) > 1
+    return word not in CLAIM_STOPWORDS and word not in _CUE_WORDS and word not in _NUMBER_WORDS and len(word) > 1
 
 
 def cues(lower: str) -> tuple[Cue, ...]:
@@ -149,10 +138,10 @@ def cues(lower: str) -> tuple[Cue, ...]:
     """
     found = []
     for m in CUE_PATTERN.finditer(lower):
-        rest = re.split(r"[.!?;](?:\s|$)", lower[m.end() :], maxsplit=1)[0]
+        rest = to_sentence_end(lower[m.end() :])
         before = _CLAUSE.split(lower[: m.start()])[-1]
-        after = [w for w in _WORD.findall(rest) if _is_content(w)][:_CUE_REACH]
-        ahead = [w for w in _WORD.findall(before) if _is_content(w)][-_CUE_BACK:]
+        after = [w for w in lower_words(rest) if _is_content(w)][:_CUE_REACH]
+        ahead = [w for w in lower_words(before) if _is_content(w)][-_CUE_BACK:]
         # a condition governs what follows it, never the clause it conditions ("returns an error if spaces ...")
         ahead = ahead if len(after) < 2 and CUES[m.group()] not in ("if", "unless") else []
         found.append(Cue(CUES[m.group()], frozenset(snowball(w) for w in after + ahead), m.group()))
@@ -183,7 +172,7 @@ def _polarity(lower: str) -> tuple[frozenset[str], frozenset[str], int]:
     for clause, separator in zip(pieces, separators):
         marked: list[tuple[str, bool]] = []
         under, since_negation, stated_negation, trailing = carried, 0, carried, False
-        for token in _POLAR_TOKEN.findall(clause):
+        for token in words_and_numbers(clause):
             if token in _NEGATORS:
                 under, since_negation, count = not under, 0 if token not in _HEADLESS_NEGATORS else 1, count + 1
                 stated_negation = token not in _HEADLESS_NEGATORS

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from rag import markers
 from rag.markers import MARKER, MARKER_PATTERN, code_lines, mask_code
+from rag.text import FACTUAL_STOPWORDS, prose_words
 
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+")
 ITEM = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
@@ -39,15 +40,6 @@ _META_WORDS = frozenset(
     "docs doc documentation excerpt excerpts source sources answer question questions help helps helpful "
     "information info say says said following below above result results".split()
 )
-_STOPWORDS = frozenset(
-    """a an the and or but if then else of to in on at by for with from into onto about as is are was were be
-    been being am do does did doing have has had having it its it's this that these those there here their
-    they them he she his her we us our you your i me my mine what which who whom whose when where why how
-    all any both each few more most other some such only own same so than too very can could should would
-    will shall may might must also just not no nor never yes via per up down out over under again further
-    once let lets let's""".split()
-)
-_WORD = re.compile(r"[A-Za-z][\w'.-]*[A-Za-z0-9]|[A-Za-z]")
 _DIGIT = re.compile(r"\d")
 MIN_CONTENT_WORDS = 3  # fewer, with no number, identifier or marker: not a factual claim
 
@@ -110,8 +102,8 @@ def is_factual(text: str) -> bool:
     rest = _FILLER_OPENING.sub("", t, count=1)
     if _DIGIT.search(rest) or "`" in rest or any(_looks_like_identifier(w) for w in rest.split()):
         return True
-    words = [w.lower() for w in _WORD.findall(rest)]
-    content = [w for w in words if w not in _STOPWORDS and w not in _META_WORDS and len(w) > 1]
+    words = [w.lower() for w in prose_words(rest)]
+    content = [w for w in words if w not in FACTUAL_STOPWORDS and w not in _META_WORDS and len(w) > 1]
     return len(content) >= MIN_CONTENT_WORDS
 
 

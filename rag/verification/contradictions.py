@@ -15,10 +15,10 @@ from collections import Counter
 from functools import lru_cache
 from typing import Iterable
 
-from rag.retrieval.terms import snowball
 from rag.verification.claim_terms import ANTONYM, CUE_PATTERN, Terms, jaccard, terms
 from rag.verification.markup import plain
 from rag.verification.specifics import Specific, contains, matchable, specifics
+from rag.text import letter_runs, snowball, split_sentences
 
 _CLAUSE_BREAK = re.compile(
     r",(?!\d{3}\b)|[;:\u2014\u2013]|\s-\s|(?<=[.!?])\s+|\n\s*\n|"
@@ -47,7 +47,6 @@ _NEGATION_ALIGNED = 0.6  # ... and to call one the negation of the other, this m
 # and this much (Jaccard).
 _OBJECT_NEGATED = re.compile(r"\b([a-z]+) (?:no|nothing|none)\b")  # "needs no X" is "does not need X"
 _HEAD_SHARED, _HEAD_ALIGNED = 2, 0.4  # 0.3 on claims_unseen.jsonl flagged a held-back paraphrase
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
 # A release named relative to now ("the next major version", "a future release"): a plan or a history the text
 # must state, like a version number.
 _RELEASE = re.compile(
@@ -66,7 +65,6 @@ _RANKING = {"oldest": {"oldest", "earliest"}, "newest": {"newest", "latest", "re
 _ONE_UNIT = re.compile(r"\bone (?:millisecond|second|minute|hour|day|week|month|year|byte|kilobyte|megabyte|gigabyte|"
                        r"line|page|cell|character|column|row)s?\b|\b(?:at most|at least|exactly|no more than) one\b",
                        re.IGNORECASE)
-_LOWER_WORD = re.compile(r"[a-z]+")
 # Effects a claim may invent on top of what the text says: a warning, a log line, a deletion, a prompt. Each must
 # be in the cited chunk (the word or one of its equivalents, stemmed) for `supported`.
 EFFECTS = {snowball(w): {snowball(s) for s in same} for w, *same in (
@@ -141,7 +139,7 @@ def unstated(claim_text: str, claim: Terms, window_text: str, window: Terms, chu
     strong = [c.word for c in claim.cues if c.group in _MUST_BE_STATED and not _MUST_BE_STATED[c.group] & stated]
     if strong:
         return f"the cited text does not say {strong[0]!r}"
-    written = set(_LOWER_WORD.findall(plain(window_text).lower()))
+    written = set(letter_runs(plain(window_text).lower()))
     ranked = sorted(w for w in claim.polar & set(_RANKING) if not _RANKING[w] & written)
     if ranked:
         return f"the cited text does not say {ranked[0]!r}"
@@ -200,11 +198,7 @@ def _name_changed(claim_text: str, window_text: str) -> str:
 
 def _closest_sentence(clause: str, window_text: str) -> str:
     words = terms(clause).words
-    return max(_sentences(window_text), key=lambda s: _cover(words, s))
-
-
-def _sentences(text: str) -> list[str]:
-    return [s for s in _SENTENCE_END.split(text) if s.strip()] or [text]
+    return max(split_sentences(window_text), key=lambda s: _cover(words, s))
 
 
 def _sentence_of(clause: str, sentences: list[str]) -> str:
@@ -235,7 +229,7 @@ def _swapped(claim_text: str, claim: Terms, window_text: str) -> str:
             rivals = [s for p in aligned for s in _things(p) if _rival(s, ours) and not _names(ours_clause, s)]
             if not rivals and not any(_rival(s, ours) for p in aligned for s in _things(p)):
                 # "- `Right arrow`: next page": the aligned clause names nothing; its sentence names the key
-                held = [_sentence_of(p, _sentences(window_text)) for p in aligned]
+                held = [_sentence_of(p, split_sentences(window_text)) for p in aligned]
                 if not any(_names(h, ours) for h in held):
                     rivals = [s for h in held for s in _things(h) if _rival(s, ours) and not _names(ours_clause, s)]
             if rivals:
@@ -305,7 +299,7 @@ def _alignment(
 def _negation(claim_text: str, claim: Terms, window_text: str, window: Terms) -> str:
     """A clause of the claim that says what a window clause says, with a negation added or taken away."""
     parts = clauses(window_text)
-    sentences = _sentences(window_text)
+    sentences = split_sentences(window_text)
     claimed = terms(claim_text).negations % 2
     for ours in clauses(claim_text):
         mine = terms(ours)
@@ -364,7 +358,7 @@ def _head_flipped(claim_text: str, context_text: str) -> str:
     "up to 2000 lines are kept". A negation reaches along "or" ("does not create or update a cache entry or remove
     the normal variable"). Where the same two words come in a row on both sides ("it takes effect at once" and
     "it does not take effect until the end") that clause alone says it, however little else the clauses share."""
-    held = [(p, terms(p), terms(s), p not in cut) for s in _sentences(context_text)
+    held = [(p, terms(p), terms(s), p not in cut) for s in split_sentences(context_text)
             for cut in [clauses(s)] for p in _filled(cut)]
     whole = terms(claim_text)
     moved = {snowball(m[1]) for m in _OBJECT_NEGATED.finditer(plain(claim_text).lower())}
@@ -398,7 +392,7 @@ def _named_back(text: str) -> str:
     """`text` with "the former" and "the latter" (or "the second") replaced by the two things they name back to:
     "the RCS and GLOBAL_RCS options; the former affects all startup files"."""
     out = []
-    for sentence in _sentences(text):
+    for sentence in split_sentences(text):
         pair = _PAIR.search(sentence)
         if pair and _BACK.search(sentence, pair.end()):
             head, tail = sentence[: pair.end()], sentence[pair.end() :]
@@ -425,7 +419,7 @@ def _exchanged(claim_text: str, context_text: str) -> str:
     ours = [frozenset(_terms_in(c)) for c in clauses(claim_text)]
     if len(ours) < 2:
         return ""
-    for sentence in _sentences(_named_back(context_text)):
+    for sentence in split_sentences(_named_back(context_text)):
         parts = [frozenset(_terms_in(p)) for p in clauses(sentence)]
         if len(parts) < 2:
             continue
@@ -495,7 +489,7 @@ def _pivots(text: str, by_clause: bool = False) -> list[tuple[str, frozenset[str
     """(pivot, terms before it, terms after it) for each pivot of each sentence (or clause) of `text`, words
     stemmed and names (identifiers) whole, up to _PIVOT_REACH of them either side."""
     out = []
-    pieces = _sentences(plain(text))
+    pieces = split_sentences(plain(text))
     if by_clause:
         pieces = [c for p in pieces for c in clauses(p)]
     for sentence in pieces:
@@ -517,7 +511,7 @@ def _terms_in(text: str) -> tuple[str, ...]:
         if key in t.identifiers:
             out.append(key)  # CMAKE_MODULE_PATH is one thing, not "cmake", "module" and "path"
             continue
-        out += [w for w in (snowball(x) for x in _LOWER_WORD.findall(key)) if w in t.words and w not in _PIVOT_FILLER]
+        out += [w for w in (snowball(x) for x in letter_runs(key)) if w in t.words and w not in _PIVOT_FILLER]
     return tuple(out)
 
 
@@ -528,10 +522,10 @@ def _widened(claim_text: str, context_text: str) -> str:
     m = _REGARDLESS.search(lower)
     if not m or _REGARDLESS.search(plain(context_text).lower()):
         return ""
-    said = _first_words(_sentences(lower[m.end() :])[0], _WIDENED_REACH)
+    said = _first_words(split_sentences(lower[m.end() :])[0], _WIDENED_REACH)
     if len(said) < 2:
         return ""
-    for sentence in _sentences(plain(context_text)):
+    for sentence in split_sentences(plain(context_text)):
         for condition in _CONDITION.finditer(sentence.lower()):
             held = _first_words(sentence[condition.end() :], len(said) + 2)
             if len(set(said) & set(held)) * 2 >= len(said):
@@ -544,7 +538,7 @@ def _widened(claim_text: str, context_text: str) -> str:
 def _first_words(text: str, n: int) -> tuple[str, ...]:
     """The first `n` content words (stemmed) of `text`."""
     words = terms(text).words
-    return tuple(w for w in (snowball(x) for x in _LOWER_WORD.findall(plain(text).lower())) if w in words)[:n]
+    return tuple(w for w in (snowball(x) for x in letter_runs(plain(text).lower())) if w in words)[:n]
 
 
 def _cue_changed(claim: Terms, window_text: str) -> str:

@@ -63,7 +63,7 @@ class _Walker:
                 continue
             if isinstance(child, NavigableString):
                 if not self.line and str(child).strip():
-                    self.line = getattr(node, "sourceline", None) or 1
+                    self.line = node.sourceline or 1  # None: the parser kept no lines
                 self.words.append(str(child))
                 continue
             if not isinstance(child, Tag) or _dropped(child):

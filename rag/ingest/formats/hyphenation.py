@@ -11,17 +11,18 @@ import re
 from collections import Counter
 from typing import Iterable
 
+from rag.text import hyphenated_words
+
 # PDFium's marker for a line-end hyphen: "\x02" from FPDFText_GetBoundedText, "\ufffe" from FPDFText_GetText.
 MARKERS = "\x02\ufffe"
 _SITE = re.compile(rf"(\w*)[{MARKERS}](\w*)")
-_WORD = re.compile(r"\w+(?:-\w+)*")
 
 
 def spellings(texts: Iterable[str]) -> Counter[str]:
     """Casefolded words and hyphenated compounds, with each part of a compound also counted on its own."""
     words: Counter[str] = Counter()
     for text in texts:
-        for token in _WORD.findall(_SITE.sub(" ", text).casefold()):
+        for token in hyphenated_words(_SITE.sub(" ", text).casefold()):
             words[token] += 1
             if "-" in token:
                 words.update(token.split("-"))
