@@ -11,9 +11,8 @@ way before (one transaction per document, the key indexes kept up row by row) an
 wall-clock chunks/s, and chunks per CPU-second of the benchmark process and the server together (which the load
 of other work on the machine inflates less). The ingest rate includes computing each document's BM25 terms, as
 `smoldocs index` does. Query latencies exclude the MiniLM query embedding (computed beforehand, the same for both
-backends): they time what the backends differ in. The BM25 half is timed both ways, the common terms' lists of
-best postings (rag.postgres.search._listed, the default) against the reading before them (pruned), with each
-query's top 10 compared with the embedded index's BM25.
+backends): they time what the backends differ in. With --real, BM25 and hybrid are timed beside the embedded index
+over the same chunks, and each query's BM25 top 10 is compared with the embedded index's.
 
 --real: real text instead (benchmarks.real_corpus's cached chunks of this machine's documentation, vectors still
 synthetic) and the real-docs suite's questions (run_real).
@@ -41,7 +40,6 @@ from rag.postgres.ingest import (
     apply_document,
     batches,
     check_settings,
-    refresh_lists,
     store_settings,
     vacuum,
     write_batch,
@@ -258,7 +256,6 @@ def _batched(conn, items: Iterator[Prepared]) -> None:
     for batch in batches(items):
         write_batch(conn, batch)
     build_deferred(conn, [name for name in DEFERRED if name != HNSW])
-    refresh_lists(conn)
 
 
 def _filled(server, items: Iterator[Prepared], settings: dict) -> tuple[str, object, float, float]:
@@ -308,35 +305,34 @@ def _agreement(a: list, b: list) -> float:
 
 
 def _compare_bm25(url: str, known, embedded: HybridIndex, queries: list[str], label: str) -> list[dict]:
-    """BM25 and hybrid latencies, and BM25's top-10 agreement with the embedded index's, for the lists' reading
-    (after) and the pruned one (before), queries interleaved so that load from other work falls on both alike."""
-    readings = {name: PgIndex(url, known, lexical=name) for name in ("lists", "pruned")}
+    """The store's BM25 and hybrid latencies beside the embedded index's over the same chunks, and BM25's top-10
+    agreement with the embedded index's, queries interleaved so that load from other work falls on both alike."""
+    pg = PgIndex(url, known)
     times: dict[tuple[str, str], list[float]] = {}
-    agree: dict[str, list[float]] = {name: [] for name in readings}
-    for pg in readings.values():  # warm both
-        pg.search(queries[0], k=10, mode="bm25"), pg.search(queries[0], k=10)
+    agree: list[float] = []
+    pg.search(queries[0], k=10, mode="bm25"), pg.search(queries[0], k=10)  # warm
     for q in queries:
-        truth = embedded.search(q, k=10, mode="bm25")
-        for name, pg in readings.items():
-            for mode in ("bm25", "hybrid"):
+        for mode in ("bm25", "hybrid"):
+            for name, index in (("store", pg), ("embedded", embedded)):
                 start = time.perf_counter()
-                hits = pg.search(q, k=10, mode=mode)
+                hits = index.search(q, k=10, mode=mode)
                 times.setdefault((name, mode), []).append((time.perf_counter() - start) * 1000)
                 if mode == "bm25":
-                    agree[name].append(_agreement(hits, truth))
+                    if name == "store":
+                        found = hits
+                    else:
+                        agree.append(_agreement(found, hits))
     rows = []
     for mode in ("bm25", "hybrid"):
-        new, old = times[("lists", mode)], times[("pruned", mode)]
+        new, old = times[("store", mode)], times[("embedded", mode)]
         targets = ("ours <= 100", "ours <= 300") if mode == "hybrid" else ("", "")
-        rows.append(row(f"query p50 ms, {mode}, {label}, lists of best postings (baseline: pruned, the default)",
+        rows.append(row(f"query p50 ms, {mode}, {label}, the store (baseline: the embedded index, same chunks)",
                         percentile(new, 50), percentile(old, 50), targets[0], section=SECTION))
         rows.append(row(f"query p95 ms, {mode}, {label}", percentile(new, 95), percentile(old, 95), targets[1],
                         section=SECTION))
-    rows.append(row(f"BM25 agreement@10 with the embedded index's BM25, {label}, {len(queries)} questions, lists "
-                    "(baseline: pruned)", float(np.mean(agree["lists"])), float(np.mean(agree["pruned"])),
-                    "ours >= 0.95", section=SECTION))
-    for pg in readings.values():
-        pg.close()
+    rows.append(row(f"BM25 agreement@10 with the embedded index's BM25, {label}, {len(queries)} questions",
+                    float(np.mean(agree)), target="ours >= 0.95", section=SECTION))
+    pg.close()
     return rows
 
 
@@ -369,8 +365,8 @@ def real_rows(n: int, smoke: bool) -> list[Chunk]:
 
 
 def run_real(quick: bool = False, size: int | None = None, smoke: bool = False) -> list[dict]:
-    """The store on real text (benchmarks.real_corpus): ingest before and after batching, BM25 before and after
-    the lists of best postings, in one run. Vectors are the synthetic fill's (docs_corpus MiniLM rows plus noise),
+    """The store on real text (benchmarks.real_corpus): ingest before and after batching, BM25 and hybrid beside
+    the embedded index over the same chunks, in one run. Vectors are the synthetic fill's (docs_corpus MiniLM rows plus noise),
     so only the ingest and BM25 figures are real-text figures. Queries: the real-docs suite's questions, evenly
     sampled; agreement@10 against the embedded index's in-process BM25 over the same chunks."""
     from benchmarks.realdocs.suite import load_packages
@@ -405,37 +401,7 @@ def run_real(quick: bool = False, size: int | None = None, smoke: bool = False) 
         rows.append(row(f"  HNSW build, {label} (s)", hnsw, section=SECTION))
         rows.append(row(f"  on disk MB, {label}", _disk_mb(url), section=SECTION))
         rows += _compare_bm25(url, known, embedded, queries, label)
-        rows += _scaled_lists(url, known, embedded, queries, n, label)
     return rows
-
-
-def _scaled_lists(url: str, known, embedded: HybridIndex, queries: list[str], n: int, label: str) -> list[dict]:
-    """The lists cut to the share of the chunks they would hold at a million (TOP_POSTINGS / 1M), as a preview
-    of their agreement there: a list is a smaller share of a larger store."""
-    from rag.postgres import ingest as pg_ingest
-
-    top = max(1, pg_ingest.TOP_POSTINGS * n // 1_000_000)
-    with connect(url) as conn:
-        conn.execute(f"TRUNCATE {SCHEMA}.top_postings")
-        conn.execute(f"UPDATE {SCHEMA}.terms SET floor = NULL")
-        saved, pg_ingest.TOP_POSTINGS = pg_ingest.TOP_POSTINGS, top
-        try:
-            refresh_lists(conn)
-        finally:
-            pg_ingest.TOP_POSTINGS = saved
-        conn.execute(f"VACUUM ANALYZE {SCHEMA}.top_postings, {SCHEMA}.terms")
-    pg = PgIndex(url, known, lexical="lists")
-    agree, times = [], []
-    for q in queries:
-        start = time.perf_counter()
-        hits = pg.search(q, k=10, mode="bm25")
-        times.append((time.perf_counter() - start) * 1000)
-        agree.append(_agreement(hits, embedded.search(q, k=10, mode="bm25")))
-    pg.close()
-    return [row(f"BM25 agreement@10, {label}, lists of {top} (the share of 1,000 at 1M chunks)", float(np.mean(agree)),
-                target="ours >= 0.95", section=SECTION),
-            row(f"  query p50 ms, bm25, lists of {top}", percentile(times, 50), section=SECTION),
-            row(f"  query p95 ms, bm25, lists of {top}", percentile(times, 95), section=SECTION)]
 
 
 def _visible_lag(conn, reader: PgIndex, tokenizer, settings) -> float:

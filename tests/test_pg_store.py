@@ -444,7 +444,7 @@ def test_the_planner_takes_an_unanalyzed_stats_table_for_one_row(pg_url, docs, r
                              "WHERE relname = 'stats' AND schemaname = %s", (S,)).fetchone()[0]
         terms = index_terms("building the index", PgIndex(pg_url, None).term_settings)
         params = {"terms": terms, "vector": None, "doc_ids": [], "depth": 50, "k": 5, "k1": K1, "b": B,
-                  "min_dense": 0.0, "weight": 0.5, "rrf_k": 60, "seed": SEED_POSTINGS, "contenders": 200}  # fmt: skip
+                  "min_dense": 0.0, "weight": 0.5, "rrf_k": 60, "seed": SEED_POSTINGS}  # fmt: skip
         plan = conn.execute("EXPLAIN (FORMAT JSON) " + search_sql("bm25", False, False), params).fetchone()[0][0]["Plan"]
     assert never  # the case this test is about
     stats = [n for n in _plan_nodes(plan) if n.get("Subplan Name", "").startswith("CTE stats")]
@@ -473,7 +473,7 @@ def test_pruned_bm25_ranks_exactly_as_the_sum_of_every_posting(pg_url, real_inde
         apply_document(conn, synthetic_document(chunks, None, settings, lo))
     conn.close()
     monkeypatch.setattr(pg_search, "SEED_POSTINGS", seed)
-    pg = PgIndex(pg_url, None, lexical="pruned")  # the reading before the lists of best postings (tests/test_pg_lists.py)
+    pg = PgIndex(pg_url, None)
     every = pg.doc_ids
     pruned_somewhere = 0
     for q in [q.q for q in load_questions()][:60]:

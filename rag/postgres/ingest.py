@@ -22,11 +22,9 @@ from models.protocols import Embedder, Tokenizer
 from models.redaction import redact_url
 from rag.errors import StoreRefused, Unreadable
 from rag.indexing.build import IndexProgress, IndexUpdate, ProgressFn, index_settings
-from rag.indexing.bm25 import B, K1
 from rag.postgres.schema import (
     DEFAULT_DIM,
     SCHEMA,
-    TOP_POSTINGS,
     build_deferred,
     connect,
     drop_deferred,
@@ -270,58 +268,6 @@ def _insert(conn, items: list[Prepared]) -> None:
         "generation = generation + 1",
         (total, length_sum, embedded),
     )
-    _list_new(conn, items, ids, names)
-
-
-def impact(tf: int, length: int, avgdl: float) -> float:
-    """A posting's share of its chunk's BM25 score before idf (rag.indexing.bm25's Okapi), the lists' order."""
-    return tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / avgdl))
-
-
-# A posting's impact in SQL, as `impact` computes it; `avgdl` from a CTE of that name.
-IMPACT_SQL = f"(p.tf * {K1 + 1!r}::float8 / (p.tf + {K1!r}::float8 * (1 - {B!r}::float8 + {B!r}::float8 * p.length / avg.avgdl)))"
-AVGDL_SQL = f"SELECT greatest(total_length, 1)::float8 / greatest(chunks, 1) AS avgdl FROM {S}.stats LIMIT 1"
-
-
-def _list_new(conn, items: list[Prepared], ids: list[int], names: list[str]) -> None:
-    """New postings at least as strong as their term's floor join its list of best postings, so the floor stays a
-    bound on every posting left out (the lists are built by refresh_lists)."""
-    floors = dict(conn.execute(f"SELECT term, floor FROM {S}.terms WHERE term = ANY(%s) AND floor IS NOT NULL",
-                               (names,)).fetchall())
-    if not floors:
-        return
-    avgdl = conn.execute(AVGDL_SQL).fetchone()[0]
-    rows = []
-    chunk = iter(ids)
-    for item in items:
-        for chunk_terms in item.terms:
-            at, length = next(chunk), len(chunk_terms)
-            for term, tf in Counter(t for t in chunk_terms if t in floors).items():
-                if impact(tf, length, avgdl) >= floors[term]:
-                    rows.append((term, at, tf, length))
-    with conn.cursor() as cur, cur.copy(f"COPY {S}.top_postings (term, chunk, tf, length) FROM STDIN") as copy:
-        for row in rows:
-            copy.write_row(row)
-
-
-def refresh_lists(conn) -> int:
-    """List the best TOP_POSTINGS postings of every term in more chunks than that which has no list yet (after a
-    first load: all of them), and record each list's floor; how many terms got one."""
-    with write_transaction(conn):
-        return conn.execute(
-            f"""WITH avg AS MATERIALIZED ({AVGDL_SQL}),
-                need AS (SELECT term FROM {S}.terms WHERE df > %(top)s AND floor IS NULL),
-                best AS (
-                    INSERT INTO {S}.top_postings (term, chunk, tf, length)
-                    SELECT n.term, b.chunk, b.tf, b.length FROM need n CROSS JOIN LATERAL (
-                        SELECT p.chunk, p.tf, p.length FROM {S}.postings p, avg WHERE p.term = n.term
-                        ORDER BY {IMPACT_SQL} DESC, p.chunk LIMIT %(top)s) b
-                    RETURNING term, tf, length)
-                UPDATE {S}.terms t SET floor = m.floor
-                FROM (SELECT p.term, min({IMPACT_SQL}) AS floor FROM best p, avg GROUP BY p.term) m
-                WHERE t.term = m.term""",
-            {"top": TOP_POSTINGS},
-        ).rowcount
 
 
 def write_batch(conn, items: Sequence[Prepared]) -> list[Prepared]:
@@ -370,7 +316,6 @@ def write_documents(conn, items: Iterable[Prepared]) -> Iterator[Prepared]:
         yield from write_batch(conn, batch)
     if dropped:
         build_deferred(conn)
-    refresh_lists(conn)
 
 
 def apply_document(conn, item: Prepared) -> bool:

@@ -17,13 +17,12 @@ from models.redaction import redact_url, scrub
 from rag.errors import StoreRefused, StoreUnavailable
 
 SCHEMA = "smoldocs"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 1
 URL_SCHEMES = ("postgresql://", "postgres://")
 CONNECT_TIMEOUT = 20  # seconds; libpq otherwise waits for the OS (minutes) on an unroutable host
 WRITE_LOCK = 0x736D6F6C  # pg_advisory_xact_lock key ("smol") held by every transaction that writes the store
 DEFAULT_DIM = 384  # all-MiniLM-L6-v2; a store made without an embedder keeps room for it
 MIN_PGVECTOR = (0, 8)  # hnsw.iterative_scan arrived in 0.8.0
-TOP_POSTINGS = 1000  # the length of a common term's list of best postings (_top_postings)
 
 
 def is_store_url(text: str | None) -> bool:
@@ -103,8 +102,7 @@ def _tables(dim: int) -> list[str]:
             tf int NOT NULL,
             length int NOT NULL)""",
         *(statement for steps in DEFERRED.values() for statement in steps),
-        f"CREATE TABLE {s}.terms (term text PRIMARY KEY, df int NOT NULL, prefix text NOT NULL, floor float8)",
-        *_top_postings(),
+        f"CREATE TABLE {s}.terms (term text PRIMARY KEY, df int NOT NULL, prefix text NOT NULL)",
         f"CREATE INDEX terms_prefix ON {s}.terms (prefix)",
         f"""CREATE TABLE {s}.stats (
             one boolean PRIMARY KEY DEFAULT true CHECK (one),
@@ -177,31 +175,9 @@ def build_deferred(conn, names: Sequence[str] | None = None) -> list[str]:
     return built
 
 
-def _top_postings() -> list[str]:
-    """Each common term's best postings, the ones BM25 reads first (rag.postgres.search._listed).
-
-    A term in more than TOP_POSTINGS chunks keeps its TOP_POSTINGS postings of the highest impact (the share of a
-    chunk's score before idf: tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avgdl))) here, and in terms.floor the
-    lowest impact among them: every posting of the term not listed has at most that impact. A rarer term has no
-    list (floor NULL): all its postings are read. rag.postgres.ingest keeps the lists (and their bound) true.
-    """
-    s = SCHEMA
-    return [
-        f"""CREATE TABLE {s}.top_postings (
-            term text NOT NULL,
-            chunk bigint NOT NULL REFERENCES {s}.chunks ON DELETE CASCADE,
-            tf int NOT NULL,
-            length int NOT NULL,
-            PRIMARY KEY (term, chunk) INCLUDE (tf, length))""",
-        f"CREATE INDEX top_postings_chunk ON {s}.top_postings (chunk)",
-    ]
-
-
-# version -> statements that bring a store of that version to the next one. 1 -> 2: the common terms' lists of best
-# postings (_top_postings), filled by the next `smoldocs index`.
-MIGRATIONS: dict[int, list[str]] = {
-    1: [f"ALTER TABLE {SCHEMA}.terms ADD COLUMN floor float8", *_top_postings()],
-}
+# version -> statements that bring a store of that version to the next one. Empty while there is one version;
+# the first change of the tables adds its ALTERs here and bumps SCHEMA_VERSION.
+MIGRATIONS: dict[int, list[str]] = {}
 
 
 def stored_version(conn) -> int | None:

@@ -48,14 +48,6 @@ WORK_MEM = "32MB"  # per search connection; see _connection
 # Postings of the rarest query terms read to set the pruning bound (_pruned). benchmarks.shared_store's chunks at
 # 200k, the 164 docs_corpus questions, BM25 p50 (load ~1): 107 ms unpruned, 67 ms at 5,000, 80 at 20,000, 119 at 60,000.
 SEED_POSTINGS = 5000
-# Chunks the lists' reading (_listed) scores exactly with every query term: those its lists show the most of.
-# benchmarks.shared_store's 50k real chunks, 80 suite questions, agreement@10 with the embedded index's BM25: lists
-# of 1,000: 0.976 at 200 (p50 13.6 ms), 0.994 at 1,000 (23.4 ms); ranked by upper bound instead, 0.880 and 0.978.
-CONTENDERS = 200
-# How the unfiltered BM25 half reads postings; the first is the default. "pruned" is exact; "lists" stops early but
-# is not exact, and at a million chunks it would not be close enough: lists of 1,000 at 1M are 0.1% of the
-# chunks, and at that share (lists of 50 at 50k real chunks) agreement@10 was 0.63 (docs/results.md).
-LEXICAL = ("pruned", "lists")
 NO_RANK = 1 << 30
 CHUNK_COLUMNS = "c.chunk_id, c.doc_id, c.uri, c.body, c.heading, c.line_start, c.line_end, c.page_start, c.page_end"
 ROW_ORDER = 'c.doc_id COLLATE "C", c.ordinal'  # the embedded index's row order: files sorted, chunks in order
@@ -120,31 +112,7 @@ def _pruned() -> str:
         SELECT n.chunk, n.part + coalesce(r.part, 0) AS score FROM contenders n LEFT JOIN rest r ON r.chunk = n.chunk),"""
 
 
-def _listed() -> str:
-    """BM25 that stops early (PgIndex lexical="lists"): the query terms' lists of best postings
-    (rag.postgres.schema._top_postings) give the candidates; the CONTENDERS of them with the most score in those
-    lists are scored exactly, with every query term.
-
-    A term without a list is read whole, so on a store without lists the contenders are the exact best. Not exact
-    otherwise: a chunk in no list, or one whose lists show less of it than CONTENDERS others, is not scored
-    (benchmarks.shared_store --real measures how often the top 10 differ from the embedded index's).
-    """
-    return f"""
-    found AS (
-        SELECT p.chunk, {_SHARE} AS share FROM idf i JOIN {S}.top_postings p ON p.term = i.term, stats s
-        WHERE i.floor IS NOT NULL
-        UNION ALL
-        SELECT p.chunk, {_SHARE} AS share FROM idf i JOIN {S}.postings p ON p.term = i.term, stats s
-        WHERE i.floor IS NULL),
-    contenders AS MATERIALIZED (
-        SELECT chunk FROM found GROUP BY chunk ORDER BY sum(share) DESC, chunk LIMIT %(contenders)s),
-    lex_scores AS (  -- each contender's postings of the query terms looked up by key
-        SELECT n.chunk, x.score FROM contenders n CROSS JOIN LATERAL (
-            SELECT sum({_SHARE}) AS score FROM idf i JOIN {S}.postings p ON p.term = i.term AND p.chunk = n.chunk, stats s
-        ) x),"""
-
-
-def _lexical(where: str, lexical: str = LEXICAL[0]) -> str:
+def _lexical(where: str) -> str:
     # idf once per query term (MATERIALIZED: not once per posting), in float8: numeric ln() is ~25x slower.
     if where:  # every scored chunk is looked up for the filter
         scores = _every_posting()
@@ -153,7 +121,7 @@ def _lexical(where: str, lexical: str = LEXICAL[0]) -> str:
         SELECT l.chunk, l.score, c.doc_id, c.ordinal FROM lex_scores l JOIN {S}.chunks c ON c.id = l.chunk
         WHERE l.score > 0{where}),"""
     else:  # the depth best and every tie of the last (rag.retrieval.fusion.top_rows), each looked up by its key
-        scores = _listed() if lexical == "lists" else _pruned()
+        scores = _pruned()
         ranked = f"""
     lex_rows AS (
         SELECT l.chunk, l.score, c.doc_id, c.ordinal
@@ -168,7 +136,7 @@ def _lexical(where: str, lexical: str = LEXICAL[0]) -> str:
         LIMIT 1),
     q AS (SELECT term, count(*)::float8 AS qtf FROM unnest(%(terms)s::text[]) AS term GROUP BY term),
     idf AS MATERIALIZED (  -- rag.indexing.bm25.idf, Lucene's: computed here from df, so nothing stored depends on it
-        SELECT q.term, q.qtf, t.df, t.floor, ln(1 + (s.n - t.df + 0.5::float8) / (t.df + 0.5::float8)) AS idf
+        SELECT q.term, q.qtf, t.df, ln(1 + (s.n - t.df + 0.5::float8) / (t.df + 0.5::float8)) AS idf
         FROM q JOIN {S}.terms t ON t.term = q.term, stats s),{scores}{ranked}
     lex AS (
         SELECT chunk AS id, score, row_number() OVER (ORDER BY score DESC, doc_id COLLATE "C", ordinal) AS rank
@@ -215,7 +183,7 @@ _SIDES = {  # each candidate once, with both rankings' ranks and scores (NULL wh
 }
 
 
-def search_sql(method: str, doc_ids: bool, current_only: bool, lexical: str = LEXICAL[0]) -> str:
+def search_sql(method: str, doc_ids: bool, current_only: bool) -> str:
     """The one statement for a search by `method` (bm25, dense, weighted, rrf), with the filters asked for.
 
     The candidates are materialized before chunks are joined by id: joined on coalesce(lex, sem) in place, the
@@ -224,7 +192,7 @@ def search_sql(method: str, doc_ids: bool, current_only: bool, lexical: str = LE
     where = _filters(doc_ids, current_only)
     parts = []
     if method != "dense":
-        parts += [_lexical(where, lexical), _normalized("lex")]
+        parts += [_lexical(where), _normalized("lex")]
     if method != "bm25":
         parts += [_semantic(where), _normalized("sem")]
     sides = _SIDES[method if method in ("bm25", "dense") else "both"]
@@ -281,13 +249,9 @@ class PgIndex(IndexDefaults):
         current_only: bool = False,
         docs_dir: Path | None = None,
         update: Update | None = None,
-        lexical: str = LEXICAL[0],
     ) -> None:
         if fusion not in FUSIONS:
             raise ValueError(f"unknown fusion {fusion!r}: choose one of {', '.join(FUSIONS)}")
-        if lexical not in LEXICAL:
-            raise ValueError(f"unknown BM25 reading {lexical!r}: choose one of {', '.join(LEXICAL)}")
-        self.lexical = lexical  # benchmarks.shared_store times both
         self.url = url
         self.embedder = embedder
         self.fusion = fusion
@@ -437,9 +401,8 @@ class PgIndex(IndexDefaults):
             "terms": index_terms(query, self.term_settings), "vector": vector, "doc_ids": names,
             "depth": max(CANDIDATE_DEPTH, k), "k": k, "k1": K1, "b": B,
             "min_dense": self.min_dense_score, "weight": self.bm25_weight, "rrf_k": RRF_K, "seed": SEED_POSTINGS,
-            "contenders": max(CONTENDERS, CANDIDATE_DEPTH, k),
         }
-        rows = self._rows(search_sql(method, bool(names), self.current_only, self.lexical), params)
+        rows = self._rows(search_sql(method, bool(names), self.current_only), params)
         hits = []
         for score, bm25_rank, dense_rank, outdated, expires, *chunk in rows:
             hits.append(Hit(_chunk(chunk), float(score), bm25_rank, dense_rank, outdated, expires))
