@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from contextlib import contextmanager
+from typing import Sequence
 
 from models.redaction import redact_url, scrub
 from rag.errors import StoreRefused, StoreUnavailable
@@ -95,17 +96,12 @@ def _tables(dim: int) -> list[str]:
             length int NOT NULL,
             embedding vector({int(dim)}))""",
         f"CREATE INDEX chunks_doc ON {s}.chunks (doc_id, ordinal)",
-        f"CREATE INDEX chunks_embedding ON {s}.chunks USING hnsw (embedding vector_cosine_ops)",
         f"""CREATE TABLE {s}.postings (
             term text NOT NULL,
-            chunk bigint NOT NULL REFERENCES {s}.chunks ON DELETE CASCADE,
+            chunk bigint NOT NULL,
             tf int NOT NULL,
-            length int NOT NULL,
-            PRIMARY KEY (term, chunk) INCLUDE (tf, length))""",
-        # A term's postings are spread over the table (written document by document): with tf and length in the
-        # key's index a search reads them from the index alone, once vacuumed (measured: 15k heap pages for 19k
-        # postings at 20k chunks without it).
-        f"CREATE INDEX postings_chunk ON {s}.postings (chunk)",
+            length int NOT NULL)""",
+        *(statement for steps in DEFERRED.values() for statement in steps),
         f"CREATE TABLE {s}.terms (term text PRIMARY KEY, df int NOT NULL, prefix text NOT NULL)",
         f"CREATE INDEX terms_prefix ON {s}.terms (prefix)",
         f"""CREATE TABLE {s}.stats (
@@ -117,6 +113,66 @@ def _tables(dim: int) -> list[str]:
         f"INSERT INTO {s}.stats DEFAULT VALUES",
         f"INSERT INTO {s}.schema_version VALUES ({SCHEMA_VERSION})",
     ]
+
+
+# Indexes and constraints a first load builds once at its end instead of row by row (rag.postgres.ingest): name ->
+# the statements that make it. A term's postings are spread over the table (written document by document): with tf
+# and length in the key's index a search reads them from the index alone, once vacuumed (measured: 15k heap pages
+# for 19k postings at 20k chunks without it). The key's index is built before the constraint takes it over, so
+# readers wait only for the moment the constraint is added, not for the build. The foreign key is added NOT VALID:
+# it checks every posting written after it and cascades deletes; the postings of the load were written with the
+# ids of the chunks written in the same transaction, and validating 40M of them would take a minute of a full scan.
+DEFERRED: dict[str, tuple[str, ...]] = {
+    "postings_pkey": (f"CREATE UNIQUE INDEX postings_pkey ON {SCHEMA}.postings (term, chunk) INCLUDE (tf, length)",
+                      f"ALTER TABLE {SCHEMA}.postings ADD CONSTRAINT postings_pkey PRIMARY KEY USING INDEX postings_pkey"),
+    "postings_chunk": (f"CREATE INDEX postings_chunk ON {SCHEMA}.postings (chunk)",),
+    "postings_chunk_fkey": (f"ALTER TABLE {SCHEMA}.postings ADD CONSTRAINT postings_chunk_fkey FOREIGN KEY (chunk) "
+                            f"REFERENCES {SCHEMA}.chunks ON DELETE CASCADE NOT VALID",),
+    "chunks_embedding": (f"CREATE INDEX chunks_embedding ON {SCHEMA}.chunks USING hnsw (embedding vector_cosine_ops)",),
+}
+_DROP = {
+    "postings_pkey": f"ALTER TABLE {SCHEMA}.postings DROP CONSTRAINT IF EXISTS postings_pkey",
+    "postings_chunk": f"DROP INDEX IF EXISTS {SCHEMA}.postings_chunk",
+    "postings_chunk_fkey": f"ALTER TABLE {SCHEMA}.postings DROP CONSTRAINT IF EXISTS postings_chunk_fkey",
+    "chunks_embedding": f"DROP INDEX IF EXISTS {SCHEMA}.chunks_embedding",
+}
+BUILD_MEMORY = "512MB"  # maintenance_work_mem while building them: the sorts and the HNSW graph stay in memory longer
+
+
+def missing_deferred(conn) -> list[str]:
+    """The deferred indexes and constraints this store lacks (all present: [])."""
+    names = {r[0] for r in conn.execute(
+        "SELECT relname FROM pg_class WHERE relnamespace = %s::regnamespace UNION "
+        "SELECT conname FROM pg_constraint WHERE connamespace = %s::regnamespace", (SCHEMA, SCHEMA)).fetchall()}
+    return [name for name in DEFERRED if name not in names]
+
+
+def drop_deferred(conn) -> bool:
+    """Before a first load: drop the deferred indexes if the store holds no chunk yet (checked under the write lock,
+    so a second ingester starting on a store being filled finds chunks and leaves them); whether they were dropped."""
+    with write_transaction(conn):
+        if conn.execute(f"SELECT chunks FROM {SCHEMA}.stats").fetchone()[0]:
+            return False
+        for name in reversed(DEFERRED):
+            conn.execute(_DROP[name])
+    return True
+
+
+def build_deferred(conn, names: Sequence[str] | None = None) -> list[str]:
+    """Build the deferred indexes and constraints the store lacks (of `names`; all when None), each in its own
+    transaction under the write lock (after a first load, or after one that was interrupted); the names built."""
+    built = []
+    for name, statements in DEFERRED.items():
+        if names is not None and name not in names:
+            continue
+        with write_transaction(conn):
+            if name not in missing_deferred(conn):
+                continue  # another ingester built it meanwhile
+            conn.execute(f"SET LOCAL maintenance_work_mem = '{BUILD_MEMORY}'")
+            for statement in statements:
+                conn.execute(statement)
+        built.append(name)
+    return built
 
 
 # version -> statements that bring a store of that version to the next one. Empty while there is one version;
