@@ -1,4 +1,4 @@
-"""The `smoldocs` command line: one subcommand per module in agent.commands; `chat` is the default."""
+"""The `smoldocs` command line: one subcommand per module in agent.surfaces.commands; `chat` is the default."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Callable, Mapping, Sequence
 
 from agent import __version__
-from agent.commands import COMMANDS
+from agent.surfaces.commands import COMMANDS
 from agent.errors import AgentError
 from models.errors import ModelError
 from rag.errors import RagError

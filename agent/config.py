@@ -60,7 +60,7 @@ KEYS = (
     Key("token_timeout", float, "--token-timeout", "SMOLDOCS_TOKEN_TIMEOUT", 60.0, example="60", seconds=True),
     Key("answer_timeout", float, "--answer-timeout", "SMOLDOCS_ANSWER_TIMEOUT", 600.0, example="600", seconds=True),
     Key("api_key_file", Path, None, "SMOLDOCS_API_KEY_FILE", example='"~/.config/smoldocs/api_key"'),
-    # The chat app's Copy: a local tool (auto) or the terminal's OSC 52 (agent.tui.clipboard.CLIPBOARDS).
+    # The chat app's Copy: a local tool (auto) or the terminal's OSC 52 (agent.surfaces.tui.clipboard.CLIPBOARDS).
     Key("clipboard", str, "--clipboard", "SMOLDOCS_CLIPBOARD", "auto", ("auto", "osc52"), '"osc52"'),
 )
 BY_NAME = {k.name: k for k in KEYS}

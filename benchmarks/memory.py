@@ -42,7 +42,7 @@ async def drive_tui(questions: list[str], store_root: str, answer_tokens: int | 
     from agent.chats import ChatStore
     from agent.session import open_session
     from agent.settings import AgentSettings
-    from agent.tui import make_app
+    from agent.surfaces.tui import make_app
 
     settings = AgentSettings()
     if answer_tokens:

@@ -63,7 +63,7 @@ def rss_bytes(pid: int) -> int:
 
 def start_server(folder: Path, docs: Path | None, clients: int) -> tuple[subprocess.Popen, str, list[str]]:
     """A `smoldocs serve` subprocess with one token per client; its URL and the tokens."""
-    from agent.serve.tokens import new_token
+    from agent.surfaces.serve.tokens import new_token
 
     tokens_file = folder / "tokens"
     tokens = [new_token(tokens_file, f"client{i}") for i in range(clients)]

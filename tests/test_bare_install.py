@@ -14,8 +14,8 @@ import pytest
 from agent.chats import ChatStore
 from agent.session import ChatSession
 from agent.settings import AgentSettings
-from agent.tui import make_app
-from agent.tui.status_line import StatusLine
+from agent.surfaces.tui import make_app
+from agent.surfaces.tui.status_line import StatusLine
 from models.llama_cpp import bert_gguf, embedder as embedder_module
 from models.llama_cpp.embedder import optional_embedder
 from models.locate import SEMANTIC_OFF

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from agent.cli import main
-from agent.commands import common
+from agent.surfaces.commands import common
 from rag.verification.answer_check import check_citations, supported_share
 from rag.errors import ShownUnreadable
 from rag.excerpts.packing import OUTDATED_TAG, block, join_blocks, sourced_block

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agent.cli import main
-from agent.commands import common
+from agent.surfaces.commands import common
 from json_support import read_output
 from mcp_support import excerpts, mcp_client
 
@@ -205,7 +205,7 @@ def test_chat_opens_every_folder_as_collections_and_keeps_the_filter(folders, tm
     """chat hands the app a session factory; the session it opens joins both folders, searched inside notes
     (the session itself is tested in test_collections.py; here only what chat passes on is pinned)."""
     import agent.session
-    import agent.tui
+    import agent.surfaces.tui
     from rag.indexing.collections import Collections
 
     notes, project = folders
@@ -220,7 +220,7 @@ def test_chat_opens_every_folder_as_collections_and_keeps_the_filter(folders, tm
         def run(self) -> None:
             self.factory()
 
-    monkeypatch.setattr(agent.tui, "make_app", lambda factory, store, **options: App(factory))
+    monkeypatch.setattr(agent.surfaces.tui, "make_app", lambda factory, store, **options: App(factory))
     monkeypatch.setattr(agent.session, "open_session", lambda docs, model, **kw: seen.update(docs=docs, **kw))
     assert main(["chat", "--docs", notes, "--docs", project, "--collection", "notes"]) == 0
     assert isinstance(seen["docs"], Collections) and seen["docs"].names == ["notes", "project"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agent.chats import ChatStore
-from agent.tui.conversation import Conversation
+from agent.surfaces.tui.conversation import Conversation
 from tui_support import real_session
 
 # What a --store session names as its docs (ChatSession.docs_dir): the store's URL, password hidden.

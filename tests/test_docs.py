@@ -84,7 +84,7 @@ def test_docs_cli_md_is_what_the_parser_prints_now():
 
 
 def test_cli_md_has_every_subcommand():
-    from agent.commands import COMMANDS
+    from agent.surfaces.commands import COMMANDS
 
     headings = set(HEADING.findall(FENCE.sub("", (ROOT / "docs" / "cli.md").read_text(encoding="utf-8"))))
     assert {f"smoldocs {name}" for name in COMMANDS} | {"smoldocs"} <= headings

@@ -300,7 +300,7 @@ def test_report_renders_summary_rows_and_writes_both_files(tmp_path):
 
 def test_settings_from_args_apply_only_the_given_overrides():
     from agent.cli import parse
-    from agent.commands.eval import agent_settings
+    from agent.surfaces.commands.eval import agent_settings
 
     command = parse(["eval", "--tools", "model", "--decoding", "constrained", "--no-fallback", "--k", "3",
                      "--temperature", "0", "--max-tokens", "64"])
@@ -326,7 +326,7 @@ def test_user_mistakes_are_one_line_errors_before_any_model_loads(tmp_path, caps
 @pytest.mark.parametrize("no_model", [False, True])
 def test_an_out_folder_that_cannot_be_written_is_refused_before_the_run(tmp_path, capsys, monkeypatch, no_model):
     from agent.cli import main
-    from agent.commands import common
+    from agent.surfaces.commands import common
 
     def load(*args, **kwargs):
         raise AssertionError("a model or index was loaded before --out was checked")
@@ -380,7 +380,7 @@ class _Stream:
     (True, None, "live"), (True, True, "live"), (False, True, "lines"), (False, None, ""), (True, False, ""),
 ])
 def test_progress_is_a_live_bar_on_a_terminal_and_lines_only_when_asked(tty, wanted, expect):
-    from agent.commands.eval import QuestionProgress
+    from agent.surfaces.commands.eval import QuestionProgress
 
     stream = _Stream(tty)
     bar = QuestionProgress(stream, wanted)
@@ -396,7 +396,7 @@ def test_progress_is_a_live_bar_on_a_terminal_and_lines_only_when_asked(tty, wan
 
 def test_decoding_options_and_no_constrained_shorthand(capsys):
     from agent.cli import main, parse
-    from agent.commands.eval import agent_settings
+    from agent.surfaces.commands.eval import agent_settings
 
     def decoding(argv):
         command = parse(argv)

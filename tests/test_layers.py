@@ -42,8 +42,10 @@ def offending(source: str, targets: tuple[str, ...]) -> list[str]:
 
 
 def package(module: str) -> str:
-    """A module's place in the house: its top package and the subpackage under it (agent.tui, rag.postgres)."""
-    return ".".join(module.split(".")[:2])
+    """A module's place in the house: its top package and the subpackage under it (rag.postgres, agent.turn);
+    under agent.surfaces, each surface is its own place (agent.surfaces.tui, agent.surfaces.mcp_server)."""
+    parts = module.split(".")
+    return ".".join(parts[:3] if parts[:2] == ["agent", "surfaces"] else parts[:2])
 
 
 def test_models_imports_neither_rag_nor_agent():
@@ -67,7 +69,7 @@ def test_nothing_at_run_time_imports_the_benchmarks_or_the_test_doubles():
 def test_only_models_imports_llama_cpp_and_only_the_tui_imports_textual():
     assert offending("agent", ("llama_cpp",)) + offending("rag", ("llama_cpp",)) == []
     textual = [line for line in offending("agent", ("textual",)) + offending("rag", ("textual",))
-               if not line.startswith("agent.tui")]
+               if not line.startswith("agent.surfaces.tui")]
     assert textual == []
 
 
@@ -131,3 +133,11 @@ def test_no_probe_reads_the_settings():
                     if set(re.findall(r"[a-z]+", target.lower())) & SETTINGS_NAMES:
                         probes.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.func.id}({target}, ...)")
     assert probes == []
+
+
+def test_nothing_below_the_surfaces_imports_them():
+    """The surfaces consume the turn's events; the turn, the session, eval and the rest never reach up into a
+    surface. Only the entry point, agent.cli, dispatches to them."""
+    below = [line for line in offending("agent", ("agent.surfaces",))
+             if not line.startswith(("agent.surfaces", "agent.cli "))]
+    assert below == []

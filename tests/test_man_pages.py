@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agent.cli import main
-from agent.commands import common
+from agent.surfaces.commands import common
 from json_support import read_output
 from fakes import HashEmbedder, WordTokenizer
 from rag.errors import DocsNotFound
@@ -248,7 +248,7 @@ def test_served_man_pages_notice_a_package_install_and_read_back_as_text(man_tre
     """`smoldocs mcp --man 8` stats the section folders before each call: a page a package adds is searchable at
     the next call, and its resource is the page's text."""
     from agent.config import settings_from
-    from agent.mcp_server import FolderIndex
+    from agent.surfaces.mcp_server import FolderIndex
     from agent.opening import Loaders, open_models
     from rag.ingest.man_pages import man_source
 

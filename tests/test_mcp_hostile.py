@@ -126,7 +126,7 @@ def test_malformed_json_rpc_gets_an_error_reply_wherever_an_id_can_be_read(small
 QUIET_LOAD = """
 import sys, time
 from llama_cpp._utils import suppress_stdout_stderr
-from agent.commands import common
+from agent.surfaces.commands import common
 real = common.load_tokenizer_from_args
 def quiet(args):
     with suppress_stdout_stderr(disable=False):

@@ -7,7 +7,7 @@ import shutil
 import time
 from pathlib import Path
 
-from agent.progress import ProgressBar
+from agent.surfaces.progress import ProgressBar
 from fakes import HashEmbedder, WordTokenizer
 from rag.indexing.build import IndexProgress, open_index
 

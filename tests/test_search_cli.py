@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from agent.cli import main
-from agent.commands import common
+from agent.surfaces.commands import common
 from fakes import HashEmbedder, WordTokenizer
 from json_support import read_output
 

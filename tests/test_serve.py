@@ -15,10 +15,10 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from agent.cli import main
-from agent.serve.access_log import FIELDS
-from agent.serve.app import is_loopback
-from agent.serve.limits import MAX_BODY_BYTES, MAX_QUERY_CHARS
-from agent.serve.tokens import TokenFile
+from agent.surfaces.serve.access_log import FIELDS
+from agent.surfaces.serve.app import is_loopback
+from agent.surfaces.serve.limits import MAX_BODY_BYTES, MAX_QUERY_CHARS
+from agent.surfaces.serve.tokens import TokenFile
 from tests.mcp_support import ROOT, excerpts
 from tests.serve_support import http_client, make_token, serving
 

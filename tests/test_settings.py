@@ -11,7 +11,7 @@ import pytest
 
 from agent import config
 from agent.cli import parse
-from agent.commands import COMMANDS
+from agent.surfaces.commands import COMMANDS
 from agent.opening import Loaders, Models, open_docs, open_models
 from agent.settings import AgentSettings, Settings
 from fakes import HashEmbedder, ScriptedChatModel, WordTokenizer
@@ -154,9 +154,9 @@ def test_a_chat_session_opens_through_the_same_two_functions(docs, tmp_path):
 
 def test_the_chat_command_opens_a_live_session_through_the_same_loaders(docs, tmp_path, monkeypatch, settings_file):
     """`smoldocs chat` hands the app a factory; the session it makes searches a live index of --docs."""
-    import agent.tui
+    import agent.surfaces.tui
     from agent.cli import main
-    from agent.commands import common
+    from agent.surfaces.commands import common
     from rag.indexing.live import LiveIndex
 
     made = {}
@@ -170,7 +170,7 @@ def test_the_chat_command_opens_a_live_session_through_the_same_loaders(docs, tm
         def run(self):
             made["session"] = made["factory"]()
 
-    monkeypatch.setattr(agent.tui, "make_app", App)
+    monkeypatch.setattr(agent.surfaces.tui, "make_app", App)
     monkeypatch.setattr(common, "open_chat_model", lambda settings: ScriptedChatModel(["hi"]))
     monkeypatch.setattr(common, "load_embedder_from_args", lambda settings: HashEmbedder(64))
     settings_file.write_text('tools = "model"\n')

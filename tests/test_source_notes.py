@@ -14,7 +14,7 @@ from agent.eval.records import CitedChunk, Record
 from agent.events import AnswerFinished
 from agent.session import ChatSession
 from agent.settings import AgentSettings
-from agent.tui import make_app
+from agent.surfaces.tui import make_app
 from fakes import HashEmbedder, ScriptedChatModel
 from rag.excerpts.packing import Omission
 from rag.ingest.sources import source_info
@@ -85,7 +85,7 @@ def test_a_conflict_detection_failure_answers_without_a_note(monkeypatch):
 
 
 def test_the_ask_command_prints_the_note(monkeypatch, capsys):
-    from agent.commands import ask as ask_command
+    from agent.surfaces.commands import ask as ask_command
 
     session, _ = session_over([NEW, OLD], ["The default context window is 2048 tokens [1]."])
     answer = answer_of(session, "what is the course default context window")

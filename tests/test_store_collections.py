@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agent.cli import main
-from agent.commands import common
+from agent.surfaces.commands import common
 from fakes import HashEmbedder, WordTokenizer
 from json_support import read_output
 
@@ -63,7 +63,7 @@ def test_a_source_that_cannot_be_read_keeps_its_stored_documents(pg_url, sources
 
 def test_mcp_over_a_store_stays_inside_its_collection_filter(pg_url, sources, capsys):
     """What `smoldocs mcp --store URL --collection man` serves: only the man pages are listed, searched and read."""
-    from agent.mcp_server import StoredDocs
+    from agent.surfaces.mcp_server import StoredDocs
     from rag.indexing.collections import UnknownCollection
     from rag.postgres.search import PgIndex
 

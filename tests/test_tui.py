@@ -14,20 +14,20 @@ from textual.widgets import Collapsible, OptionList, ProgressBar, Static
 from agent.chats import ChatStore
 from agent.errors import UsageError
 from agent.events import AnswerFinished, ErrorEvent, TextDelta
-from agent.tui import make_app
-from agent.tui.chat_list_screen import ChatListScreen
-from agent.tui.citation_screen import CitationScreen
-from agent.tui.cited_markdown import CitedMarkdown
-from agent.tui.help_screen import HelpScreen
-from agent.tui.history_input import HistoryInput
-from agent.tui.loading import describe_progress
-from agent.tui.tool_trace import ToolTrace
-from agent.tui.message_list import AnswerView
-from agent.tui.search_view import SearchResultsView
-from agent.tui.slash import Slash, export_arguments, parse_slash
-from agent.tui.sources_panel import SourcesPanel
-from agent.tui.token_meter import TokenBar, TokenScreen
-from agent.tui.turns import error_line, run_turn
+from agent.surfaces.tui import make_app
+from agent.surfaces.tui.chat_list_screen import ChatListScreen
+from agent.surfaces.tui.citation_screen import CitationScreen
+from agent.surfaces.tui.cited_markdown import CitedMarkdown
+from agent.surfaces.tui.help_screen import HelpScreen
+from agent.surfaces.tui.history_input import HistoryInput
+from agent.surfaces.tui.loading import describe_progress
+from agent.surfaces.tui.tool_trace import ToolTrace
+from agent.surfaces.tui.message_list import AnswerView
+from agent.surfaces.tui.search_view import SearchResultsView
+from agent.surfaces.tui.slash import Slash, export_arguments, parse_slash
+from agent.surfaces.tui.sources_panel import SourcesPanel
+from agent.surfaces.tui.token_meter import TokenBar, TokenScreen
+from agent.surfaces.tui.turns import error_line, run_turn
 from models.errors import ModelError
 from models.protocols import CancelToken
 from rag.indexing.build import IndexProgress

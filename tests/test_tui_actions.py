@@ -20,13 +20,13 @@ from textual.drivers.headless_driver import HeadlessDriver
 from agent import config
 from agent.chats import ChatStore
 from agent.errors import UsageError
-from agent.tui import make_app
-from agent.tui.app import run_program
-from agent.tui.citation_screen import CitationScreen
-from agent.tui.clipboard import CLIPBOARDS, NO_TOOL, Clipboard, ClipboardUnavailable, find_tool
-from agent.tui import copy_text
-from agent.tui.message_list import AnswerView
-from agent.tui.open_source import at_line, open_source
+from agent.surfaces.tui import make_app
+from agent.surfaces.tui.app import run_program
+from agent.surfaces.tui.citation_screen import CitationScreen
+from agent.surfaces.tui.clipboard import CLIPBOARDS, NO_TOOL, Clipboard, ClipboardUnavailable, find_tool
+from agent.surfaces.tui import copy_text
+from agent.surfaces.tui.message_list import AnswerView
+from agent.surfaces.tui.open_source import at_line, open_source
 from rag.ingest.chunking import chunk_layout
 from rag.ingest.formats import parse_text
 from rag.ingest.formats.roff import man_layout

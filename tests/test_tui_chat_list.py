@@ -6,9 +6,9 @@ import pytest
 from textual.widgets import Input, OptionList, Static
 
 from agent.chats import ChatStore
-from agent.tui import make_app
-from agent.tui.chat_list_screen import ChatListScreen
-from agent.tui.message_list import AnswerView
+from agent.surfaces.tui import make_app
+from agent.surfaces.tui.chat_list_screen import ChatListScreen
+from agent.surfaces.tui.message_list import AnswerView
 from test_tui import wait_for
 from tui_support import SAVED_CHATS, ReplaySession, pilot_test, save_chats
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from textual.widgets import Static
 
-from agent.tui import make_app
-from agent.tui.status_line import embedding_text
+from agent.surfaces.tui import make_app
+from agent.surfaces.tui.status_line import embedding_text
 from rag.indexing.build import IndexProgress
 from test_tui import REPLY, SIZE, ask, ready, store, wait_for  # noqa: F401 - store is a fixture
 from tui_support import pilot_test, real_session

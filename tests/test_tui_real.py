@@ -10,8 +10,8 @@ from textual.widgets import OptionList
 from agent.chats import ChatStore
 from agent.session import ChatSession
 from agent.settings import AgentSettings, answer_options
-from agent.tui import make_app
-from agent.tui.sources_panel import SourcesPanel
+from agent.surfaces.tui import make_app
+from agent.surfaces.tui.sources_panel import SourcesPanel
 from rag.verification.verdicts import Verdict
 from rag.ingest.corpus import default_docs_dir
 from test_tui import ask, marker_styles, ready

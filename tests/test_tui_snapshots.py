@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from agent.chats import ChatStore
-from agent.tui import make_app
-from agent.tui.history_input import HistoryInput
+from agent.surfaces.tui import make_app
+from agent.surfaces.tui.history_input import HistoryInput
 from tui_support import ReplaySession, mixed_turn, save_chats
 
 SIZE = (100, 32)

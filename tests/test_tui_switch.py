@@ -13,10 +13,10 @@ from textual.widgets import Input, Static
 
 from agent.chats import ChatStore
 from agent.errors import UsageError
-from agent.tui import make_app
-from agent.tui.message_list import AnswerView
-from agent.tui.switch_screen import SwitchScreen
-from agent.tui.switching import checked_choice
+from agent.surfaces.tui import make_app
+from agent.surfaces.tui.message_list import AnswerView
+from agent.surfaces.tui.switch_screen import SwitchScreen
+from agent.surfaces.tui.switching import checked_choice
 from test_tui import ask, wait_for
 from tui_support import pilot_test, real_session
 
@@ -215,14 +215,14 @@ def chat_args(tmp_path, monkeypatch, *flags: str):
 
 
 def test_the_chat_factory_opens_a_switched_folder_in_its_own_index_and_keeps_the_model(tmp_path, monkeypatch):
-    from agent.commands import chat
+    from agent.surfaces.commands import chat
 
     first, second = tmp_path / "first", tmp_path / "second"
     first.mkdir()
     second.mkdir()
     opened, models = [], []
     monkeypatch.setattr("agent.session.open_session", lambda *a, **kw: opened.append((a, kw)) or kw["open_model"]())
-    monkeypatch.setattr("agent.commands.common.open_chat_model", lambda args: models.append(args.model) or object())
+    monkeypatch.setattr("agent.surfaces.commands.common.open_chat_model", lambda args: models.append(args.model) or object())
     factory = chat.session_factory(chat_args(tmp_path, monkeypatch, "--docs", str(first), "--index", str(tmp_path / "ix")))
     start = factory(progress=None)
     switched = factory(progress=None, docs=second.resolve())
@@ -234,7 +234,7 @@ def test_the_chat_factory_opens_a_switched_folder_in_its_own_index_and_keeps_the
 
 
 def test_the_chat_factory_refuses_what_cannot_be_switched_in_one_line(tmp_path, monkeypatch):
-    from agent.commands import chat
+    from agent.surfaces.commands import chat
 
     served = chat.session_factory(chat_args(tmp_path, monkeypatch, "--base-url", "http://127.0.0.1:9/v1"))
     with pytest.raises(UsageError, match=r"^the model is the server's \(--base-url\): restart with another --model-name$"):

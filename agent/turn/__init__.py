@@ -1,5 +1,5 @@
 """One turn of the agent: search, fit the context, answer in one mode, check it, and decide what is shown.
 
-The surfaces (agent/commands, agent/tui, agent/serve, the MCP server, progress) consume the turn's events
+The surfaces (agent/surfaces/: the commands, the TUI, serve, the MCP server, progress) consume the turn's events
 (agent/events.py); nothing here imports them.
 """

@@ -35,7 +35,7 @@ class Run:
 @contextlib.contextmanager
 def fake_components(dim: int = 64):
     """Make every CLI command load the word tokenizer and the hash embedder."""
-    from agent.commands import common
+    from agent.surfaces.commands import common
 
     saved = common.load_tokenizer_from_args, common.load_embedder_from_args
     common.load_tokenizer_from_args = lambda args: WordTokenizer()

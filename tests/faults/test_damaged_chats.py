@@ -7,7 +7,7 @@ import json
 import pytest
 
 from agent.chats import ChatStore
-from agent.tui.chat_list_screen import chat_line
+from agent.surfaces.tui.chat_list_screen import chat_line
 from tui_support import mixed_turn
 
 QUESTIONS = ("first question", "second question", "third question")

@@ -53,7 +53,7 @@ def test_3_a_binary_file_named_md_is_skipped_and_counted(docs, tmp_path):
 
 def test_4_a_chat_with_one_bad_line_is_listed_with_its_valid_turns_and_not_rewritten(tmp_path):
     from agent.chats import ChatStore
-    from agent.tui.chat_list_screen import chat_line
+    from agent.surfaces.tui.chat_list_screen import chat_line
     from tui_support import mixed_turn
 
     chats = ChatStore(tmp_path)
