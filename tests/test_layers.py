@@ -11,7 +11,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNTIME = ("agent", "rag", "models")
-MAX_GETATTR = 15  # issue #38: our own protocols and dataclasses declare what callers use; getattr is for the rest
+MAX_GETATTR = 11  # issue #38: our own protocols and dataclasses declare what callers use; getattr is for the rest
 SETTINGS_NAMES = {"settings", "args", "namespace", "options", "given"}  # what a probe of the settings reads
 
 
