@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -328,3 +329,59 @@ def test_an_export_that_cannot_be_written_is_one_line_naming_the_users_path(tmp_
     message = str(raised.value)
     assert message.startswith(f"cannot write {dest}: ") and "\n" not in message
     assert ".tmp" not in message and "Errno" not in message
+
+
+SWITCHED_MODEL = "⇄ Switched the model to other; the chat goes on with it."
+SWITCHED_DOCS = "⇄ Switched the docs folder to /notes (4 chunks); the chat goes on over it."
+
+
+def test_exports_carry_each_note_between_the_turns_it_came_between(tmp_path):
+    """Issue 39: Markdown shows a note as an italic line where it happened; JSON adds `notes`, turns unchanged."""
+    store = ChatStore(tmp_path / "chats")
+    with store.create() as log:
+        log.note(SWITCHED_MODEL)
+        record_turn(log, mixed_turn("first"))
+        log.note(SWITCHED_DOCS)
+        record_turn(log, mixed_turn("second"))
+        log.note("⇄ Switched the model to last; the chat goes on with it.")
+    md = store.export(log.chat_id, tmp_path / "out.md").read_text()
+    order = [f"_{SWITCHED_MODEL}_\n", "## first", f"_{SWITCHED_DOCS}_\n", "## second",
+             "_⇄ Switched the model to last; the chat goes on with it._\n", "[^1]: "]
+    places = [md.find(part) for part in order]
+    assert -1 not in places and places == sorted(places), md
+    data = json.loads(store.export(log.chat_id, tmp_path / "out.json").read_text())
+    assert data["notes"] == [{"after": 0, "text": SWITCHED_MODEL}, {"after": 1, "text": SWITCHED_DOCS},
+                             {"after": 2, "text": "⇄ Switched the model to last; the chat goes on with it."}]
+    assert [t["question"] for t in data["turns"]] == ["first", "second"]
+    assert list(data) == ["chat_id", "title", "meta", "turns", "notes"]  # additive: every key before stays
+
+
+def test_a_note_quoting_a_folder_name_neither_drives_a_terminal_nor_breaks_the_markdown(tmp_path):
+    """A folder name in a note can hold an escape sequence, a line break or Markdown: all shown as plain text."""
+    store = ChatStore(tmp_path / "chats")
+    name = "/tmp/my_docs[^1]\x1b]52;c;aGk=\x07\nsecond line"
+    with store.create() as log:
+        record_turn(log, mixed_turn("first"))
+        log.note(f"⇄ Switched the docs folder to {name} (4 chunks); the chat goes on over it.")
+    md = store.export(log.chat_id, tmp_path / "out.md").read_text()
+    [line] = [line for line in md.splitlines() if "Switched" in line]
+    assert line == (r"_⇄ Switched the docs folder to /tmp/my\_docs\[^1\]\\x1b\]52;c;aGk=\\x07\\nsecond line"
+                    " (4 chunks); the chat goes on over it._")
+    assert "\x1b" not in md and "\x07" not in md
+    data = json.loads(store.export(log.chat_id, tmp_path / "out.json").read_text())
+    assert data["notes"][0]["text"] == (r"⇄ Switched the docs folder to /tmp/my_docs[^1]\x1b]52;c;aGk=\x07\nsecond line"
+                                        " (4 chunks); the chat goes on over it.")
+
+
+@pytest.mark.parametrize("suffix", [".md", ".json"])
+def test_an_export_without_notes_is_byte_for_byte_what_it_was_before_notes(tmp_path, suffix):
+    """Pinned: the exports of the chat saved by 7110f19, written by the code before issue 39 (at 9717acd)."""
+    data = Path(__file__).parent / "data" / "chats"
+    (tmp_path / "saved-7110f19.jsonl").write_bytes((data / "saved-7110f19.jsonl").read_bytes())
+    store = ChatStore(tmp_path)
+    assert store.load("saved-7110f19").notes == []
+    expected = (data / f"saved-7110f19.export{suffix}").read_bytes()
+    # The pin's "saved" stamp is in UTC; the export writes local time.
+    stamp = datetime.fromtimestamp(store.load("saved-7110f19").info.created).strftime("%Y-%m-%d %H:%M")
+    expected = expected.replace(b"saved 2026-12-01 07:15", f"saved {stamp}".encode())
+    assert store.export("saved-7110f19", tmp_path / f"out{suffix}").read_bytes() == expected

@@ -1,18 +1,21 @@
 """A saved chat exported: Markdown with `[^n]` footnotes naming each source and its verdict, or JSON.
 
-Both mark a citation whose source changed or vanished since the answer was given (with a lookup of the index).
+Both mark a citation whose source changed or vanished since the answer was given (with a lookup of the index),
+and carry the chat's notes (a switch of folder or model) where they happened between the turns.
 """
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Callable
 
 from agent.chats.codec import answer_to_dict
 from agent.chats.stale import stale_citations
-from agent.chats.saved import SavedChat
+from agent.chats.saved import SavedChat, SavedNote
 from agent.events import shown_hits
 from rag import markers
+from rag.printable import one_line
 from rag.types import Chunk, Hit
 from rag.verification.verdicts import CitationVerdict, Verdict
 
@@ -29,7 +32,8 @@ def chat_markdown(chat: SavedChat, lookup: Callable[[str], Chunk | None] | None 
             details.append(f"{label}: `{chat.meta[key]}`")
     out += ["_" + " · ".join(details) + "_", ""]
     notes: list[str] = []
-    for turn in chat.turns:
+    for number, turn in enumerate(chat.turns):
+        out += _noted(chat.notes, number)
         answer = turn.answer
         shown = shown_hits(turn.events)
         verdicts = {c.n: c for c in answer.citations}
@@ -61,9 +65,25 @@ def chat_markdown(chat: SavedChat, lookup: Callable[[str], Chunk | None] | None 
         if drafts and answer.draft.strip():
             out += ["_Unverified draft (the model's words, not supported by the docs):_", ""]
             out += [markers.replace(answer.draft.strip(), lambda ns: "(" + ", ".join(map(str, ns)) + ")"), ""]
+    out += _noted(chat.notes, len(chat.turns))
     if notes:
         out += notes + [""]
     return "\n".join(out)
+
+
+_MARKDOWN = re.compile(r"([\\`*_\[\]<>])")
+
+
+def _noted(notes: list[SavedNote], after: int) -> list[str]:
+    """The Markdown lines of the notes made after the first `after` turns: each one short italic line.
+
+    A note may quote a folder name: its controls and line breaks are escaped (one_line), and its Markdown
+    characters too, so a `_` or `[^1]` in a name neither ends the italics nor makes a footnote."""
+    lines = []
+    for note in notes:
+        if note.after == after:
+            lines += ["_" + _MARKDOWN.sub(r"\\\1", one_line(note.text)) + "_", ""]
+    return lines
 
 
 def _note(label: str, number: int, verdict: CitationVerdict | None, hit: Hit | None, lookup, stale: str | None) -> str:
@@ -91,10 +111,14 @@ STALE_NOTES = {
 
 
 def chat_json(chat: SavedChat, lookup: Callable[[str], Chunk | None] | None = None) -> dict:
-    """The chat as one JSON object: each turn's question, answer (as `ask --json` prints it) and stale citations."""
+    """The chat as one JSON object: each turn's question, answer (as `ask --json` prints it) and stale citations;
+    `notes`, when the chat has any, lists each with `after`, the number of turns before it."""
     turns = []
     for turn in chat.turns:
         stale = stale_citations(turn.answer, turn.events, lookup) if lookup else {}
         stale_numbers = {str(n): why for n, why in sorted(stale.items())}
         turns.append({"question": turn.question, "answer": answer_to_dict(turn.answer), "stale": stale_numbers})
-    return {"chat_id": chat.info.chat_id, "title": chat.info.title, "meta": chat.meta, "turns": turns}
+    data = {"chat_id": chat.info.chat_id, "title": chat.info.title, "meta": chat.meta, "turns": turns}
+    if chat.notes:  # added only when there are notes: a chat without them exports as it always has
+        data["notes"] = [{"after": n.after, "text": one_line(n.text)} for n in chat.notes]
+    return data
