@@ -144,6 +144,11 @@ async def test_a_switch_is_saved_with_the_chat_and_shown_again_where_it_happened
         at = [i for i, w in enumerate(children) if w.has_class("switch-note")]
         answers = [children.index(v) for v in chat.query(AnswerView)]
         assert at[0] < answers[0] < at[1] < answers[1]
+        # The app's own export of the resumed chat keeps them there too (issue 39).
+        md = chat.action_export(str(tmp_path / "chat.md")).read_text()
+        italic = ["_" + note.replace("_", r"\_") + "_" for note in shown]  # the path's `_` escaped for Markdown
+        places = [md.find(part) for part in (italic[0], "## how big is the kv cache", italic[1], "## and how big")]
+        assert -1 not in places and places == sorted(places), md
 
 
 @pilot_test
