@@ -14,8 +14,10 @@ import importlib.util
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -180,12 +182,43 @@ def start_server(root: Path | None = None, bin_dir: Path | None = None) -> PgSer
     return server
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived: raised in the main thread so `finally` blocks (running_server's cleanup) run.
+
+    A KeyboardInterrupt, not a SystemExit: pytest reports a SystemExit in a test as that test's failure and carries
+    on, while an interrupt ends the session and still tears its fixtures down.
+    """
+
+
+@contextlib.contextmanager
+def sigterm_raises():
+    """Within the block, SIGTERM raises Terminated in the main thread; the old handler is back afterwards.
+
+    Elsewhere than the main thread Python cannot set handlers, and the block runs unchanged.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminated(signum, frame):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the cleanup short
+        raise Terminated(f"signal {signum} (SIGTERM): stopping")
+
+    old = signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
 @contextlib.contextmanager
 def running_server(bin_dir: Path | None = None):
-    """A started cluster, stopped and deleted afterwards."""
-    server = start_server(bin_dir=bin_dir)
-    try:
-        yield server
-    finally:
-        server.stop("immediate")
-        shutil.rmtree(server.root, ignore_errors=True)
+    """A started cluster, stopped and deleted afterwards: after an exception, and after SIGTERM too (a benchmark
+    killed by `timeout` used to leave its PostgreSQL running)."""
+    with sigterm_raises():
+        server = start_server(bin_dir=bin_dir)
+        try:
+            yield server
+        finally:
+            server.stop("immediate")
+            shutil.rmtree(server.root, ignore_errors=True)

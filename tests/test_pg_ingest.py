@@ -16,7 +16,7 @@ import pytest
 from rag.ingest.corpus import Document, default_docs_dir, load_corpus
 from rag.ingest.sources import SourceInfo
 from rag.postgres import ingest as pg_ingest
-from rag.postgres.ingest import Prepared, apply_document, batches, from_index, ingest, write_documents
+from rag.postgres.ingest import Prepared, apply_document, batches, fill_embeddings, from_index, ingest, write_documents
 from rag.postgres.schema import DEFERRED, SCHEMA, connect, drop_deferred, ensure_schema, missing_deferred
 from rag.postgres.search import PgIndex
 from rag.types import Chunk
@@ -135,3 +135,35 @@ def test_batches_close_at_their_size_or_once_their_first_document_has_waited():
     # a+b reach 6 chunks; c opens a batch at 0.6, d joins it; e arrives 4.4 s after c: c+d go, e opens the next.
     assert got == [["a", "b"], ["c", "d"], ["e", "f"]]
     assert list(batches(iter([]))) == []
+
+
+def _vectors(url: str) -> dict[str, np.ndarray]:
+    """Each chunk's stored embedding as float32 (pgvector prints the shortest text that reads back to the same float4)."""
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(f"SELECT chunk_id, embedding::text FROM {S}.chunks ORDER BY id").fetchall()
+    return {chunk: np.array(text.strip("[]").split(","), dtype=np.float32) for chunk, text in rows}
+
+
+@pytest.mark.real
+def test_a_store_filled_after_a_load_without_embedder_holds_the_vectors_ingest_stores(pg_server, docs, real_tokenizer,
+                                                                                      real_embedder):
+    from rag.indexing.dense import embed_texts
+    from rag.ingest.chunking import indexed_text
+
+    direct, filled = (pg_server.url(pg_server.create_database()) for _ in range(2))
+    ingest(direct, docs, real_tokenizer, real_embedder)
+    ingest(filled, docs, real_tokenizer, None)
+    assert _rows(filled)["stats"][0][2] == 0  # no chunk embedded yet
+    update = ingest(filled, docs, real_tokenizer, real_embedder)  # nothing changed: fill_embeddings does the work
+    assert update.chunks_embedded == update.chunks > 4 and update.dense_missing == 0
+    assert _rows(filled) == _rows(direct)  # every column, embedding::text included, and the statistics
+    with psycopg.connect(filled, autocommit=True) as conn:  # again in batches of 4: several transactions
+        conn.execute(f"UPDATE {S}.chunks SET embedding = NULL")
+        conn.execute(f"UPDATE {S}.stats SET embedded = 0")
+        assert fill_embeddings(conn, real_embedder, batch=4) == update.chunks
+        rows = conn.execute(f"SELECT chunk_id, heading, body FROM {S}.chunks ORDER BY id").fetchall()
+    texts = [indexed_text(Chunk("", "", "", body, tuple(heading))) for _c, heading, body in rows]
+    expected = embed_texts(real_embedder, texts, 4)
+    stored = _vectors(filled)
+    assert all(np.array_equal(stored[chunk], row) for (chunk, _h, _b), row in zip(rows, expected))
+    _consistent(filled)
