@@ -34,13 +34,17 @@ def _rows_and_questions(tokenizer, embedder) -> tuple[np.ndarray, list[str], lis
         folder = package.folder()
         if not folder.exists():
             continue
-        index = open_index(folder, tokenizer, embedder)
+        # Only the packages whose index is embedded already: the fit split's newer packages are BM25-only (their
+        # MiniLM rows would take hours to compute here), and a half-embedded matrix holds rows of zeros.
+        index = open_index(folder, tokenizer, embedder, embed_budget=0)
+        if not index.has_dense or index.dense_coverage < 1.0:
+            continue
         rows.append(np.asarray(index.dense.matrix, dtype=np.float32))
         for path in package.questions:
             questions += [json.loads(line)["q"] for line in path.read_text().splitlines() if line.strip()]
         used.append(package.name)
     if not rows:
-        raise RuntimeError("no real-docs package is built: run `python -m benchmarks.realdocs build` first")
+        raise RuntimeError("no real-docs package is built and embedded: run `python -m benchmarks.realdocs build`, then `score`")
     matrix = np.unique(np.concatenate(rows), axis=0)
     return matrix / np.linalg.norm(matrix, axis=1, keepdims=True), questions, used
 
