@@ -34,7 +34,7 @@ def _rows_and_questions(tokenizer, embedder) -> tuple[np.ndarray, list[str], lis
         folder = package.folder()
         if not folder.exists():
             continue
-        # Only the packages whose index is embedded already: the fit split's newer packages are BM25-only (their
+        # Only the packages whose index is embedded already: several of the fit split's newer ones are not (their
         # MiniLM rows would take hours to compute here), and a half-embedded matrix holds rows of zeros.
         index = open_index(folder, tokenizer, embedder, embed_budget=0)
         if not index.has_dense or index.dense_coverage < 1.0:
