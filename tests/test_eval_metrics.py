@@ -8,14 +8,16 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from agent.errors import UsageError
-from agent.eval.gate import Thresholds, invariant_failures, threshold_failures
 from agent.eval.metrics import (
+    Thresholds,
     answer_metrics,
     citation_metrics,
     cost_metrics,
     evidence_overlap,
+    invariant_failures,
     percentile,
     problems,
+    threshold_failures,
 )
 from agent.eval.records import CitedChunk, Record, ToolRound
 from agent.eval.report import build_report, format_markdown, format_terminal, write_report
@@ -300,7 +302,7 @@ def test_report_renders_summary_rows_and_writes_both_files(tmp_path):
 
 def test_settings_from_args_apply_only_the_given_overrides():
     from agent.cli import parse
-    from agent.surfaces.commands.eval import agent_settings
+    from agent.eval.main import agent_settings
 
     command = parse(["eval", "--tools", "model", "--decoding", "constrained", "--no-fallback", "--k", "3",
                      "--temperature", "0", "--max-tokens", "64"])
@@ -380,7 +382,7 @@ class _Stream:
     (True, None, "live"), (True, True, "live"), (False, True, "lines"), (False, None, ""), (True, False, ""),
 ])
 def test_progress_is_a_live_bar_on_a_terminal_and_lines_only_when_asked(tty, wanted, expect):
-    from agent.surfaces.commands.eval import QuestionProgress
+    from agent.eval.main import QuestionProgress
 
     stream = _Stream(tty)
     bar = QuestionProgress(stream, wanted)
@@ -396,7 +398,7 @@ def test_progress_is_a_live_bar_on_a_terminal_and_lines_only_when_asked(tty, wan
 
 def test_decoding_options_and_no_constrained_shorthand(capsys):
     from agent.cli import main, parse
-    from agent.surfaces.commands.eval import agent_settings
+    from agent.eval.main import agent_settings
 
     def decoding(argv):
         command = parse(argv)

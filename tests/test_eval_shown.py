@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent.eval.records import Record
-from agent.eval.records import ShownSentence
-from agent.eval.shown import displayed_precision, evidence_hit, model_share, shown_metrics, split_answer
+from agent.eval.metrics import displayed_precision, evidence_hit, model_share, shown_metrics
+from agent.eval.records import Record, ShownSentence, split_answer
 from agent.events import Answer
 from rag.verification.verdicts import ClaimVerdict, Verdict
 

@@ -174,7 +174,7 @@ def test_pack_refuses_a_bad_jaccard_threshold(capsys, value):
 
 @pytest.mark.real
 def test_real_index_marks_the_archive_page_and_the_probe_notes_the_conflicts(real_index, real_tokenizer):
-    from agent.eval.probe import probe_questions
+    from agent.eval.runner import probe_questions
     from rag.evaluation import load_questions
 
     assert real_index.source("archive/context-defaults-2023.md").outdated

@@ -1,12 +1,14 @@
-"""Metrics over per-question records, computed without a judge model: citations, answers, cost."""
+"""Metrics over per-question records, computed without a judge model (citations, answers, what is shown as the
+answer, sources, cost), and the gate a run is held to: invariants that must always hold, thresholds for CI."""
 
 from __future__ import annotations
 
 import math
 from collections import Counter
+from dataclasses import dataclass
 from typing import Sequence
 
-from agent.eval.records import Record
+from agent.eval.records import Record, ShownSentence
 from rag.evaluation import holds_evidence, mean
 from rag.text import alnum_runs
 from rag.verification.verdicts import Verdict
@@ -202,3 +204,106 @@ def problems(record: Record) -> list[str]:
     if record.status == "answered" and cites_outdated_only(record):
         out.append("cites only the outdated page although a current one was shown")
     return out
+
+
+# What is shown as the answer: the metrics of #16 over the sentences records.split_answer finds.
+#
+# A shown sentence is a factual sentence of the displayed answer that the verifier judged (quotes included).
+# Text the answer keeps apart as an unverified draft is passed separately and never counts as shown.
+#
+# - displayed precision: supported shown sentences / shown sentences, pooled over the run;
+# - evidence hit: an answerable question whose evidence string (case and whitespace aside) is in the shown
+#   sentences or in the sentence of a cited chunk that one of them was judged against;
+# - model share: shown sentences the model decoded (copied or written) / shown sentences; smoldocs' own
+#   extractive quotes are not the model's.
+
+
+def displayed_precision(shown: Sequence[ShownSentence], draft: Sequence[ShownSentence] = ()) -> tuple[int, int]:
+    """(supported, shown): the draft is not shown as the answer, so it does not count either way."""
+    return sum(s.verdict is Verdict.SUPPORTED for s in shown), len(shown)
+
+
+def evidence_hit(shown: Sequence[ShownSentence], evidence: str | None, draft: Sequence[ShownSentence] = ()) -> bool:
+    """The evidence is in the shown sentences, or in a cited sentence they were judged against."""
+    if not evidence or not shown:
+        return False
+    if holds_evidence(" ".join(s.text for s in shown), evidence):
+        return True
+    return any(s.evidence and holds_evidence(s.evidence, evidence) for s in shown)
+
+
+def model_share(shown: Sequence[ShownSentence], draft: Sequence[ShownSentence] = ()) -> tuple[int, int]:
+    """(sentences the model decoded, shown sentences)."""
+    return sum(s.by_model for s in shown), len(shown)
+
+
+def shown_metrics(records: Sequence) -> dict:
+    """Displayed precision, evidence hit and model share over a run's records."""
+    sentences = [s for r in records for s in r.shown_sentences]
+    supported, shown = displayed_precision(sentences)
+    by_model, _ = model_share(sentences)
+    answerable = [r for r in records if r.answerable]
+    hits = sum(evidence_hit(r.shown_sentences, r.evidence, r.draft_sentences) for r in answerable)
+    return {
+        "shown_sentences": shown,
+        "draft_sentences": sum(len(r.draft_sentences) for r in records),
+        "displayed_precision": ratio(supported, shown),
+        "evidence_hit": ratio(hits, len(answerable)),
+        "evidence_hit_n": len(answerable),
+        "model_share": ratio(by_model, shown),
+    }
+
+
+# The gate: the exit code of `smoldocs eval`.
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Optional quality thresholds for CI; a run below one fails the gate."""
+
+    min_recall5: float | None = None  # hybrid search, chunk level
+    min_citation_precision: float | None = None
+    max_made_up_rate: float | None = None
+
+    def as_dict(self) -> dict:
+        return {k: v for k, v in vars(self).items() if v is not None}
+
+
+def invariant_failures(records: Sequence[Record], citations: dict) -> list[str]:
+    """Why the run is broken, one line each: a crash, a context overflow, a bad citation not flagged."""
+    out = []
+    if not records:
+        out.append("no question was run")
+    crashed = [r for r in records if r.crashed]
+    if crashed:
+        first = crashed[0]
+        out.append(f"{len(crashed)} question(s) crashed, first {first.id}: {first.error or first.status}")
+    over = [r.id for r in records if overflows(r)]
+    if over:
+        out.append(f"{len(over)} prompt(s) overflowed the context window: {', '.join(over[:5])}")
+    if citations["flagged_or_resolved"] is not None and citations["flagged_or_resolved"] < 1.0:
+        missing = citations["cited"] - citations["resolved"] - citations["flagged"]
+        out.append(f"{missing} cited number(s) neither resolved nor flagged")
+    if citations["falsely_passed"]:
+        out.append(f"{citations['falsely_passed']} citation(s) that do not resolve were not flagged")
+    return out
+
+
+def threshold_failures(thresholds: Thresholds, recall5: float | None, citations: dict) -> list[str]:
+    """Which requested quality thresholds the run missed."""
+    out = []
+    if thresholds.min_recall5 is not None and (recall5 or 0.0) < thresholds.min_recall5:
+        out.append(f"hybrid chunk Recall@5 {_fmt(recall5)} is below --min-recall5 {thresholds.min_recall5}")
+    precision = citations["precision"]
+    if thresholds.min_citation_precision is not None and (precision or 0.0) < thresholds.min_citation_precision:
+        out.append(
+            f"citation precision {_fmt(precision)} is below --min-citation-precision {thresholds.min_citation_precision}"
+        )
+    made_up = citations["made_up_rate"] or 0.0  # no citation at all: nothing was made up
+    if thresholds.max_made_up_rate is not None and made_up > thresholds.max_made_up_rate:
+        out.append(f"made-up rate {made_up:.3f} is above --max-made-up-rate {thresholds.max_made_up_rate}")
+    return out
+
+
+def _fmt(value: float | None) -> str:
+    return "undefined" if value is None else f"{value:.3f}"

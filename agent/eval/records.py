@@ -1,9 +1,12 @@
-"""What the eval keeps of one question's run: the answer, each citation as the eval re-checked it, costs."""
+"""What the eval keeps of one question's run: the answer, each citation as the eval re-checked it, the shown
+sentences, costs."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 
+from agent.events import Answer
+from rag import markers
 from rag.verification.verdicts import Verdict
 
 FLAGGED = (Verdict.MADE_UP, Verdict.UNRESOLVED)  # verdicts that tell the reader a citation is bad
@@ -135,3 +138,34 @@ class Record:
         for name in listed:
             values[name] = tuple(row.get(name, ()))
         return cls(**values)
+
+
+def split_answer(answer: Answer) -> tuple[tuple[ShownSentence, ...], tuple[ShownSentence, ...]]:
+    """(shown, draft) of an agent Answer.
+
+    `answer.claims` holds the verdicts of the shown text and of everything the model wrote (the draft included),
+    so a claim is shown when its text is in `answer.text`, and draft when it is only in `answer.draft`; a
+    sentence judged twice (the model wrote it and it is shown) counts once, with the shown text's verdict. The
+    model decoded a shown sentence unless the text is smoldocs' own quotes (`quoted`).
+    """
+    shown_text, draft_text = _squash(markers.strip(answer.text)), _squash(markers.strip(answer.draft))
+    # smoldocs' own quotes: the whole text of a quoted answer, or what follows the model's words in one that
+    # keeps them in front.
+    model = answer.model_text or ""
+    quotes = answer.text[len(model):] if model and answer.text.startswith(model) else answer.text
+    quotes = _squash(markers.strip(quotes)) if answer.quoted else ""
+    shown: dict[str, ShownSentence] = {}
+    draft: dict[str, ShownSentence] = {}
+    for c in reversed(answer.claims):  # the shown text's verdicts come last: they win
+        key = _squash(c.text)
+        if not key:
+            continue
+        if key in shown_text:
+            shown.setdefault(key, ShownSentence(c.text, c.verdict, by_model=key not in quotes, evidence=c.evidence))
+        elif key in draft_text:
+            draft.setdefault(key, ShownSentence(c.text, c.verdict, by_model=True, evidence=c.evidence))
+    return tuple(reversed(shown.values())), tuple(reversed(draft.values()))
+
+
+def _squash(text: str) -> str:
+    return "".join(text.split())

@@ -10,10 +10,19 @@ from typing import Sequence
 
 from agent import json_output
 from agent.errors import UsageError
-from agent.eval.gate import Thresholds, invariant_failures, threshold_failures
-from agent.eval.metrics import answer_metrics, citation_metrics, cites_gold, cost_metrics, problems, source_metrics
+from agent.eval.metrics import (
+    Thresholds,
+    answer_metrics,
+    citation_metrics,
+    cites_gold,
+    cost_metrics,
+    invariant_failures,
+    problems,
+    shown_metrics,
+    source_metrics,
+    threshold_failures,
+)
 from agent.eval.records import Record
-from agent.eval.shown import shown_metrics
 
 Section = tuple[str, list[tuple[str, str]]]
 

@@ -1,4 +1,5 @@
-"""Runs questions through a ChatSession, one fresh chat each, and keeps a Record per question."""
+"""The question set, and each question run: through a ChatSession (one fresh chat each), or searched and packed
+as a search-first turn without the model (the probe); a Record per question either way."""
 
 from __future__ import annotations
 
@@ -10,12 +11,17 @@ from typing import Callable, Iterator, Sequence
 
 from agent.errors import UsageError
 from agent.input_files import MAX_QUESTIONS_BYTES, read_text
-from agent.eval.records import CitedChunk, Record, ToolRound
+from agent.eval.records import CitedChunk, Record, ToolRound, split_answer
 from agent.events import Answer, AnswerFinished, AnswerStatus, ErrorEvent, Event, SearchFinished
 from agent.events import ToolStep as ToolStepEvent
-from agent.eval.shown import split_answer
+from agent.settings import AgentSettings
+from agent.turn.context import ContextWindow
+from agent.turn.prompts import system_rules
 from rag import markers
 from rag.evaluation import MemoEmbedder, Question, evaluate, gold_chunk_ids, holds_evidence, question_files
+from rag.excerpts.conflicts import find_conflicts
+from rag.excerpts.packing import Ledger, block
+from rag.excerpts.search_tool import SEARCH_DOCS_NAME, search_first
 
 # Registry errors that mean the call's arguments never reached the tool (agent.turn.tools.ToolRegistry.call).
 STEP_TEXT_CHARS = 300  # enough of a tool step to see what the model tried
@@ -215,3 +221,34 @@ def tool_steps(events: Sequence[Event]) -> tuple[list[ToolRound], int]:
             elif event.ok or not str(event.error or "").startswith(_ARGUMENT_ERRORS):
                 steps[-1]["valid"] += 1
     return [ToolRound(**s) for s in steps], agent_searches
+
+
+def probe_questions(index, tokenizer, questions: Sequence[Question], settings: AgentSettings) -> Iterator[Record]:
+    """One record per question: what was retrieved and shown, and the conflict notes; no answer."""
+    window = ContextWindow(tokenizer, settings.budgets, system_rules(settings.few_shot))
+    for question in questions:
+        yield probe_question(index, tokenizer, window, question, settings)
+
+
+def probe_question(index, tokenizer, window: ContextWindow, question: Question, settings: AgentSettings) -> Record:
+    prepared = window.prepare(question.q, [])
+    ledger = Ledger()
+    result = search_first(index, ledger, tokenizer, question.q, settings.k, prepared.evidence_budget)
+    used = result.packed.used if result.packed else ()
+    numbered = {ledger.peek(h): h for h in used}
+    _messages, _built, shown = window.build(prepared, [(n, block(n, h)) for n, h in sorted(numbered.items())])
+    shown_hits = [(n, numbered[n]) for n in shown if n in numbered]
+    gold = tuple(gold_chunk_ids(question, index.chunks)) if question.answerable else ()
+    return Record.of(
+        question,
+        gold,
+        status=AnswerStatus.NOT_ASKED,
+        packed=tuple(sorted(numbered)),
+        retrieved=tuple(h.chunk_id for h in result.hits),
+        queries=(question.q,),
+        shown_chunks=tuple(h.chunk_id for _, h in shown_hits),
+        shown_outdated=tuple(h.chunk_id for _, h in shown_hits if h.outdated),
+        policy=f"{SEARCH_DOCS_NAME} only (no model)",
+        tags=question.tags,
+        conflicts=tuple(c.to_json() for c in find_conflicts(shown_hits)),
+    )
