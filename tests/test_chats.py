@@ -373,6 +373,23 @@ def test_a_note_quoting_a_folder_name_neither_drives_a_terminal_nor_breaks_the_m
                                         " (4 chunks); the chat goes on over it.")
 
 
+def test_a_question_with_an_escape_sequence_or_a_line_break_stays_one_plain_heading(tmp_path):
+    """Issue 39: a typed question is cleaned as the notes are: controls and line breaks escaped visibly, Markdown
+    escaped, so it can neither drive a terminal showing the file nor start a heading or a footnote of its own."""
+    store = ChatStore(tmp_path / "chats")
+    question = "why is `n_ctx`\x1b[2J red?\n# Forged heading\n[^1]: forged footnote"
+    with store.create(docs_dir="docs\x1b]52;c;aGk=\x07\nx", model="SmolLM2") as log:
+        record_turn(log, mixed_turn(question))
+    md = store.export(log.chat_id, tmp_path / "out.md").read_text()
+    plain = r"why is \`n\_ctx\`\\x1b\[2J red?\\n# Forged heading\\n\[^1\]: forged footnote"
+    lines = md.splitlines()
+    assert lines[0] == f"# {plain}" and f"## {plain}" in lines
+    assert r"docs: `docs\x1b]52;c;aGk=\x07\nx`" in lines[2]
+    assert "\x1b" not in md and "\x07" not in md
+    assert not [line for line in lines if line.startswith(("# Forged", "[^1]: forged"))]
+    assert json.loads(store.export(log.chat_id, tmp_path / "out.json").read_text())["turns"][0]["question"] == question
+
+
 @pytest.mark.parametrize("suffix", [".md", ".json"])
 def test_an_export_without_notes_is_byte_for_byte_what_it_was_before_notes(tmp_path, suffix):
     """Pinned: the exports of the chat saved by 7110f19, written by the code before issue 39 (at 9717acd)."""

@@ -24,12 +24,12 @@ def chat_markdown(chat: SavedChat, lookup: Callable[[str], Chunk | None] | None 
     """The chat as Markdown: each question, its answer with `[^n]` footnotes, made-up numbers flagged.
 
     The model's unverified drafts are left out unless `drafts`; then each follows its answer, marked as such."""
-    out = [f"# {chat.info.title}", ""]
+    out = [f"# {_plain(chat.info.title)}", ""]
     stamp = datetime.fromtimestamp(chat.info.created).strftime("%Y-%m-%d %H:%M")
     details = [f"saved {stamp}"]
     for key, label in (("docs_dir", "docs"), ("model", "model")):
         if chat.meta.get(key):
-            details.append(f"{label}: `{chat.meta[key]}`")
+            details.append(f"{label}: `{one_line(str(chat.meta[key]))}`")
     out += ["_" + " · ".join(details) + "_", ""]
     notes: list[str] = []
     for number, turn in enumerate(chat.turns):
@@ -53,7 +53,7 @@ def chat_markdown(chat: SavedChat, lookup: Callable[[str], Chunk | None] | None 
                 parts.append(f"[^{labels[number]}]")
             return "".join(parts)
 
-        out += [f"## {turn.question}", ""]
+        out += [f"## {_plain(turn.question)}", ""]
         out += [markers.replace(answer.text.strip(), footnotes) or "_(no answer)_", ""]
         exported = answer.text + (answer.draft if drafts else "")
         made_up = [n for n in answer.unknown if n in markers.numbers(exported)]  # a draft left out flags nothing
@@ -74,15 +74,20 @@ def chat_markdown(chat: SavedChat, lookup: Callable[[str], Chunk | None] | None 
 _MARKDOWN = re.compile(r"([\\`*_\[\]<>])")
 
 
-def _noted(notes: list[SavedNote], after: int) -> list[str]:
-    """The Markdown lines of the notes made after the first `after` turns: each one short italic line.
+def _plain(text: str) -> str:
+    """Typed or quoted text as one line of plain Markdown: controls and line breaks escaped (one_line), and the
+    Markdown characters too, so a `_` or `[^1]` neither ends italics nor makes a footnote, and a line break in a
+    question cannot start a heading or a footnote of its own. Text without them is left as it is."""
+    return _MARKDOWN.sub(r"\\\1", one_line(text))
 
-    A note may quote a folder name: its controls and line breaks are escaped (one_line), and its Markdown
-    characters too, so a `_` or `[^1]` in a name neither ends the italics nor makes a footnote."""
+
+def _noted(notes: list[SavedNote], after: int) -> list[str]:
+    """The Markdown lines of the notes made after the first `after` turns: each one short italic line (a note may
+    quote a folder name, so it is made plain)."""
     lines = []
     for note in notes:
         if note.after == after:
-            lines += ["_" + _MARKDOWN.sub(r"\\\1", one_line(note.text)) + "_", ""]
+            lines += ["_" + _plain(note.text) + "_", ""]
     return lines
 
 
