@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from fakes import CountingEmbedder, WordTokenizer
 from rag.indexing import store
-from rag.ingest.chunking import ChunkSettings
+from rag.ingest.chunking import ChunkSettings, indexed_text
 from rag.indexing.build import IndexProgress, open_index
 from rag.types import Chunk, Retriever
 
@@ -158,6 +158,26 @@ def test_other_settings_rebuild_with_a_notice_naming_them(docs, tmp_path):
                        progress=events.append, chunking=ChunkSettings(max_tokens=30))
     assert index.update.rebuilt and "chunker" in index.update.reason
     assert any("chunker" in e.message for e in events if e.stage == "notice")
+
+
+def test_a_chunking_change_reembeds_only_chunks_whose_text_changed(docs, tmp_path):
+    before, _ = open_(docs, tmp_path / "idx")
+    embedder = CountingEmbedder(512)
+    events: list[IndexProgress] = []
+    index = open_index(docs, WordTokenizer(), embedder, index_dir=tmp_path / "idx", progress=events.append,
+                       chunking=ChunkSettings(max_tokens=30))
+    assert index.update.rebuilt and "chunker" in index.update.reason
+    old = {indexed_text(c): row for row, c in enumerate(before.chunks)}
+    same = [row for row, c in enumerate(index.chunks) if indexed_text(c) in old]
+    assert 0 < len(same) < len(index.chunks)  # the fixture's short files keep their chunks; long ones are re-cut
+    assert len(embedder.seen) == len(index.chunks) - len(same) == index.update.chunks_embedded
+    for row in same:
+        np.testing.assert_array_equal(index.dense.matrix[row], before.dense.matrix[old[indexed_text(index.chunks[row])]])
+    assert any(e.message == f"kept {len(same)} of {len(index.chunks)} embeddings from the previous index"
+               for e in events if e.stage == "notice")
+    other = open_index(docs, WordTokenizer(), CountingEmbedder(256), index_dir=tmp_path / "idx",
+                       chunking=ChunkSettings(max_tokens=40))
+    assert other.update.chunks_embedded == len(other.chunks)  # another embedder's vectors are never carried
 
 
 def test_the_default_index_dir_is_a_cache_folder_per_docs_folder(docs, tmp_path, monkeypatch):

@@ -15,12 +15,13 @@ import numpy as np
 from models.locate import SEMANTIC_OFF
 from models.protocols import Embedder, Tokenizer
 from rag.indexing import store
-from rag.ingest.chunking import ChunkSettings, chunk_layout
+from rag.ingest.chunking import ChunkSettings, chunk_layout, indexed_text
 from rag.ingest.corpus import Document, check_docs_dir, default_docs_dir, load_corpus
 from rag.errors import IndexCorrupt, IndexDirNotFolder, IndexNotSaved, Unreadable
 from rag.ingest.formats import read_layout, reader_of
 from rag.indexing.bm25 import IDF_NAME, BM25Index
 from rag.indexing.hybrid import CANDIDATE_DEPTH, HybridIndex
+from rag.indexing.dense import embedded_rows
 from rag.indexing.fill import fill_missing
 from rag.ingest.sources import source_info
 from rag.retrieval.terms import TermSettings
@@ -152,7 +153,7 @@ def open_index(
     if misplaced and must_save:  # `smoldocs index` saves or fails: say why at once, before any work
         raise IndexDirNotFolder(f"{misplaced}: give --index a folder")
     wanted = index_settings(tokenizer, embedder, chunking)
-    stored, reason = _previous(target, wanted, rebuild, emit)
+    stored, reason, donor = _previous(target, wanted, rebuild, emit)
     emit(IndexProgress("scan", 0, 0))
     corpus = load_corpus(root, on_document=lambda n: emit(IndexProgress("scan", n, 0)), known=_known_manuals(stored))
     emit(IndexProgress("scan", len(corpus.documents), len(corpus.documents)))
@@ -173,6 +174,8 @@ def open_index(
     # Chunks without stored vectors start as zero rows (no embedding yet): BM25 is ready now, and
     # rag.indexing.fill fills the dense half within `embed_budget`, the rest later.
     chunks, embeddings, files = _assemble(indexed, chunked.doc_chunks, chunked.kept_vectors, dim)
+    if donor is not None:
+        _carry_vectors(chunks, embeddings, donor, emit)
     sources = {d.doc_id: source_info(d.doc_id, d.text) for d in corpus.documents}
     for doc_id, info in sources.items():
         if info.notice:
@@ -362,24 +365,42 @@ def _page_progress(emit: ProgressFn, doc_id: str):
     return lambda done, total: emit(IndexProgress("read", done, total, message=doc_id))
 
 
-def _previous(target: Path, wanted: dict, rebuild: bool, emit: ProgressFn) -> tuple[store.StoredIndex | None, str]:
-    """The stored index if it can be reused, else None and why it cannot (announced as a notice)."""
+def _previous(target: Path, wanted: dict, rebuild: bool,
+              emit: ProgressFn) -> tuple[store.StoredIndex | None, str, store.StoredIndex | None]:
+    """The stored index if it can be reused, else None and why it cannot (announced as a notice); and, when only
+    the chunking changed, the stored index as a donor of embeddings for chunks whose text is unchanged."""
     if rebuild:
-        return None, "rebuild requested"
+        return None, "rebuild requested", None
     try:
         stored = store.load(target)
     except IndexCorrupt as exc:
         emit(IndexProgress("notice", message=f"index at {target} is unusable ({exc}); rebuilding it"))
-        return None, "unusable index"
+        return None, "unusable index", None
     if stored is None:
-        return None, "new index"
+        return None, "new index", None
     diff = sorted(k for k in set(wanted) | set(stored.settings) if wanted.get(k) != stored.settings.get(k))
     if any(k not in DENSE_KEYS for k in diff):
         emit(IndexProgress("notice", message=f"index settings changed ({', '.join(diff)}); rebuilding it"))
-        return None, f"settings changed: {', '.join(diff)}"
+        same_vectors = wanted["embedding_model"] is not None and not any(k in DENSE_KEYS for k in diff)
+        return None, f"settings changed: {', '.join(diff)}", stored if same_vectors else None
     if diff and wanted["embedding_model"] is not None:  # chunks stay; only the dense half is (re)computed
         emit(IndexProgress("notice", message=f"adding semantic search to the index ({wanted['embedding_model']})"))
-    return stored, ""
+    return stored, "", None
+
+
+def _carry_vectors(chunks: list[Chunk], embeddings: np.ndarray, donor: store.StoredIndex, emit: ProgressFn) -> None:
+    """Fill the rows of rebuilt chunks whose embedded text a stored chunk had (same model): a change of chunking
+    re-embeds only the chunks it changed, not a whole man tree (hours on a laptop)."""
+    done = embedded_rows(donor.embeddings)
+    rows = {indexed_text(c): r for r, c in enumerate(donor.chunks) if done[r]}
+    carried = 0
+    for r, chunk in enumerate(chunks):
+        old = rows.get(indexed_text(chunk))
+        if old is not None:
+            embeddings[r] = donor.embeddings[old]
+            carried += 1
+    if carried:
+        emit(IndexProgress("notice", message=f"kept {carried} of {len(chunks)} embeddings from the previous index"))
 
 
 def _known_manuals(stored: store.StoredIndex | None) -> dict[str, dict]:
