@@ -132,6 +132,43 @@ def test_html_without_headings_takes_its_title_and_malformed_html_still_reads():
     assert parse_text("empty.html", "<html><body><script>x()</script></body></html>").units == ()
 
 
+
+def _sentence(word: str) -> str:
+    return f"{word} " + " ".join(["text"] * 12) + "."
+
+
+def test_a_chunk_inside_a_definition_keeps_its_terms_in_the_heading_path():
+    html = f"""<h2>Builtins</h2>
+    <dl><dt>read [-rs] name</dt>
+      <dd><p>{_sentence("Reads")}</p>
+        <dl><dt>-s</dt><dd><p>{_sentence("Silent")}</p><p>{_sentence("Echo")}</p></dd></dl>
+        <p>{_sentence("More")}</p></dd>
+      <dt>trap [arg] sigspec</dt><dd><p>{_sentence("Runs")}</p><p>{_sentence("Exit")}</p></dd></dl>
+    <p>{_sentence("After")}</p>"""
+    chunks = chunk_layout("b.html", parse_text("b.html", html), WORDS, 16)
+    path = {c.text.split()[0]: c.heading_path for c in chunks}
+    assert chunks[0].text == "## Builtins\n\nread [-rs] name" and chunks[0].heading_path == ("Builtins",)
+    assert path["Reads"] == ("Builtins", "read [-rs] name")
+    assert chunks[1].text.endswith("-s")  # the inner item's term rides at the end of the chunk before
+    assert path["Silent"] == path["Echo"] == ("Builtins", "read [-rs] name", "-s")
+    assert path["More"] == ("Builtins", "read [-rs] name")  # the inner list has ended
+    assert path["Runs"] == path["Exit"] == ("Builtins", "trap [arg] sigspec")  # the next item replaces read
+    assert path["After"] == ("Builtins",)  # the list has ended
+    assert [c.chunk_id for c in chunks] == [f"b.html#{n}" for n in range(len(chunks))]
+
+
+def test_a_long_term_is_cut_at_a_word_and_a_bullet_is_no_term():
+    signature = "subprocess.run(args, *, stdin=None, input=None, stdout=None, stderr=None, capture_output=False)"
+    html = f"<h1>subprocess</h1><dl><dt>{signature}</dt><dd><p>{_sentence('Run')}</p><p>{_sentence('Wait')}</p></dd></dl>"
+    chunks = chunk_layout("s.html", parse_text("s.html", html), WORDS, 16)
+    wait = next(c for c in chunks if c.text.startswith("Wait"))
+    assert wait.heading_path == ("subprocess", "subprocess.run(args, *, stdin=None, input=None…")
+    assert len(wait.heading_path[-1]) <= 61
+    html = f"<h1>List</h1><dl><dt>\u2022</dt><dd><p>{_sentence('One')}</p><p>{_sentence('Two')}</p></dd></dl>"
+    two = next(c for c in chunk_layout("l.html", parse_text("l.html", html), WORDS, 16) if c.text.startswith("Two"))
+    assert two.heading_path == ("List",)
+
+
 # --- PDF --------------------------------------------------------------------------------------------------------
 
 

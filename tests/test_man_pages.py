@@ -59,6 +59,38 @@ def test_no_chunk_parts_an_option_from_its_description(real_tokenizer):
         assert holding and all(text in c.text for c in holding), (tag, [c.text for c in chunks])
 
 
+def test_a_chunk_inside_an_option_keeps_the_option_and_the_command_in_its_heading_path():
+    words = " ".join(["text"] * 12)
+    page = f""".TH SHX 1
+.SH BUILTINS
+.TP
+\\fBread\\fP [\\-rs] name
+Reads {words}.
+.RS
+.TP
+.B \\-s
+Silent {words}.
+.IP
+Echo {words}.
+.PP
+More {words}.
+.RE
+.TP
+.B trap
+Runs {words}.
+.PP
+After {words}.
+"""
+    chunks = chunk_layout("man1/shx.1", man_layout(page), WordTokenizer(), max_tokens=16)
+    path = {c.text.split()[0]: c.heading_path for c in chunks}
+    assert chunks[0].text.endswith("read [-rs] name") and path["trap"] == ("BUILTINS",)  # items show their terms
+    assert path["Reads"] == path["-s"] == ("BUILTINS", "read [-rs] name")
+    assert path["Echo"] == ("BUILTINS", "read [-rs] name", "-s")  # an .IP with no tag goes on with the item
+    assert path["More"] == ("BUILTINS", "read [-rs] name")  # .PP inside .RS ends the inner list only
+    assert path["After"] == ("BUILTINS",)
+    assert chunks[0].uri == "shx(1)"
+
+
 def test_roff_escapes_and_fonts_become_plain_text():
     text = man_layout(_page("man1/lsx.1")).text
     assert "--time-style=TIME_STYLE" in text and "below \u2014 the default is 'locale'" in text

@@ -27,12 +27,13 @@ class Unit:
     kind: str  # "heading" | "para" | "fence" | "literal"
     start: int  # char offset of its first char
     end: int  # char offset just past its last char (excluding the final newline)
-    level: int = 0  # headings only
+    level: int = 0  # headings: their level; other units: how deep in definition lists they sit (0: in none)
     title: str = ""  # headings only
     body_start: int = 0  # fences: offset of the first line after the opening line
     body_end: int = 0  # fences: offset of the closing line (== end if unclosed)
     opener: str = ""  # fences: the opening line, repeated when a fence must be cut
     closer: str = ""  # fences: the closing line (synthesized when missing)
+    term: str = ""  # a paragraph that opens a definition-list item (HTML <dt>, a man page's .TP tag): its term
 
 
 class Lines:

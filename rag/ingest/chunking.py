@@ -24,7 +24,8 @@ from rag.ingest.formats.manuals import display_name
 from rag.text import CHUNK_SENTENCE_CUT
 from rag.types import Chunk
 
-CHUNKER_VERSION = 3  # 3: AsciiDoc titles, lists and blocks; HTML and PDF layouts
+CHUNKER_VERSION = 4  # 3: AsciiDoc titles, lists and blocks; HTML and PDF layouts; 4: definition terms in the path
+MAX_TERM_CHARS = 60  # a term carried into a heading path is cut to this (a Python signature runs to 300)
 DEFAULT_MAX_TOKENS = tuned.CHUNK_TOKENS
 MIN_MAX_TOKENS = 16
 MAX_CHARS_PER_TOKEN = 64
@@ -78,12 +79,54 @@ def chunk_layout(doc_id: str, layout: Layout, counter: Counter, max_tokens: int 
     chunks: list[Chunk] = []
     uri = display_name(doc_id)  # `ls(1)` for a man page; a file's id otherwise
     for path, units in _groups(list(layout.units)):
-        for a, b in cutter.cut(units):
+        spans = cutter.cut(units)
+        for (a, b), terms in zip(spans, _terms_in_force(units, [a for a, _ in spans])):
             body, first, last = cutter.render(a, b)
             if body:
                 cid = chunk_id(doc_id, len(chunks))
-                chunks.append(Chunk(cid, doc_id, uri, body, path, *_provenance(layout, first, last)))
+                chunks.append(Chunk(cid, doc_id, uri, body, path + terms, *_provenance(layout, first, last)))
     return chunks
+
+
+def _terms_in_force(units: list[Unit], starts: list[int]) -> Iterable[tuple[str, ...]]:
+    """For each chunk start (ascending), the definition-list terms it sits under but does not show: a chunk that
+    begins inside an option's or a function's description keeps that term in its heading path (and so in what
+    BM25 and the embedder read). A term is in force from its item to the next item of its list or the list's end."""
+    stack: list[tuple[int, str]] = []  # (depth, term), outermost first
+    i = 0
+    for start in starts:
+        while i < len(units) and units[i].start < start:
+            stack = _after(stack, units[i])
+            i += 1
+        if i == len(units) or (i > 0 and start < units[i - 1].end):
+            here = stack  # the chunk starts inside a unit already read
+        elif units[i].term:
+            here = [t for t in stack if t[0] < units[i].level]  # it starts with an item, whose term it shows
+        else:
+            here = _after(stack, units[i])
+        yield tuple(term for _, term in here if term)
+
+
+def _after(stack: list[tuple[int, str]], unit: Unit) -> list[tuple[int, str]]:
+    """The terms in force after `unit`: a heading ends every list, an item replaces its list's item and those
+    below it, and text at depth d ends the lists deeper than d."""
+    if unit.kind == "heading":
+        return []
+    if unit.term:
+        kept = [t for t in stack if t[0] < unit.level]
+        return kept + [(unit.level, _short_term(unit.term))]
+    return [t for t in stack if t[0] <= unit.level]
+
+
+def _short_term(term: str) -> str:
+    """A term as a heading path shows it: one line, at most MAX_TERM_CHARS, cut at a word; "" if it has no word."""
+    term = " ".join(term.split())
+    if not any(ch.isalnum() for ch in term):
+        return ""  # a bullet (`.IP \(bu`) is not a term
+    if len(term) <= MAX_TERM_CHARS:
+        return term
+    cut = term.rfind(" ", 0, MAX_TERM_CHARS)
+    return term[: cut if cut > MAX_TERM_CHARS // 2 else MAX_TERM_CHARS].rstrip(" ,(") + "…"
 
 
 def _provenance(layout: Layout, first: int, last: int) -> tuple[int, int, int, int]:

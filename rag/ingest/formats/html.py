@@ -39,14 +39,18 @@ class _Walker:
         self.words: list[str] = []
         self.line = 0
         self.prefix = ""
+        self.depth = 0  # how many <dl> are open around the walk
+        self.in_term = False  # the open paragraph is a <dt>
 
     def flush(self) -> None:
         text = _SPACE.sub(" ", "".join(self.words)).replace(_PERMALINK, "").strip()
         if text:
-            self.blocks.append(Block("para", self.prefix + text, self.line or 1))
+            term = text if self.in_term else ""
+            self.blocks.append(Block("para", self.prefix + text, self.line or 1, self.depth, term))
         self.words.clear()
         self.prefix = ""
         self.line = 0
+        self.in_term = False
 
     def walk(self, root: Tag) -> None:
         """Every node under `root` in document order, with an explicit stack: real pages nest thousands deep."""
@@ -58,6 +62,8 @@ class _Walker:
                 stack.pop()
                 if flush_after:
                     self.flush()
+                if node.name.lower() == "dl":
+                    self.depth -= 1
                 continue
             if isinstance(child, (Comment, Declaration, Doctype, ProcessingInstruction)):
                 continue
@@ -79,12 +85,13 @@ class _Walker:
                 self.flush()
                 text = child.get_text().strip("\n").rstrip()
                 if text.strip():
-                    self.blocks.append(Block("pre", text, line))
+                    self.blocks.append(Block("pre", text, line, self.depth))
             elif name == "br":
                 self.words.append("\n")
             elif name in ("li", "dt"):
                 self.flush()
                 self.prefix = "- " if name == "li" else ""
+                self.in_term = name == "dt" and self.depth > 0
                 stack.append((iter(child.children), child, True))
             elif name in ("td", "th"):  # a row is one line: "lru | least recently used goes first"
                 if "".join(self.words).strip():
@@ -92,6 +99,7 @@ class _Walker:
                 stack.append((iter(child.children), child, False))
             elif name in BLOCKS:
                 self.flush()
+                self.depth += name == "dl"
                 stack.append((iter(child.children), child, True))
             else:
                 stack.append((iter(child.children), child, False))

@@ -17,7 +17,8 @@ class Block:
     kind: str  # "heading" | "para" | "pre"
     text: str
     line: int  # 1-based source line where it starts
-    level: int = 0
+    level: int = 0  # headings: their level; other blocks: their depth in definition lists (0: in none)
+    term: str = ""  # a paragraph that opens a definition-list item: the term it defines
 
 
 def rendered_layout(blocks: Iterable[Block]) -> Layout:
@@ -38,11 +39,11 @@ def rendered_layout(blocks: Iterable[Block]) -> Layout:
             fence = "~~~" if "```" in block.text else "```"
             text = f"{fence}\n{block.text}\n{fence}"
             body_start = pos + len(fence) + 1
-            units.append(Unit("fence", pos, pos + len(text), body_start=body_start,
+            units.append(Unit("fence", pos, pos + len(text), level=block.level, body_start=body_start,
                               body_end=body_start + len(block.text) + 1, opener=fence, closer=fence))
         else:
             text = block.text
-            units.append(Unit("para", pos, pos + len(text)))
+            units.append(Unit("para", pos, pos + len(text), level=block.level, term=block.term))
         rows = text.count("\n") + 1
         if block.kind == "pre":  # the fence lines get the block's first line and the last line of its text
             sources.extend(block.line + max(0, min(r - 1, rows - 3)) for r in range(rows))

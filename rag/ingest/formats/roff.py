@@ -105,6 +105,9 @@ class _Reader:
         self.blocks: list[Block] = []
         self.words: list[str] = []
         self.tag: str | None = None  # the tag of the open .TP/.IP item
+        self.tag_level = 0  # its depth in lists: one more than the .RS depth it was opened at
+        self.depth = 0  # open .RS
+        self.continued = False  # the open paragraph is an .IP with no tag: more text of the item above
         self.line = 0
         self.nofill = False
         self.pending_tag = 0  # .TP: the next text line is the tag
@@ -133,7 +136,8 @@ class _Reader:
             elif tag:
                 text = tag
             if text:
-                self.blocks.append(Block("para", text, self.line or 1))
+                level = self.tag_level if tag else self.depth + self.continued
+                self.blocks.append(Block("para", text, self.line or 1, level, tag))
         self.words.clear()
         self.tag = None
         self.line = 0
@@ -158,6 +162,7 @@ class _Reader:
         self.flush()
         self.pending_heading = 0
         title = _SPACES.sub(" ", title).strip()
+        self.depth, self.continued = 0, False  # a section starts at the left margin
         if title:
             self.blocks.append(Block("heading", title, n, level))
 
@@ -174,6 +179,8 @@ class _Reader:
                 self.tag += ", "
                 return
             self.flush()
+            self.tag_level = self.depth + 1
+            self.continued = name == "IP" and not args
             if name == "TP":
                 self.pending_tag = 1
             elif name == "IP" and args:
@@ -189,8 +196,14 @@ class _Reader:
         elif name == "RS" and self.words and self.tag is None and len(" ".join(self.words)) <= MAX_TAG_CHARS:
             # Asciidoctor's lists: a term alone on its line, then its text indented: the term is a tag.
             self.tag, self.words = " ".join(self.words), []
+            self.tag_level = self.depth + 1
+            self.depth += 1
+        elif name == "RS":
+            self.depth += 1
         elif name in ("sp", "RE"):
             self.flush()
+            if name == "RE":
+                self.depth = max(0, self.depth - 1)
         elif name in NOFILL_START:
             self.flush()
             self.nofill = True
