@@ -5,13 +5,14 @@ average length r (stats.impact_ref). At the store's average length a, a posting'
 max(1, a / r): only the length normalisation depends on a, and it moves by at most that factor. So once the first n
 postings of each term are read (Fagin's threshold algorithm):
 
-- a chunk seen nowhere scores at most U, the sum over terms of weight x the last impact read x max(1, a / r);
+- a chunk seen nowhere scores at most U, the sum over terms of weight x the best unread impact x max(1, a / r);
 - a seen chunk scores at least the shares read, and at most those plus U's parts of the terms it was not seen in;
 - the depth best seen chunks, scored in full, give theta, which the depth-th best score reaches at least.
 
 When U < theta no unseen chunk can be among the depth best; every seen chunk whose bound reaches theta is scored in
 full from the postings' key, and the depth best of those (with their ties) are the exact ones. Otherwise the next
 round reads more of each term; after the last round the caller falls back to rag.postgres.search's pruned reading.
+It is exact but, on long questions, slower than that reading, so it is off by default (search.EARLY_STOP).
 """
 
 from __future__ import annotations
