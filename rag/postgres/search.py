@@ -332,7 +332,7 @@ class PgIndex(IndexDefaults):
             return self._rows(search_sql(method, filtered, self.current_only), params)
         with self._guarded() as conn, conn.transaction():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            ref = conn.execute(f"SELECT impact_ref FROM {S}.stats").fetchall()[0][0]  # NULL: no impact index
+            ref = conn.execute(f"SELECT impact_ref FROM {S}.stats").fetchone()[0]
             found = None if ref is None else impact.top_scores(conn, ref, params)
             if found is None:
                 return conn.execute(search_sql(method, False, False), params).fetchall()
