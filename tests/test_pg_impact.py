@@ -1,4 +1,4 @@
-"""The store's early-stopping BM25 (rag.postgres.impact, off by default) against a real server, on real text.
+"""The store's early-stopping BM25 (rag.postgres.impact) against a real server, on real text.
 
 Exact means: the depth best chunks, their ranks and scores equal the embedded index's in-process BM25 over the same
 chunks, whether the impact index proved them in its first round, in a later one, or gave up (the pruned reading).
@@ -83,7 +83,6 @@ def test_early_stopping_bm25_ranks_exactly_as_the_embedded_index(filled, man_chu
     monkeypatch.setattr(impact, "ROUNDS", rounds or impact.ROUNDS)
     verdicts = _recorded(monkeypatch)
     pg = PgIndex(filled, None)
-    pg.early_stop = True  # off by default (rag.postgres.search.EARLY_STOP)
     queries = _queries(man_chunks)
     for q in queries:
         _same(pg.search(q, k=DEPTH, mode="bm25"), embedded.search(q, k=DEPTH, mode="bm25"), q)
@@ -136,7 +135,6 @@ def test_without_the_impact_index_a_search_falls_back_and_stays_exact(filled, ma
         conn.execute(f"DROP INDEX {S}.postings_impact; UPDATE {S}.stats SET impact_ref = NULL")
     verdicts = _recorded(monkeypatch)
     pg = PgIndex(filled, None)
-    pg.early_stop = True
     for q in _queries(man_chunks)[:20]:
         _same(pg.search(q, k=DEPTH, mode="bm25"), embedded.search(q, k=DEPTH, mode="bm25"), q)
     pg.close()

@@ -53,10 +53,7 @@ WORK_MEM = "32MB"  # per search connection; see _connection
 # 200k, the 164 docs_corpus questions, BM25 p50 (load ~1): 107 ms unpruned, 67 ms at 5,000, 80 at 20,000, 119 at 60,000.
 SEED_POSTINGS = 5000
 NO_RANK = 1 << 30
-# Whether the unfiltered BM25 half tries rag.postgres.impact first. Off: at 358k real chunks (200 suite questions,
-# load 3-5) it proved 90% of searches but was slower than the pruned reading, BM25 p50 / p95 188 / 794 ms against
-# 55 / 243 (docs/results.md). Long questions make the unread bound a sum over ten terms, so rounds read deep.
-EARLY_STOP = False
+EARLY_STOP = True  # the unfiltered BM25 half tries rag.postgres.impact first; see docs/results.md
 CHUNK_COLUMNS = "c.chunk_id, c.doc_id, c.uri, c.body, c.heading, c.line_start, c.line_end, c.page_start, c.page_end"
 ROW_ORDER = 'c.doc_id COLLATE "C", c.ordinal'  # the embedded index's row order: files sorted, chunks in order
 
