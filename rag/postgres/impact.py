@@ -43,10 +43,10 @@ def corpus() -> str:
         FROM q JOIN {S}.terms t ON t.term = q.term, stats s),"""
 
 
-def full_scores(chunks: str, terms: str = "idf") -> str:
+def _full(chunks: str) -> str:
     """Every query term's share summed for each chunk of CTE `chunks`, each posting looked up by its key."""
     return f"""
-        SELECT c.chunk, sum({SHARE}) AS score FROM {chunks} c CROSS JOIN {terms} i
+        SELECT c.chunk, sum({SHARE}) AS score FROM {chunks} c CROSS JOIN idf i
         JOIN {S}.postings p ON p.term = i.term AND p.chunk = c.chunk, stats s GROUP BY c.chunk"""
 
 
@@ -58,23 +58,23 @@ def round_sql(ref: float) -> str:
         SELECT i.term, p.chunk, p.tf, p.length, p.impact FROM idf i CROSS JOIN LATERAL (
             SELECT p.chunk, p.tf, p.length, {key} AS impact FROM {S}.postings p WHERE p.term = i.term
             ORDER BY {key} DESC LIMIT %(n)s) p),
-    edge AS MATERIALIZED (  -- the most an unread posting of each term adds: the best unread one's (0: none left)
-        SELECT i.term, i.qtf * i.idf * greatest(1, s.avgdl / {ref!r}::float8) * (1 + {SLACK}) * coalesce(
-            (SELECT {key} FROM {S}.postings p WHERE p.term = i.term ORDER BY {key} DESC OFFSET %(n)s LIMIT 1), 0) AS rest
-        FROM idf i, stats s),
+    edge AS MATERIALIZED (  -- the most an unread posting of each term adds (0 once its list is read to the end)
+        SELECT i.term, CASE WHEN count(t.chunk) < %(n)s THEN 0::float8
+            ELSE i.qtf * i.idf * min(t.impact) * greatest(1, s.avgdl / {ref!r}::float8) * (1 + {SLACK}) END AS rest
+        FROM idf i LEFT JOIN top t ON t.term = i.term, stats s GROUP BY i.term, i.qtf, i.idf, s.avgdl),
     unseen AS MATERIALIZED (SELECT coalesce(sum(rest), 0) AS u FROM edge),
     seen AS MATERIALIZED (
         SELECT p.chunk, sum({SHARE}) AS part, sum(e.rest) AS seen_rest
         FROM top p JOIN idf i ON i.term = p.term JOIN edge e ON e.term = p.term, stats s GROUP BY p.chunk),
     best AS MATERIALIZED (SELECT chunk FROM seen ORDER BY part DESC LIMIT %(depth)s),
-    best_full AS MATERIALIZED ({full_scores("best")}),
+    best_full AS MATERIALIZED ({_full("best")}),
     theta AS MATERIALIZED (  -- a hair below, so float rounding never drops a chunk at the bound
         SELECT coalesce((SELECT score FROM best_full ORDER BY score DESC OFFSET %(depth)s - 1 LIMIT 1), 0)
                * (1 - 1e-9) AS t),
     verdict AS MATERIALIZED (SELECT u.u = 0 OR u.u < th.t AS done, th.t FROM unseen u, theta th),
     contenders AS MATERIALIZED (
         SELECT n.chunk FROM seen n, unseen u, verdict v WHERE v.done AND n.part + u.u - n.seen_rest >= v.t),
-    scored AS MATERIALIZED ({full_scores("contenders")}),
+    scored AS MATERIALIZED ({_full("contenders")}),
     ranked AS (
         SELECT chunk, score FROM scored WHERE score > 0 ORDER BY score DESC FETCH FIRST %(depth)s ROWS WITH TIES)
     SELECT v.done, r.chunk, r.score FROM verdict v LEFT JOIN ranked r ON true"""
@@ -85,13 +85,8 @@ def top_scores(conn, ref: float, params: dict, rounds: tuple[int, ...] | None = 
     `rounds` postings per term; None when the last round could not prove them (the caller reads otherwise).
     `conn` is in a transaction whose snapshot the caller's later statements share."""
     sql = round_sql(ref)
-    # The planner takes each CTE for a handful of rows and groups thousands by sorting them; hashing is faster.
-    conn.execute("SET LOCAL enable_sort = off")
-    try:
-        for n in rounds or ROUNDS:
-            rows = conn.execute(sql, {**params, "n": n}).fetchall()
-            if rows and rows[0][0]:
-                return [(chunk, score) for _done, chunk, score in rows if chunk is not None]
-        return None
-    finally:
-        conn.execute("SET LOCAL enable_sort = on")
+    for n in rounds or ROUNDS:
+        rows = conn.execute(sql, {**params, "n": n}).fetchall()
+        if rows and rows[0][0]:
+            return [(chunk, score) for _done, chunk, score in rows if chunk is not None]
+    return None
