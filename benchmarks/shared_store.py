@@ -58,7 +58,6 @@ PER_DOC = 20  # synthetic_chunks puts 20 chunks in each document
 CLIENTS = (1, 4, 16)
 CLIENT_SECONDS = 5.0
 HNSW = "chunks_embedding"
-IMPACT = "postings_impact"
 SAMPLE = 10_000  # chunks written both ways for the before/after ingest rows
 
 
@@ -251,26 +250,20 @@ def _new_store(server, settings: dict) -> tuple[str, object]:
     return url, conn
 
 
-def _batched(conn, items: Iterator[Prepared], timings: dict | None = None) -> None:
-    """rag.postgres.ingest.write_documents into a new store, less the HNSW graph's build (timed apart); the impact
-    index (rag.postgres.impact) is built last, its seconds put in `timings`."""
+def _batched(conn, items: Iterator[Prepared]) -> None:
+    """rag.postgres.ingest.write_documents into a new store, less the HNSW graph's build (timed apart)."""
     drop_deferred(conn)
     for batch in batches(items):
         write_batch(conn, batch)
-    build_deferred(conn, [name for name in DEFERRED if name not in (HNSW, IMPACT)])
-    start = time.perf_counter()
-    build_deferred(conn, [IMPACT])
-    if timings is not None:
-        timings[IMPACT] = time.perf_counter() - start
+    build_deferred(conn, [name for name in DEFERRED if name != HNSW])
 
 
-def _filled(server, items: Iterator[Prepared], settings: dict, timings: dict | None = None
-            ) -> tuple[str, object, float, float]:
+def _filled(server, items: Iterator[Prepared], settings: dict) -> tuple[str, object, float, float]:
     """A new store filled batched, then its HNSW graph built and the tables vacuumed: (url, connection, seconds of
-    the fill, seconds of the HNSW build). `timings` gets the seconds of the impact index's build (in the fill)."""
+    the fill, seconds of the HNSW build)."""
     url, conn = _new_store(server, settings)
     start = time.perf_counter()
-    _batched(conn, items, timings)
+    _batched(conn, items)
     seconds = time.perf_counter() - start
     conn.execute("SET maintenance_work_mem = '512MB'")
     start = time.perf_counter()
@@ -313,64 +306,34 @@ def _agreement(a: list, b: list) -> float:
 
 def _compare_bm25(url: str, known, embedded: HybridIndex, queries: list[str], label: str) -> list[dict]:
     """The store's BM25 and hybrid latencies beside the embedded index's over the same chunks, and BM25's top-10
-    agreement with the embedded index's, queries interleaved so that load from other work falls on all alike. The
-    store is read both ways: the pruned reading alone (rag.postgres.search._pruned) and, first, the impact index's
-    early stop (rag.postgres.impact), with the share of searches it proved in its rounds."""
-    from rag.postgres import impact
-
-    readings = {"pruned": PgIndex(url, known), "early stop": PgIndex(url, known)}
-    readings["pruned"].early_stop, readings["early stop"].early_stop = False, True
-    verdicts: list[bool] = []
-    original = impact.top_scores
-
-    def counted(*args, **kw):
-        found = original(*args, **kw)
-        verdicts.append(found is not None)
-        return found
-
+    agreement with the embedded index's, queries interleaved so that load from other work falls on both alike."""
+    pg = PgIndex(url, known)
     times: dict[tuple[str, str], list[float]] = {}
-    agree: dict[str, list[float]] = {}
-    for pg in readings.values():
-        pg.search(queries[0], k=10, mode="bm25"), pg.search(queries[0], k=10)  # warm
-    impact.top_scores = counted
-    try:
-        for q in queries:
-            for mode in ("bm25", "hybrid"):
-                found = {}
-                for name, index in [*readings.items(), ("embedded", embedded)]:
-                    start = time.perf_counter()
-                    hits = index.search(q, k=10, mode=mode)
-                    times.setdefault((name, mode), []).append((time.perf_counter() - start) * 1000)
-                    found[name] = hits
+    agree: list[float] = []
+    pg.search(queries[0], k=10, mode="bm25"), pg.search(queries[0], k=10)  # warm
+    for q in queries:
+        for mode in ("bm25", "hybrid"):
+            for name, index in (("store", pg), ("embedded", embedded)):
+                start = time.perf_counter()
+                hits = index.search(q, k=10, mode=mode)
+                times.setdefault((name, mode), []).append((time.perf_counter() - start) * 1000)
                 if mode == "bm25":
-                    for name in readings:
-                        agree.setdefault(name, []).append(_agreement(found[name], found["embedded"]))
-    finally:
-        impact.top_scores = original
+                    if name == "store":
+                        found = hits
+                    else:
+                        agree.append(_agreement(found, hits))
     rows = []
     for mode in ("bm25", "hybrid"):
-        old = times[("embedded", mode)]
+        new, old = times[("store", mode)], times[("embedded", mode)]
         targets = ("ours <= 100", "ours <= 300") if mode == "hybrid" else ("", "")
-        for name in readings:
-            new = times[(name, mode)]
-            rows.append(row(f"query p50 ms, {mode}, {label}, the store, {name} (baseline: the embedded index, same "
-                            "chunks)", percentile(new, 50), percentile(old, 50), targets[0], section=SECTION))
-            rows.append(row(f"query p95 ms, {mode}, {label}, {name}", percentile(new, 95), percentile(old, 95),
-                            targets[1], section=SECTION))
-    for name in readings:
-        rows.append(row(f"BM25 agreement@10 with the embedded index's BM25, {label}, {name}, {len(queries)} questions",
-                        float(np.mean(agree[name])), target="ours >= 0.95", section=SECTION))
-    rows.append(row(f"  searches the early stop proved in its rounds ({', '.join(map(str, impact.ROUNDS))} postings "
-                    f"a term), {label}", float(np.mean(verdicts)) if verdicts else float("nan"), section=SECTION))
-    for pg in readings.values():
-        pg.close()
+        rows.append(row(f"query p50 ms, {mode}, {label}, the store (baseline: the embedded index, same chunks)",
+                        percentile(new, 50), percentile(old, 50), targets[0], section=SECTION))
+        rows.append(row(f"query p95 ms, {mode}, {label}", percentile(new, 95), percentile(old, 95), targets[1],
+                        section=SECTION))
+    rows.append(row(f"BM25 agreement@10 with the embedded index's BM25, {label}, {len(queries)} questions",
+                    float(np.mean(agree)), target="ours >= 0.95", section=SECTION))
+    pg.close()
     return rows
-
-
-def _index_mb(url: str, name: str) -> float:
-    with connect(url) as conn:
-        size = conn.execute("SELECT pg_relation_size(%s::regclass)", (f"{SCHEMA}.{name}",)).fetchone()[0]
-    return float(size) / 2**20
 
 
 def real_documents(chunks: list[Chunk], embeddings, settings) -> Iterator[Prepared]:
@@ -431,17 +394,12 @@ def run_real(quick: bool = False, size: int | None = None, smoke: bool = False) 
         sample = chunks[: min(n, 500 if smoke else SAMPLE)]
         rows += _ingest_rows(server, lambda: real_documents(sample, embeddings, base.term_settings), settings,
                              f"first {len(sample):,} of {label}")
-        timings: dict = {}
-        url, conn, seconds, hnsw = _filled(server, real_documents(chunks, embeddings, base.term_settings), settings,
-                                           timings)
+        url, conn, seconds, hnsw = _filled(server, real_documents(chunks, embeddings, base.term_settings), settings)
         conn.close()
         rows.append(row(f"store ingest chunks/s, {label}, batched, vectors synthetic (baseline: embedded index build)",
                         n / seconds, n / embedded_build, section=SECTION))
-        rows.append(row(f"  of which the impact index's build, {label} (s)", timings[IMPACT], section=SECTION))
         rows.append(row(f"  HNSW build, {label} (s)", hnsw, section=SECTION))
-        rows.append(row(f"  on disk MB, {label}, tables with their indexes", _disk_mb(url), section=SECTION))
-        rows.append(row(f"  of which the impact index, {label}, MB (baseline: the postings' key index)", _index_mb(url, IMPACT),
-                        _index_mb(url, "postings_pkey"), section=SECTION))
+        rows.append(row(f"  on disk MB, {label}", _disk_mb(url), section=SECTION))
         rows += _compare_bm25(url, known, embedded, queries, label)
     return rows
 

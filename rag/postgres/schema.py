@@ -15,26 +15,14 @@ from typing import Sequence
 
 from models.redaction import redact_url, scrub
 from rag.errors import StoreRefused, StoreUnavailable
-from rag.indexing.bm25 import B, K1
 
 SCHEMA = "smoldocs"
-SCHEMA_VERSION = 2  # 2: postings_impact (rag.postgres.impact) and stats.impact_ref
+SCHEMA_VERSION = 1
 URL_SCHEMES = ("postgresql://", "postgres://")
 CONNECT_TIMEOUT = 20  # seconds; libpq otherwise waits for the OS (minutes) on an unroutable host
 WRITE_LOCK = 0x736D6F6C  # pg_advisory_xact_lock key ("smol") held by every transaction that writes the store
 DEFAULT_DIM = 384  # all-MiniLM-L6-v2; a store made without an embedder keeps room for it
 MIN_PGVECTOR = (0, 8)  # hnsw.iterative_scan arrived in 0.8.0
-
-
-DEFAULT_REF = 100.0  # the impact index's reference length in an empty store (tokens a chunk; any value is exact)
-
-
-def impact_key(ref: str, alias: str = "") -> str:
-    """SQL for a posting's impact: its BM25 share (rag.indexing.bm25) at average length `ref`, without idf, as
-    float4. The index and the searches spell it alike, so the planner reads the index in its order."""
-    p = f"{alias}." if alias else ""
-    return (f"(({p}tf * {K1 + 1!r}::float8) / ({p}tf + {K1!r}::float8 * ({1 - B!r}::float8 + {B!r}::float8 * {p}length "
-            f"/ {ref}::float8)))::real")
 
 
 def is_store_url(text: str | None) -> bool:
@@ -113,6 +101,7 @@ def _tables(dim: int) -> list[str]:
             chunk bigint NOT NULL,
             tf int NOT NULL,
             length int NOT NULL)""",
+        *(statement for steps in DEFERRED.values() for statement in steps),
         f"CREATE TABLE {s}.terms (term text PRIMARY KEY, df int NOT NULL, prefix text NOT NULL)",
         f"CREATE INDEX terms_prefix ON {s}.terms (prefix)",
         f"""CREATE TABLE {s}.stats (
@@ -120,23 +109,11 @@ def _tables(dim: int) -> list[str]:
             chunks bigint NOT NULL DEFAULT 0,
             total_length bigint NOT NULL DEFAULT 0,
             embedded bigint NOT NULL DEFAULT 0,
-            generation bigint NOT NULL DEFAULT 0,
-            impact_ref float8)""",
+            generation bigint NOT NULL DEFAULT 0)""",
         f"INSERT INTO {s}.stats DEFAULT VALUES",
-        *(statement for steps in DEFERRED.values() for statement in steps),  # postings_impact reads stats
         f"INSERT INTO {s}.schema_version VALUES ({SCHEMA_VERSION})",
     ]
 
-
-# Each term's postings by impact, best first (rag.postgres.impact): BM25's share of a posting at a reference average
-# length, the store's when the index is built (a default while it is empty), which stats.impact_ref records.
-IMPACT_INDEX = f"""DO $$ DECLARE r float8; BEGIN
-    SELECT CASE WHEN chunks > 0 THEN round((total_length::float8 / chunks)::numeric, 2)::float8 ELSE {DEFAULT_REF} END
-        INTO r FROM {SCHEMA}.stats;
-    EXECUTE format('CREATE INDEX postings_impact ON {SCHEMA}.postings (term, ({impact_key("%s")}) DESC) '
-                   'INCLUDE (chunk, tf, length)', r);
-    UPDATE {SCHEMA}.stats SET impact_ref = r;
-END $$"""
 
 # Indexes and constraints a first load builds once at its end instead of row by row (rag.postgres.ingest): name ->
 # the statements that make it. A term's postings are spread over the table (written document by document): with tf
@@ -151,14 +128,12 @@ DEFERRED: dict[str, tuple[str, ...]] = {
     "postings_chunk": (f"CREATE INDEX postings_chunk ON {SCHEMA}.postings (chunk)",),
     "postings_chunk_fkey": (f"ALTER TABLE {SCHEMA}.postings ADD CONSTRAINT postings_chunk_fkey FOREIGN KEY (chunk) "
                             f"REFERENCES {SCHEMA}.chunks ON DELETE CASCADE NOT VALID",),
-    "postings_impact": (IMPACT_INDEX,),
     "chunks_embedding": (f"CREATE INDEX chunks_embedding ON {SCHEMA}.chunks USING hnsw (embedding vector_cosine_ops)",),
 }
 _DROP = {
     "postings_pkey": f"ALTER TABLE {SCHEMA}.postings DROP CONSTRAINT IF EXISTS postings_pkey",
     "postings_chunk": f"DROP INDEX IF EXISTS {SCHEMA}.postings_chunk",
     "postings_chunk_fkey": f"ALTER TABLE {SCHEMA}.postings DROP CONSTRAINT IF EXISTS postings_chunk_fkey",
-    "postings_impact": f"DROP INDEX IF EXISTS {SCHEMA}.postings_impact; UPDATE {SCHEMA}.stats SET impact_ref = NULL",
     "chunks_embedding": f"DROP INDEX IF EXISTS {SCHEMA}.chunks_embedding",
 }
 BUILD_MEMORY = "512MB"  # maintenance_work_mem while building them: the sorts and the HNSW graph stay in memory longer
@@ -200,11 +175,9 @@ def build_deferred(conn, names: Sequence[str] | None = None) -> list[str]:
     return built
 
 
-# version -> statements that bring a store of that version to the next one (run by ensure_schema, under the lock).
-MIGRATIONS: dict[int, list[str]] = {
-    1: [f"ALTER TABLE {SCHEMA}.stats ADD COLUMN impact_ref float8", f"SET LOCAL maintenance_work_mem = '{BUILD_MEMORY}'",
-        IMPACT_INDEX],
-}
+# version -> statements that bring a store of that version to the next one. Empty while there is one version;
+# the first change of the tables adds its ALTERs here and bumps SCHEMA_VERSION.
+MIGRATIONS: dict[int, list[str]] = {}
 
 
 def stored_version(conn) -> int | None:

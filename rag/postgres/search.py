@@ -9,9 +9,8 @@ document changes in one transaction (rag.postgres.ingest), so a search sees a do
 from __future__ import annotations
 
 import threading
-from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Self, Sequence
+from typing import TYPE_CHECKING, Self, Sequence
 
 import numpy as np
 
@@ -19,8 +18,6 @@ from models.locate import SEMANTIC_OFF
 from models.protocols import Embedder
 from models.redaction import redact_url
 from rag.errors import SemanticSearchOff, StoreRefused, StoreUnavailable
-from rag.postgres import impact
-from rag.postgres.impact import SHARE, corpus
 from rag.postgres.ingest import vector_text
 from rag.postgres.schema import (
     SCHEMA,
@@ -53,7 +50,6 @@ WORK_MEM = "32MB"  # per search connection; see _connection
 # 200k, the 164 docs_corpus questions, BM25 p50 (load ~1): 107 ms unpruned, 67 ms at 5,000, 80 at 20,000, 119 at 60,000.
 SEED_POSTINGS = 5000
 NO_RANK = 1 << 30
-EARLY_STOP = True  # the unfiltered BM25 half tries rag.postgres.impact first; see docs/results.md
 CHUNK_COLUMNS = "c.chunk_id, c.doc_id, c.uri, c.body, c.heading, c.line_start, c.line_end, c.page_start, c.page_end"
 ROW_ORDER = 'c.doc_id COLLATE "C", c.ordinal'  # the embedded index's row order: files sorted, chunks in order
 
@@ -67,7 +63,8 @@ def _filters(doc_ids: bool, current_only: bool) -> str:
     return where
 
 
-_SHARE = SHARE
+# One posting's share of a chunk's BM25 score (rag.indexing.bm25: Okapi with K1 and B), for query term i.
+_SHARE = "i.qtf * i.idf * (p.tf * (%(k1)s + 1)) / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.length / s.avgdl))"
 
 
 def _every_posting() -> str:
@@ -116,13 +113,8 @@ def _pruned() -> str:
         SELECT n.chunk, n.part + coalesce(r.part, 0) AS score FROM contenders n LEFT JOIN rest r ON r.chunk = n.chunk),"""
 
 
-def _given() -> str:
-    """The scores rag.postgres.impact found, passed in as two arrays."""
-    return """
-    lex_scores AS (SELECT * FROM unnest(%(lex_ids)s::bigint[], %(lex_scores)s::float8[]) AS l(chunk, score)),"""
-
-
-def _lexical(where: str, given: bool = False) -> str:
+def _lexical(where: str) -> str:
+    # idf once per query term (MATERIALIZED: not once per posting), in float8: numeric ln() is ~25x slower.
     if where:  # every scored chunk is looked up for the filter
         scores = _every_posting()
         ranked = f"""
@@ -130,14 +122,23 @@ def _lexical(where: str, given: bool = False) -> str:
         SELECT l.chunk, l.score, c.doc_id, c.ordinal FROM lex_scores l JOIN {S}.chunks c ON c.id = l.chunk
         WHERE l.score > 0{where}),"""
     else:  # the depth best and every tie of the last (rag.retrieval.fusion.top_rows), each looked up by its key
-        scores = _given() if given else _pruned()
+        scores = _pruned()
         ranked = f"""
     lex_rows AS (
         SELECT l.chunk, l.score, c.doc_id, c.ordinal
         FROM (SELECT chunk, score FROM lex_scores WHERE score > 0
               ORDER BY score DESC FETCH FIRST %(depth)s ROWS WITH TIES) l
         CROSS JOIN LATERAL (SELECT doc_id, ordinal FROM {S}.chunks c WHERE c.id = l.chunk OFFSET 0) c),"""
-    return f"""{corpus()}{scores}{ranked}
+    return f"""
+    -- LIMIT 1 tells the planner that stats is one row even before it is analyzed. Guessed at 1,330 rows (a freshly
+    -- filled store), the plan hashed every posting of the store: BM25 184 ms instead of 2.7 ms at 2k chunks.
+    stats AS MATERIALIZED (
+        SELECT chunks::float8 AS n, greatest(total_length, 1)::float8 / greatest(chunks, 1) AS avgdl FROM {S}.stats
+        LIMIT 1),
+    q AS (SELECT term, count(*)::float8 AS qtf FROM unnest(%(terms)s::text[]) AS term GROUP BY term),
+    idf AS MATERIALIZED (  -- rag.indexing.bm25.idf, Lucene's: computed here from df, so nothing stored depends on it
+        SELECT q.term, q.qtf, t.df, ln(1 + (s.n - t.df + 0.5::float8) / (t.df + 0.5::float8)) AS idf
+        FROM q JOIN {S}.terms t ON t.term = q.term, stats s),{scores}{ranked}
     lex AS (
         SELECT chunk AS id, score, row_number() OVER (ORDER BY score DESC, doc_id COLLATE "C", ordinal) AS rank
         FROM lex_rows ORDER BY score DESC, doc_id COLLATE "C", ordinal LIMIT %(depth)s)"""
@@ -183,9 +184,8 @@ _SIDES = {  # each candidate once, with both rankings' ranks and scores (NULL wh
 }
 
 
-def search_sql(method: str, doc_ids: bool, current_only: bool, given: bool = False) -> str:
-    """The one statement for a search by `method` (bm25, dense, weighted, rrf), with the filters asked for; with
-    `given`, the BM25 half's scores come in as parameters (rag.postgres.impact found them).
+def search_sql(method: str, doc_ids: bool, current_only: bool) -> str:
+    """The one statement for a search by `method` (bm25, dense, weighted, rrf), with the filters asked for.
 
     The candidates are materialized before chunks are joined by id: joined on coalesce(lex, sem) in place, the
     planner scanned the chunks table once per candidate (1.4 s per BM25-only search at 20k chunks).
@@ -193,7 +193,7 @@ def search_sql(method: str, doc_ids: bool, current_only: bool, given: bool = Fal
     where = _filters(doc_ids, current_only)
     parts = []
     if method != "dense":
-        parts += [_lexical(where, given), _normalized("lex")]
+        parts += [_lexical(where), _normalized("lex")]
     if method != "bm25":
         parts += [_semantic(where), _normalized("sem")]
     sides = _SIDES[method if method in ("bm25", "dense") else "both"]
@@ -263,7 +263,6 @@ class PgIndex(IndexDefaults):
         self.index_dir = redact_url(url)  # where the index lives, as shown to people
         self.update = update  # rag.indexing.build.IndexUpdate of the ingest this process ran, if any
         self._lock = threading.Lock()  # one connection, one statement at a time (the TUI and MCP use threads)
-        self.early_stop = EARLY_STOP
         self._conn: psycopg.Connection | None = None
         conn = self._connection()
         try:
@@ -304,37 +303,17 @@ class PgIndex(IndexDefaults):
             self._conn.execute("SET plan_cache_mode = force_custom_plan")
         return self._conn
 
-    @contextmanager
-    def _guarded(self, during: str = "during a search") -> Iterator[psycopg.Connection]:
-        """The connection, under the lock; a driver error becomes one line (StoreUnavailable)."""
+    def _rows(self, sql: str, params=None, during: str = "during a search") -> list[tuple]:
         import psycopg
 
         with self._lock:
             try:
-                yield self._connection()
+                return self._connection().execute(sql, params).fetchall()
             except psycopg.Error as exc:
                 # The next call reconnects: a restarted server costs one failed search, not the session.
                 if self._conn is not None and (self._conn.broken or self._conn.closed):
                     self._conn = None
                 raise unavailable(exc, self.url, during=during) from None
-
-    def _rows(self, sql: str, params=None, during: str = "during a search") -> list[tuple]:
-        with self._guarded(during) as conn:
-            return conn.execute(sql, params).fetchall()
-
-    def _search_rows(self, method: str, filtered: bool, params: dict) -> list[tuple]:
-        """The rows of a search. An unfiltered BM25 half is read from the impact index when it can prove its depth
-        best early (rag.postgres.impact), in one read-only snapshot with the statement that fuses them."""
-        if method == "dense" or filtered or self.current_only or not self.early_stop:
-            return self._rows(search_sql(method, filtered, self.current_only), params)
-        with self._guarded() as conn, conn.transaction():
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            ref = conn.execute(f"SELECT impact_ref FROM {S}.stats").fetchone()[0]
-            found = None if ref is None else impact.top_scores(conn, ref, params)
-            if found is None:
-                return conn.execute(search_sql(method, False, False), params).fetchall()
-            given = {"lex_ids": [c for c, _ in found], "lex_scores": [score for _, score in found]}
-            return conn.execute(search_sql(method, False, False, given=True), {**params, **given}).fetchall()
 
     def _one(self, sql: str, params=None):
         rows = self._rows(sql, params)
@@ -429,7 +408,7 @@ class PgIndex(IndexDefaults):
             "depth": max(CANDIDATE_DEPTH, k), "k": k, "k1": K1, "b": B,
             "min_dense": self.min_dense_score, "weight": self.bm25_weight, "rrf_k": RRF_K, "seed": SEED_POSTINGS,
         }
-        rows = self._search_rows(method, bool(names), params)
+        rows = self._rows(search_sql(method, bool(names), self.current_only), params)
         hits = []
         for score, bm25_rank, dense_rank, outdated, expires, *chunk in rows:
             hits.append(Hit(_chunk(chunk), float(score), bm25_rank, dense_rank, outdated, expires,
