@@ -99,7 +99,7 @@ def push_chunk(chunk, neighbour, lookup) -> int:
 def realdocs_documents(root: Path | None = None) -> Iterable[tuple[str, str]]:
     """(doc id, text) of every readable text document of the built suite packages (PDFs left out: no text here)."""
     from benchmarks.realdocs.suite import load_packages
-    from rag.ingest.corpus import decode_text
+    from rag.ingest.decoding import decode_text
 
     for package in load_packages():
         folder = package.folder(root)

@@ -122,7 +122,9 @@ def test_installing_minilm_later_fills_in_the_dense_half_without_rechunking(tmp_
     assert not again.update.modified and again.update.chunks_embedded == 0
 
     dropped = _open(DATA, tmp_path / "idx", None)  # the package removed again: back to BM25, nothing breaks
-    assert not dropped.has_dense and dropped.update.modified and len(dropped) == len(bare)
+    assert not dropped.has_dense and not dropped.update.modified and len(dropped) == len(bare)
+    back = _open(DATA, tmp_path / "idx", HashEmbedder())  # and nothing was thrown away: no chunk embedded again
+    assert back.has_dense and back.update.chunks_embedded == 0
 
 
 def _run_cli(args: list[str], cache: Path) -> subprocess.CompletedProcess:

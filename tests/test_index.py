@@ -180,6 +180,22 @@ def test_a_chunking_change_reembeds_only_chunks_whose_text_changed(docs, tmp_pat
     assert other.update.chunks_embedded == len(other.chunks)  # another embedder's vectors are never carried
 
 
+def test_opening_without_an_embedder_keeps_the_stored_embeddings(docs, tmp_path):
+    first, _ = open_(docs, tmp_path / "idx")
+    plain = open_index(docs, WordTokenizer(), None, index_dir=tmp_path / "idx", chunking=ChunkSettings(max_tokens=40))
+    assert not plain.has_dense and plain.search("index cache folder docs", k=1)  # BM25 alone this time
+    (docs / "new.md").write_text("# New\n\nA page added while semantic search was off.\n")
+    plain = open_index(docs, WordTokenizer(), None, index_dir=tmp_path / "idx", chunking=ChunkSettings(max_tokens=40))
+    assert plain.update.added == ("new.md",)
+    embedder = CountingEmbedder(512)
+    again, _ = open_(docs, tmp_path / "idx", embedder)
+    assert len(embedder.seen) == again.update.chunks_embedded == 1  # only the new page's chunk is embedded
+    rows = {c.chunk_id: r for r, c in enumerate(first.chunks)}
+    for r, c in enumerate(again.chunks):
+        if c.chunk_id in rows:
+            np.testing.assert_array_equal(again.dense.matrix[r], first.dense.matrix[rows[c.chunk_id]])
+
+
 def test_the_default_index_dir_is_a_cache_folder_per_docs_folder(docs, tmp_path, monkeypatch):
     monkeypatch.setenv("SMOLDOCS_CACHE", str(tmp_path / "cache"))
     index = open_index(docs, WordTokenizer(), CountingEmbedder(512))

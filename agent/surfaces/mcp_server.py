@@ -33,7 +33,8 @@ from agent.settings import Settings
 from models.protocols import Embedder, Tokenizer
 from rag.verification.answer_check import MAX_ANSWER_CHARS, check_citations, supported_share
 from rag.citations import Citation
-from rag.ingest.corpus import check_docs_dir, decode_text, iter_candidate_files
+from rag.ingest.corpus import check_docs_dir, iter_candidate_files
+from rag.ingest.decoding import decode_text
 from rag.ingest.formats import SUFFIXES, Layout, is_file_format, parse_text
 from rag.ingest.formats.manuals import is_manual
 from rag.ingest.man_pages import ManSource, Skip, man_stamp, read_manual

@@ -17,7 +17,7 @@ from benchmarks.realdocs.suite import QUESTIONS_DIR, Package
 from rag.errors import Unreadable
 from rag.evaluation import Question, load_questions
 from rag.ingest.chunking import chunk_layout
-from rag.ingest.corpus import decode_text
+from rag.ingest.decoding import decode_text
 from rag.ingest.formats import is_file_format, read_layout, stream_digest
 
 MIN_UNANSWERABLE = 0.15  # share of each package's questions the docs cannot answer (issue #29)

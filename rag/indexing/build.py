@@ -154,6 +154,8 @@ def open_index(
         raise IndexDirNotFolder(f"{misplaced}: give --index a folder")
     wanted = index_settings(tokenizer, embedder, chunking)
     stored, reason, donor = _previous(target, wanted, rebuild, emit)
+    if stored is not None and embedder is None:
+        wanted = wanted | {k: stored.settings.get(k) for k in DENSE_KEYS}  # kept, never thrown away
     emit(IndexProgress("scan", 0, 0))
     corpus = load_corpus(root, on_document=lambda n: emit(IndexProgress("scan", n, 0)), known=_known_manuals(stored))
     emit(IndexProgress("scan", len(corpus.documents), len(corpus.documents)))
@@ -170,7 +172,7 @@ def open_index(
         skipped[memo["reason"]] = skipped.get(memo["reason"], 0) + 1
 
     indexed = [d for d in corpus.documents if d.doc_id in chunked.doc_chunks]
-    dim = int(embedder.dim) if embedder is not None else 0
+    dim = int(embedder.dim) if embedder is not None else int(wanted["embedding_dim"] or 0)
     # Chunks without stored vectors start as zero rows (no embedding yet): BM25 is ready now, and
     # rag.indexing.fill fills the dense half within `embed_budget`, the rest later.
     chunks, embeddings, files = _assemble(indexed, chunked.doc_chunks, chunked.kept_vectors, dim)
@@ -379,6 +381,8 @@ def _previous(target: Path, wanted: dict, rebuild: bool,
     if stored is None:
         return None, "new index", None
     diff = sorted(k for k in set(wanted) | set(stored.settings) if wanted.get(k) != stored.settings.get(k))
+    if wanted["embedding_model"] is None:  # BM25 only this time: the stored embeddings stay for the next run
+        diff = [k for k in diff if k not in DENSE_KEYS]
     if any(k not in DENSE_KEYS for k in diff):
         emit(IndexProgress("notice", message=f"index settings changed ({', '.join(diff)}); rebuilding it"))
         same_vectors = wanted["embedding_model"] is not None and not any(k in DENSE_KEYS for k in diff)

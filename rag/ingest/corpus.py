@@ -18,6 +18,7 @@ import rag
 from rag.errors import DocsNotFound
 from rag.ingest.formats import FILE_FORMATS, SUFFIXES, TEXT_FORMATS, stream_digest
 from rag.ingest.formats.manuals import is_manual, man_parts
+from rag.ingest.decoding import SNIFF_BYTES, decode_text, looks_binary, sniffed
 from rag.ingest.man_pages import ManSource, Skip, file_stamps, read_manual, stamps_hold
 
 TEXT_SUFFIXES = tuple(TEXT_FORMATS)
@@ -25,14 +26,9 @@ TEXT_SUFFIXES = tuple(TEXT_FORMATS)
 SKIPPED_DIRS = frozenset(
     {"build", "_build", "dist", "site", "target", "node_modules", "__pycache__", "venv", "env", "out"}
 )
-SNIFF_BYTES = 8192  # how much of a file decides whether it is text, as git does
-MAX_CONTROL_SHARE = 0.10  # text has tabs and newlines, rarely other control bytes
 # A text file larger than this is skipped as "too large (over 20 MB)": it is read whole, decoded and chunked in
 # memory, and 1 GB of Markdown once took 9 GB. The largest page of the bundled docs is 19 KB.
 MAX_TEXT_FILE_BYTES = 20 * 1024 * 1024
-_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
-_CONTROL_BYTES = bytes(b for b in [*range(32), 127] if b not in b"\t\n\r\f\v\b\x1b")
-_OTHER_BYTES = bytes(b for b in range(256) if b not in _CONTROL_BYTES)
 
 
 @dataclass(frozen=True)
@@ -74,15 +70,6 @@ def file_digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def decode_text(data: bytes) -> str:
-    """UTF-8 (UTF-16 when a BOM says so) with bad bytes replaced (never an error), no BOM, newlines as \\n."""
-    encoding = "utf-16" if data.startswith(_UTF16_BOMS) else "utf-8"
-    text = data.decode(encoding, errors="replace")
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
 def check_docs_dir(docs_dir: str | os.PathLike[str]) -> Path:
     """The resolved folder, or one clear error if it is not a readable folder (`--man`'s pages: as they are)."""
     if isinstance(docs_dir, ManSource):
@@ -97,15 +84,6 @@ def check_docs_dir(docs_dir: str | os.PathLike[str]) -> Path:
     if not path.is_dir():
         raise DocsNotFound(f"not a folder: {path}: pass --docs DIR to a folder, not a file")
     return path.resolve()
-
-
-def looks_binary(head: bytes) -> bool:
-    """True when the first bytes of a file are not text: any NUL, or over 10% control characters."""
-    head = head[:SNIFF_BYTES]
-    if b"\0" in head:
-        return True
-    controls = len(head.translate(None, _OTHER_BYTES))
-    return bool(head) and controls / len(head) > MAX_CONTROL_SHARE
 
 
 def display_id(relative: str) -> str:
@@ -198,7 +176,7 @@ def _read_text_file(path: Path) -> tuple[bytes | None, str]:
             if os.fstat(fh.fileno()).st_size > MAX_TEXT_FILE_BYTES:
                 return None, _too_large()
             head = fh.read(SNIFF_BYTES)
-            if looks_binary(_sniffed(head)):
+            if looks_binary(sniffed(head)):
                 return None, "binary"
             data = head + fh.read(max(0, MAX_TEXT_FILE_BYTES + 1 - len(head)))
     except OSError:
@@ -209,13 +187,6 @@ def _read_text_file(path: Path) -> tuple[bytes | None, str]:
 def _too_large() -> str:
     """The skip reason of a text file over the cap, naming the cap: "too large (over 20 MB)"."""
     return f"too large (over {MAX_TEXT_FILE_BYTES / 2**20:g} MB)"
-
-
-def _sniffed(head: bytes) -> bytes:
-    """The head as UTF-8 for the binary test: UTF-16 text (by its BOM) is half NUL bytes."""
-    if not head.startswith(_UTF16_BOMS):
-        return head
-    return head[: len(head) // 2 * 2].decode("utf-16", errors="replace").encode("utf-8")
 
 
 def _candidates(docs_dir, root: Path, skipped: dict[str, int]):

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Mapping
 
 from rag.errors import DocsNotFound
+from rag.ingest.decoding import decode_text, looks_binary
 from rag.ingest.formats.manuals import info_name, man_parts
 
 # The largest man(7) page here is bash.1 at 311 KB; a 4 MB page is not a manual page but something else.
@@ -208,8 +209,6 @@ def include_so(text: str, path: Path, seen: tuple[str, ...] = (), indexed: froze
 
 
 def _decode(data: bytes) -> str:
-    from rag.ingest.corpus import decode_text, looks_binary
-
     if looks_binary(data):
         raise Skip("binary")
     return decode_text(data)
