@@ -54,7 +54,7 @@ def add_model_option(p: argparse.ArgumentParser) -> None:
     server.add_argument("--model-name", metavar="NAME", default=None, help="the served model (default: the only one)")
     server.add_argument("--tokenizer", metavar="PATH", default=None,
                         help="a GGUF of the served model, for exact counts where the server serves no tokenizer")
-    server.add_argument("--n-ctx", metavar="N", type=_positive_int, default=None,
+    server.add_argument("--n-ctx", metavar="N", type=positive_int, default=None,
                         help="context window when the server does not report one (default 2048)")
     server.add_argument("--connect-timeout", metavar="S", type=float, default=None, help="seconds (default 5)")
     server.add_argument("--first-token-timeout", metavar="S", type=float, default=None,
@@ -65,7 +65,8 @@ def add_model_option(p: argparse.ArgumentParser) -> None:
                         help="seconds a whole answer may take to stream (default 600)")  # fmt: skip
 
 
-def _positive_int(text: str) -> int:
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number >= 1, or one clear error ("abc" included)."""
     try:
         value = int(text)
     except ValueError:

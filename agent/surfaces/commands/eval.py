@@ -11,13 +11,6 @@ from agent.settings import POLICIES, AgentSettings, Settings
 HELP = "ask the question set, measure retrieval, citations, answers and cost; non-zero exit when an invariant breaks"
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text}")
-    return value
-
-
 def _share(text: str) -> float:
     value = float(text)
     if not 0.0 <= value <= 1.0:
@@ -33,14 +26,16 @@ def _non_negative(text: str) -> float:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from agent.surfaces.commands.common import add_current_only_option, add_decoding_options, add_index_options
+    from agent.surfaces.commands.common import (
+        add_current_only_option, add_decoding_options, add_index_options, positive_int,
+    )
 
     add_index_options(p)
     add_current_only_option(p)
     p.add_argument("--questions", metavar="FILE", default=None,
                    help="JSONL, one {id, q, doc, evidence, alt_docs?} a line; doc null = unanswerable "
                         "(default: questions.jsonl of --docs)")
-    p.add_argument("--limit", metavar="N", type=_positive_int, default=None,
+    p.add_argument("--limit", metavar="N", type=positive_int, default=None,
                    help="a fixed sample of N questions spread evenly over the file, with at least 2 unanswerable")
     p.add_argument("--tools", choices=POLICIES, default=None, help="who decides the searches (default: auto)")
     add_decoding_options(p)
@@ -48,11 +43,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="add one worked example after the system rules (default: on)")
     p.add_argument("--no-fallback", dest="fallback", action="store_false",
                    help="do not add quoted sentences when no claim of the answer is supported")
-    p.add_argument("--k", metavar="N", type=_positive_int, default=None, help="hits per search (default: 5)")
+    p.add_argument("--k", metavar="N", type=positive_int, default=None, help="hits per search (default: 5)")
     p.add_argument("--seed", metavar="N", type=int, default=None, help="sampling seed (default: the model's, 0)")
     p.add_argument("--temperature", type=_non_negative, default=None, help="answer sampling temperature")
     p.add_argument("--repeat-penalty", type=_non_negative, default=None, help="answer repeat penalty")
-    p.add_argument("--max-tokens", metavar="N", type=_positive_int, default=None, help="answer length limit in tokens")
+    p.add_argument("--max-tokens", metavar="N", type=positive_int, default=None, help="answer length limit in tokens")
     p.add_argument("--no-model", action="store_true",
                    help="search and pack each question as a search-first turn, without the model: retrieval "
                         "and conflict-note rates only (fast)")

@@ -40,7 +40,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     limits = p.add_argument_group("limits (defaults in agent/surfaces/serve/limits.py)")
     limits.add_argument("--call-timeout", metavar="S", type=_positive_float, default=None,
                         help="seconds one tool call may take (default 30)")
-    limits.add_argument("--max-in-flight", metavar="N", type=common._positive_int, default=None,
+    limits.add_argument("--max-in-flight", metavar="N", type=common.positive_int, default=None,
                         help="requests one token may have in flight (default 4)")
 
 
