@@ -15,7 +15,10 @@ backends): they time what the backends differ in. With --real, BM25 and hybrid a
 over the same chunks, and each query's BM25 top 10 is compared with the embedded index's.
 
 --real: real text instead (benchmarks.real_corpus's cached chunks of this machine's documentation, vectors still
-synthetic) and the real-docs suite's questions (run_real).
+synthetic) and the real-docs suite's questions (run_real). --corpus DIR reads another cut of that cache (one made by
+an older chunker); --keep DIR keeps the cluster and its filled store in DIR, and a later run with the same DIR and
+chunks reuses it instead of filling it again (at 358k chunks the HNSW build alone took 19 minutes), so that two
+versions of the search are timed on one store. A reused store skips the ingest rows.
 """
 
 from __future__ import annotations
@@ -44,7 +47,15 @@ from rag.postgres.ingest import (
     vacuum,
     write_batch,
 )
-from rag.postgres.schema import DEFERRED, SCHEMA, build_deferred, connect, drop_deferred, ensure_schema
+from rag.postgres.schema import (
+    DEFERRED,
+    SCHEMA,
+    build_deferred,
+    connect,
+    drop_deferred,
+    ensure_schema,
+    missing_deferred,
+)
 from rag.ingest.chunking import ChunkSettings, indexed_text
 from rag.ingest.corpus import Document
 from rag.ingest.sources import SourceInfo
@@ -350,12 +361,12 @@ def real_documents(chunks: list[Chunk], embeddings, settings) -> Iterator[Prepar
         lo = hi
 
 
-def real_rows(n: int, smoke: bool) -> list[Chunk]:
+def real_rows(n: int, smoke: bool, corpus: Path | None = None) -> list[Chunk]:
     """The first n chunks of benchmarks.real_corpus's cache (smoke: a few documents chunked now), in the embedded
-    index's row order (documents sorted by id, chunks in order)."""
+    index's row order (documents sorted by id, chunks in order); `corpus`: that cache's folder for another cut."""
     from benchmarks import real_corpus
 
-    chunks = real_corpus.sample(12) if smoke else real_corpus.load_chunks(n)
+    chunks = real_corpus.sample(12) if smoke else real_corpus.load_chunks(n, folder=corpus)
     if not chunks:
         raise SystemExit("no real corpus cached: run `python -m benchmarks.real_corpus` first")
     by_doc: dict[str, list[Chunk]] = {}
@@ -364,7 +375,44 @@ def real_rows(n: int, smoke: bool) -> list[Chunk]:
     return [c for doc_id in sorted(by_doc) for c in by_doc[doc_id]]
 
 
-def run_real(quick: bool = False, size: int | None = None, smoke: bool = False) -> list[dict]:
+def _kept_store(server, n: int, settings: dict) -> tuple[str, bool]:
+    """The kept cluster's store of n real chunks: (url, whether it is already filled). One left half-filled, or
+    of another size, is dropped and made again."""
+    name = f"real_{n}"
+    with connect(server.url()) as admin:
+        exists = admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+    url = server.url(name)
+    if exists:
+        with connect(url) as conn:
+            filled = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (f"{SCHEMA}.stats",)).fetchone()[0]
+            if filled and conn.execute(f"SELECT chunks FROM {SCHEMA}.stats").fetchone()[0] == n and not (
+                    missing_deferred(conn)):  # an interrupted fill lacks chunks or the indexes built at its end
+                return url, True
+        server.admin(f'DROP DATABASE "{name}"')
+    server.admin(f'CREATE DATABASE "{name}"')
+    server.admin("CREATE EXTENSION IF NOT EXISTS vector", dbname=name)
+    with connect(url) as conn:
+        ensure_schema(conn, url)
+        check_settings(conn, url, settings, None)
+    return url, False
+
+
+def _fill_kept(url: str, items: Iterator[Prepared]) -> tuple[float, float]:
+    """Fill a kept store as _filled does: (seconds of the fill, seconds of the HNSW build)."""
+    conn = connect(url)
+    start = time.perf_counter()
+    _batched(conn, items)
+    seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    build_deferred(conn)
+    hnsw = time.perf_counter() - start
+    vacuum(conn)
+    conn.close()
+    return seconds, hnsw
+
+
+def run_real(quick: bool = False, size: int | None = None, smoke: bool = False, corpus: Path | None = None,
+             keep: Path | None = None) -> list[dict]:
     """The store on real text (benchmarks.real_corpus): ingest before and after batching, BM25 and hybrid beside
     the embedded index over the same chunks, in one run. Vectors are the synthetic fill's (docs_corpus MiniLM rows plus noise),
     so only the ingest and BM25 figures are real-text figures. Queries: the real-docs suite's questions, evenly
@@ -373,9 +421,9 @@ def run_real(quick: bool = False, size: int | None = None, smoke: bool = False) 
     from models.llama_cpp.embedder import load_embedder
     from models.llama_cpp.tokenizer import load_tokenizer
     from rag.indexing.build import open_index
-    from tests.pg_support import running_server
+    from tests.pg_support import kept_server, running_server
 
-    chunks = real_rows(size or (50_000 if quick else 300_000), smoke)
+    chunks = real_rows(size or (50_000 if quick else 300_000), smoke, corpus)
     n = len(chunks)
     label = f"{n / 1000:.0f}k real chunks" if n >= 1000 else f"{n} real chunks"
     tokenizer, embedder = load_tokenizer(), load_embedder()
@@ -390,16 +438,24 @@ def run_real(quick: bool = False, size: int | None = None, smoke: bool = False) 
     start = time.perf_counter()
     embedded = HybridIndex(chunks, embeddings, known)
     embedded_build = time.perf_counter() - start
-    with running_server() as server:
-        sample = chunks[: min(n, 500 if smoke else SAMPLE)]
-        rows += _ingest_rows(server, lambda: real_documents(sample, embeddings, base.term_settings), settings,
-                             f"first {len(sample):,} of {label}")
-        url, conn, seconds, hnsw = _filled(server, real_documents(chunks, embeddings, base.term_settings), settings)
-        conn.close()
-        rows.append(row(f"store ingest chunks/s, {label}, batched, vectors synthetic (baseline: embedded index build)",
-                        n / seconds, n / embedded_build, section=SECTION))
-        rows.append(row(f"  HNSW build, {label} (s)", hnsw, section=SECTION))
-        rows.append(row(f"  on disk MB, {label}", _disk_mb(url), section=SECTION))
+    with kept_server(keep) if keep else running_server() as server:
+        reused = False
+        if keep:
+            url, reused = _kept_store(server, n, settings)
+            if not reused:
+                seconds, hnsw = _fill_kept(url, real_documents(chunks, embeddings, base.term_settings))
+        else:
+            sample = chunks[: min(n, 500 if smoke else SAMPLE)]
+            rows += _ingest_rows(server, lambda: real_documents(sample, embeddings, base.term_settings), settings,
+                                 f"first {len(sample):,} of {label}")
+            url, conn, seconds, hnsw = _filled(server, real_documents(chunks, embeddings, base.term_settings),
+                                               settings)
+            conn.close()
+        if not reused:
+            rows.append(row(f"store ingest chunks/s, {label}, batched, vectors synthetic (baseline: embedded index "
+                            "build)", n / seconds, n / embedded_build, section=SECTION))
+            rows.append(row(f"  HNSW build, {label} (s)", hnsw, section=SECTION))
+        rows.append(row(f"  on disk MB, {label}{', reused' if reused else ''}", _disk_mb(url), section=SECTION))
         rows += _compare_bm25(url, known, embedded, queries, label)
     return rows
 
@@ -425,8 +481,15 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=None, help="chunks (default 100,000; 20,000 with --quick)")
     parser.add_argument("--real", action="store_true",
                         help="real text from benchmarks.real_corpus (default 300,000 chunks; 50,000 with --quick)")
+    parser.add_argument("--corpus", type=Path, default=None,
+                        help="with --real: the real corpus cache folder to read (default: the current chunker's)")
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="with --real: keep the cluster and its store in this folder and reuse it next time")
     args = parser.parse_args()
-    rows = (run_real if args.real else run)(quick=args.quick, size=args.size)
+    if args.real:
+        rows = run_real(quick=args.quick, size=args.size, corpus=args.corpus, keep=args.keep)
+    else:
+        rows = run(quick=args.quick, size=args.size)
     load = ", ".join(f"{x:.1f}" for x in load_average())
     print(render(rows))
     print(f"{os.cpu_count()} cores, load average {load}")

