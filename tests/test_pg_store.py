@@ -15,13 +15,14 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import psycopg
 import pytest
 
 from rag.errors import StoreRefused, StoreUnavailable
 from rag.evaluation import recall_at_k
 from rag.indexing.build import open_index
-from rag.postgres.ingest import apply_document, from_index, ingest, prepare, remove_document
+from rag.postgres.ingest import Prepared, apply_document, from_index, ingest, prepare, remove_document
 from rag.postgres.schema import SCHEMA, connect, ensure_schema
 from rag.ingest.chunking import ChunkSettings
 from rag.ingest.corpus import Document, default_docs_dir, load_corpus
@@ -189,6 +190,68 @@ def test_a_concurrent_reader_never_sees_half_a_document(pg_url, real_tokenizer):
     assert {(True, False)} in seen and {(False, True)} in seen  # the reader did see both versions, each whole
     _consistent(pg_url)
     reader.close()
+
+
+def _embedded(item, embedder):
+    """A prepared document with its chunks' embeddings, as the ingester writes it."""
+    vectors = np.asarray(embedder.embed([c.text for c in item.chunks]), dtype=np.float32)
+    return Prepared(item.doc, item.chunks, item.terms, vectors, item.info)
+
+
+@pytest.mark.real
+def test_a_hybrid_search_reads_both_halves_in_one_snapshot(pg_url, real_tokenizer, real_embedder, monkeypatch):
+    """The vector half runs on a second connection beside the BM25 half (PgIndex._hybrid_rows) in the BM25 half's
+    exported snapshot: a new version committed between the two reads is seen by neither half. Read in a snapshot
+    of its own, the vector half would find the new version's chunks, which the fused statement cannot see."""
+    from rag.postgres import search as pg_search
+
+    conn = connect(pg_url)
+    ensure_schema(conn, pg_url)
+    old, new = [_embedded(prepare(_doc("flux.md", word), real_tokenizer, ChunkSettings(), TermSettings(),
+                                  lambda e: None), real_embedder) for word in ("alpha", "omega")]
+    apply_document(conn, old)
+    read_vectors = pg_search._in_snapshot
+
+    def new_version_first(*args):  # committed after the BM25 half's snapshot began, before the vector half reads
+        apply_document(conn, new)
+        return read_vectors(*args)
+
+    monkeypatch.setattr(pg_search, "_in_snapshot", new_version_first)
+    reader = PgIndex(pg_url, real_embedder)
+    hits = reader.search("the alpha omega setting of the flux capacitor", k=50)
+    assert len(hits) == len(old.chunks) and all("alpha" in h.text and "omega" not in h.text for h in hits)
+    assert all(h.bm25_rank is not None and h.dense_rank is not None for h in hits)  # each half found every chunk
+    monkeypatch.undo()
+    hits = reader.search("the alpha omega setting of the flux capacitor", k=50)
+    assert len(hits) == len(new.chunks) and all("omega" in h.text and h.dense_rank is not None for h in hits)
+    reader.close()
+    conn.close()
+
+
+@pytest.mark.real
+def test_a_failed_vector_half_is_one_line_and_the_next_hybrid_search_works(pg_url, docs, real_tokenizer,
+                                                                          real_embedder, monkeypatch):
+    """An error on the second connection ends the search with one line; no transaction stays open on either
+    connection, and the next search gives the same hits as before."""
+    from rag.postgres import search as pg_search
+
+    ingest(pg_url, docs, real_tokenizer, real_embedder)
+    pg = PgIndex(pg_url, real_embedder)
+    before = pg.search("building the index", k=5)
+    read_vectors = pg_search._in_snapshot
+    monkeypatch.setattr(pg_search, "_in_snapshot", lambda conn, snapshot, sql, params: read_vectors(
+        conn, snapshot, "SELECT 1 / 0", params))
+    failure = _error(lambda: pg.search("building the index", k=5))
+    assert isinstance(failure, StoreUnavailable) and "division by zero" in str(failure) and "\n" not in str(failure)
+    monkeypatch.undo()
+    after = pg.search("building the index", k=5)
+    assert [(h.chunk_id, h.score, h.bm25_rank, h.dense_rank) for h in after] == [
+        (h.chunk_id, h.score, h.bm25_rank, h.dense_rank) for h in before]
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        stuck = admin.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'smoldocs' "
+                              "AND state LIKE 'idle in transaction%%'").fetchone()[0]
+    assert stuck == 0
+    pg.close()
 
 
 class _Serialized:

@@ -1,14 +1,17 @@
-"""Hybrid search over the PostgreSQL store: BM25 and pgvector halves fused in one SQL statement.
+"""Hybrid search over the PostgreSQL store: BM25 and pgvector halves, read at once, fused in SQL.
 
 It ranks as rag.indexing.hybrid.HybridIndex does: BM25 with rank_bm25's Okapi formula and Lucene's IDF over postings
 made by rag.retrieval.terms, cosine similarity over the same MiniLM embeddings, each cut at CANDIDATE_DEPTH, then fused by
-rag.retrieval.fusion's weighted or reciprocal-rank rule, ties broken the same way. One statement reads one snapshot, and a
-document changes in one transaction (rag.postgres.ingest), so a search sees a document whole, old or new.
+rag.retrieval.fusion's weighted or reciprocal-rank rule, ties broken the same way. A one-sided search is one statement;
+a hybrid one reads its BM25 half and its vector half at the same time on two connections, in one exported snapshot,
+and fuses them in that snapshot. A document changes in one transaction (rag.postgres.ingest), so a search sees a
+document whole, old or new.
 """
 
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import TYPE_CHECKING, Self, Sequence
 
@@ -184,8 +187,23 @@ _SIDES = {  # each candidate once, with both rankings' ranks and scores (NULL wh
 }
 
 
-def search_sql(method: str, doc_ids: bool, current_only: bool) -> str:
-    """The one statement for a search by `method` (bm25, dense, weighted, rrf), with the filters asked for.
+def _given(name: str) -> str:
+    """A ranking its own statement computed (half_sql), passed back in as three arrays."""
+    return f"""
+    {name} AS (
+        SELECT * FROM unnest(%({name}_ids)s::bigint[], %({name}_scores)s::float8[], %({name}_ranks)s::bigint[])
+        AS g(id, score, rank))"""
+
+
+def half_sql(name: str, doc_ids: bool, current_only: bool) -> str:
+    """One half of a hybrid search on its own ("lex": BM25, "sem": vectors): its candidates' (id, score, rank)."""
+    where = _filters(doc_ids, current_only)
+    return f"WITH {_lexical(where) if name == 'lex' else _semantic(where)} SELECT id, score, rank FROM {name}"
+
+
+def search_sql(method: str, doc_ids: bool, current_only: bool, given: bool = False) -> str:
+    """The statement for a search by `method` (bm25, dense, weighted, rrf), with the filters asked for; `given`:
+    both halves' candidates come as arrays from half_sql, read in the same snapshot (PgIndex._hybrid_rows).
 
     The candidates are materialized before chunks are joined by id: joined on coalesce(lex, sem) in place, the
     planner scanned the chunks table once per candidate (1.4 s per BM25-only search at 20k chunks).
@@ -193,9 +211,9 @@ def search_sql(method: str, doc_ids: bool, current_only: bool) -> str:
     where = _filters(doc_ids, current_only)
     parts = []
     if method != "dense":
-        parts += [_lexical(where), _normalized("lex")]
+        parts += [_given("lex") if given else _lexical(where), _normalized("lex")]
     if method != "bm25":
-        parts += [_semantic(where), _normalized("sem")]
+        parts += [_given("sem") if given else _semantic(where), _normalized("sem")]
     sides = _SIDES[method if method in ("bm25", "dense") else "both"]
     return f"""WITH {",".join(parts)},
     pairs AS MATERIALIZED ({sides}),
@@ -208,6 +226,37 @@ def search_sql(method: str, doc_ids: bool, current_only: bool) -> str:
     ORDER BY round(f.score::numeric, 9) DESC, c.outdated, f.score DESC,
              least(coalesce(f.bm25_rank, {NO_RANK}), coalesce(f.dense_rank, {NO_RANK})), {ROW_ORDER}
     LIMIT %(k)s"""
+
+
+def _configured(conn: psycopg.Connection) -> psycopg.Connection:
+    """A search connection's settings."""
+    # Iterative scans: a doc_ids filter still returns its k rows from the HNSW index, exactly ordered.
+    conn.execute("SET hnsw.iterative_scan = strict_order")
+    conn.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
+    # BM25 sums every posting of the query's terms: with the default 4MB the aggregate and its sort spilled
+    # to disk (benchmarks.shared_store's chunks, 200k, 80 questions: p50 131 ms at 4MB, 94 ms at 32MB).
+    conn.execute(f"SET work_mem = '{WORK_MEM}'")
+    # Plan each search for its own terms: psycopg prepares a statement run 5 times, and PostgreSQL's
+    # generic plan for it, blind to the terms, scanned every posting (BM25 p50 838 ms at 20k chunks).
+    conn.execute("SET plan_cache_mode = force_custom_plan")
+    return conn
+
+
+def _in_snapshot(conn: psycopg.Connection, snapshot: str, sql: str, params: dict) -> list[tuple]:
+    """The rows of `sql` read in another connection's exported snapshot (the vector half of a hybrid search)."""
+    from psycopg import sql as q
+
+    conn.execute(q.SQL("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT {}").format(
+        q.Literal(snapshot)))
+    rows = conn.execute(sql, params).fetchall()
+    conn.execute("COMMIT")
+    return rows
+
+
+def _arrays(name: str, rows: list[tuple]) -> dict:
+    """A half's (id, score, rank) rows as the three arrays search_sql(given=True) reads."""
+    return {f"{name}_ids": [r[0] for r in rows], f"{name}_scores": [float(r[1]) for r in rows],
+            f"{name}_ranks": [r[2] for r in rows]}
 
 
 def _chunk(row: Sequence) -> Chunk:
@@ -262,8 +311,10 @@ class PgIndex(IndexDefaults):
         self.docs_dir = docs_dir
         self.index_dir = redact_url(url)  # where the index lives, as shown to people
         self.update = update  # rag.indexing.build.IndexUpdate of the ingest this process ran, if any
-        self._lock = threading.Lock()  # one connection, one statement at a time (the TUI and MCP use threads)
+        self._lock = threading.Lock()  # one search at a time (the TUI and MCP use threads)
         self._conn: psycopg.Connection | None = None
+        self._side: psycopg.Connection | None = None  # a hybrid search's vector half runs on it, beside the BM25 half
+        self._worker: ThreadPoolExecutor | None = None
         conn = self._connection()
         try:
             check_version(conn, url)
@@ -291,29 +342,61 @@ class PgIndex(IndexDefaults):
     # -- the connection --------------------------------------------------------------------------------------
     def _connection(self) -> psycopg.Connection:
         if self._conn is None or self._conn.closed or self._conn.broken:
-            self._conn = connect(self.url)
-            # Iterative scans: a doc_ids filter still returns its k rows from the HNSW index, exactly ordered.
-            self._conn.execute("SET hnsw.iterative_scan = strict_order")
-            self._conn.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
-            # BM25 sums every posting of the query's terms: with the default 4MB the aggregate and its sort spilled
-            # to disk (benchmarks.shared_store's chunks, 200k, 80 questions: p50 131 ms at 4MB, 94 ms at 32MB).
-            self._conn.execute(f"SET work_mem = '{WORK_MEM}'")
-            # Plan each search for its own terms: psycopg prepares a statement run 5 times, and PostgreSQL's
-            # generic plan for it, blind to the terms, scanned every posting (BM25 p50 838 ms at 20k chunks).
-            self._conn.execute("SET plan_cache_mode = force_custom_plan")
+            self._conn = _configured(connect(self.url))
         return self._conn
 
-    def _rows(self, sql: str, params=None, during: str = "during a search") -> list[tuple]:
+    def _side_connection(self) -> psycopg.Connection:
+        if self._side is None or self._side.closed or self._side.broken:
+            self._side = _configured(connect(self.url))
+        return self._side
+
+    def _guarded(self, work, during: str = "during a search"):
+        """work() under the lock; a driver error is one line, and the next call starts on new connections (a
+        restarted server costs one failed search, not the session; no transaction is left open)."""
         import psycopg
 
         with self._lock:
             try:
-                return self._connection().execute(sql, params).fetchall()
+                return work()
             except psycopg.Error as exc:
-                # The next call reconnects: a restarted server costs one failed search, not the session.
-                if self._conn is not None and (self._conn.broken or self._conn.closed):
-                    self._conn = None
+                self._drop_connections()
                 raise unavailable(exc, self.url, during=during) from None
+            except BaseException:  # an interrupt mid-search: no connection is left inside its transaction
+                self._drop_connections()
+                raise
+
+    def _drop_connections(self) -> None:
+        for conn in (self._conn, self._side):
+            if conn is not None:
+                conn.close()
+        self._conn = self._side = None
+
+    def _rows(self, sql: str, params=None, during: str = "during a search") -> list[tuple]:
+        return self._guarded(lambda: self._connection().execute(sql, params).fetchall(), during)
+
+    def _hybrid_rows(self, method: str, doc_ids: bool, params: dict) -> list[tuple]:
+        """A hybrid search with its halves read at once on two connections, in one exported snapshot, then fused
+        by a third statement in it: it costs about the slower half instead of their sum."""
+
+        def work() -> list[tuple]:
+            conn, side = self._connection(), self._side_connection()
+            cursor = conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT pg_export_snapshot()")
+            cursor.nextset()
+            snapshot = cursor.fetchone()[0]
+            if self._worker is None:
+                self._worker = ThreadPoolExecutor(1, thread_name_prefix="smoldocs-pg")
+            sem_sql = half_sql("sem", doc_ids, self.current_only)
+            vector_half = self._worker.submit(_in_snapshot, side, snapshot, sem_sql, params)
+            try:
+                lex = conn.execute(half_sql("lex", doc_ids, self.current_only), params).fetchall()
+            finally:
+                wait([vector_half])  # never leave the side connection busy behind an error
+            given = {**params, **_arrays("lex", lex), **_arrays("sem", vector_half.result())}
+            rows = conn.execute(search_sql(method, doc_ids, self.current_only, given=True), given).fetchall()
+            conn.execute("COMMIT")
+            return rows
+
+        return self._guarded(work)
 
     def _one(self, sql: str, params=None):
         rows = self._rows(sql, params)
@@ -321,9 +404,10 @@ class PgIndex(IndexDefaults):
 
     def close(self) -> None:
         with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+            self._drop_connections()
+            if self._worker is not None:
+                self._worker.shutdown()
+                self._worker = None
 
     # -- what callers ask of an index ------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -408,7 +492,10 @@ class PgIndex(IndexDefaults):
             "depth": max(CANDIDATE_DEPTH, k), "k": k, "k1": K1, "b": B,
             "min_dense": self.min_dense_score, "weight": self.bm25_weight, "rrf_k": RRF_K, "seed": SEED_POSTINGS,
         }
-        rows = self._rows(search_sql(method, bool(names), self.current_only), params)
+        if method in ("weighted", "rrf"):
+            rows = self._hybrid_rows(method, bool(names), params)
+        else:
+            rows = self._rows(search_sql(method, bool(names), self.current_only), params)
         hits = []
         for score, bm25_rank, dense_rank, outdated, expires, *chunk in rows:
             hits.append(Hit(_chunk(chunk), float(score), bm25_rank, dense_rank, outdated, expires,
