@@ -67,14 +67,14 @@ def _filters(doc_ids: bool, current_only: bool) -> str:
 
 
 # One posting's share of a chunk's BM25 score (rag.indexing.bm25: Okapi with K1 and B), for query term i.
-_SHARE = "i.qtf * i.idf * (p.tf * (%(k1)s + 1)) / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.length / s.avgdl))"
+_SHARE = "i.w * p.tf / (p.tf + i.c1 + i.c2 * p.length)"
 
 
 def _every_posting() -> str:
     """Every chunk's score from every posting of the query's terms (what a doc_ids filter then cuts down)."""
     return f"""
     lex_scores AS (
-        SELECT p.chunk, sum({_SHARE}) AS score FROM idf i JOIN {S}.postings p ON p.term = i.term, stats s GROUP BY p.chunk),"""
+        SELECT p.chunk, sum({_SHARE}) AS score FROM idf i JOIN {S}.postings p ON p.term = i.term GROUP BY p.chunk),"""
 
 
 def _pruned() -> str:
@@ -89,19 +89,19 @@ def _pruned() -> str:
     """
     return f"""
     bounds AS MATERIALIZED (
-        SELECT term, qtf, idf, qtf * idf * (%(k1)s + 1) AS bound,
+        SELECT term, qtf, idf, w, c1, c2, qtf * idf * (%(k1)s + 1) AS bound,
                sum(qtf * idf * (%(k1)s + 1)) OVER (ORDER BY qtf * idf, term ROWS UNBOUNDED PRECEDING) AS below,
                sum(df) OVER (ORDER BY df, term ROWS UNBOUNDED PRECEDING) - df AS rarer
         FROM idf),
     seed AS MATERIALIZED (
-        SELECT p.chunk, sum({_SHARE}) AS score FROM bounds i JOIN {S}.postings p ON p.term = i.term, stats s
+        SELECT p.chunk, sum({_SHARE}) AS score FROM bounds i JOIN {S}.postings p ON p.term = i.term
         WHERE i.rarer < %(seed)s GROUP BY p.chunk),
     theta AS MATERIALIZED (  -- a hair below, so float rounding never drops a chunk at the bound
         SELECT coalesce((SELECT score FROM seed ORDER BY score DESC OFFSET %(depth)s - 1 LIMIT 1), 0) * (1 - 1e-9) AS t),
     split AS MATERIALIZED (SELECT b.*, b.below >= th.t AS essential FROM bounds b, theta th),
     rest_bound AS MATERIALIZED (SELECT coalesce(sum(bound), 0) AS u FROM split WHERE NOT essential),
     partial AS MATERIALIZED (
-        SELECT p.chunk, sum({_SHARE}) AS part FROM split i JOIN {S}.postings p ON p.term = i.term, stats s
+        SELECT p.chunk, sum({_SHARE}) AS part FROM split i JOIN {S}.postings p ON p.term = i.term
         WHERE i.essential GROUP BY p.chunk),
     theta2 AS MATERIALIZED (
         SELECT greatest(th.t, coalesce((SELECT part FROM partial ORDER BY part DESC OFFSET %(depth)s - 1 LIMIT 1), 0)
@@ -111,7 +111,7 @@ def _pruned() -> str:
     rest AS (
         SELECT n.chunk, sum({_SHARE}) AS part
         FROM contenders n CROSS JOIN (SELECT * FROM split WHERE NOT essential) i
-        JOIN {S}.postings p ON p.term = i.term AND p.chunk = n.chunk, stats s GROUP BY n.chunk),
+        JOIN {S}.postings p ON p.term = i.term AND p.chunk = n.chunk GROUP BY n.chunk),
     lex_scores AS (
         SELECT n.chunk, n.part + coalesce(r.part, 0) AS score FROM contenders n LEFT JOIN rest r ON r.chunk = n.chunk),"""
 
@@ -140,8 +140,10 @@ def _lexical(where: str) -> str:
         LIMIT 1),
     q AS (SELECT term, count(*)::float8 AS qtf FROM unnest(%(terms)s::text[]) AS term GROUP BY term),
     idf AS MATERIALIZED (  -- rag.indexing.bm25.idf, Lucene's: computed here from df, so nothing stored depends on it
-        SELECT q.term, q.qtf, t.df, ln(1 + (s.n - t.df + 0.5::float8) / (t.df + 0.5::float8)) AS idf
-        FROM q JOIN {S}.terms t ON t.term = q.term, stats s),{scores}{ranked}
+        SELECT term, qtf, df, idf, qtf * idf * (%(k1)s + 1) AS w, %(k1)s * (1 - %(b)s) AS c1,
+               %(k1)s * %(b)s / avgdl AS c2
+        FROM (SELECT q.term, q.qtf, t.df, ln(1 + (s.n - t.df + 0.5::float8) / (t.df + 0.5::float8)) AS idf, s.avgdl
+              FROM q JOIN {S}.terms t ON t.term = q.term, stats s) f),{scores}{ranked}
     lex AS (
         SELECT chunk AS id, score, row_number() OVER (ORDER BY score DESC, doc_id COLLATE "C", ordinal) AS rank
         FROM lex_rows ORDER BY score DESC, doc_id COLLATE "C", ordinal LIMIT %(depth)s)"""
