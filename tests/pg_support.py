@@ -226,7 +226,8 @@ def reopen_server(root: Path, bin_dir: Path | None = None) -> PgServer:
 @contextlib.contextmanager
 def kept_server(root: Path, bin_dir: Path | None = None):
     """A cluster in `root` that outlives the run (a benchmark's large store, reused by the next run): started if
-    `root` holds one, made there if not; stopped afterwards, never deleted."""
+    `root` holds one, made there if not; stopped afterwards, never deleted. As root the server runs as its own
+    user, which must be able to reach `root` (a folder under /var/tmp, not under a home folder of mode 700)."""
     with sigterm_raises():
         root.mkdir(parents=True, exist_ok=True)
         server = reopen_server(root, bin_dir) if (root / "data").is_dir() else start_server(root, bin_dir)

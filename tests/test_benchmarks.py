@@ -190,3 +190,27 @@ def test_a_recorder_is_refused_when_built_once_the_protocol_gains_a_member(monke
     monkeypatch.setattr(workload, "ChatModel", Grown)
     with pytest.raises(TypeError, match="PromptRecorder does not implement models.protocols.Grown: missing warm_up"):
         PromptRecorder(ScriptedChatModel())
+
+
+@pytest.mark.real
+def test_real_vectors_embeds_the_corpus_but_the_suite_once_and_a_rerun_continues(tmp_path, real_embedder):
+    """benchmarks.real_vectors: the real embedder's rows of a cached corpus's chunks, the suite's left out, in parts
+    a later run continues; what it caches is what the embedder gives for the chunks' indexed text."""
+    import numpy as np
+
+    from benchmarks import real_corpus, real_vectors
+    from rag.ingest.chunking import indexed_text
+    from rag.types import Chunk
+
+    chunks = [Chunk(f"{d}#{n}", d, d, f"The {d} page, part {n}: how to mount a disk.", ("Mounting",), n, n)
+              for d in ("man/mount.8", "info/coreutils", "realdocs/bash-doc/bash.html") for n in range(3)]
+    real_corpus._write(tmp_path / "b1.jsonl.gz", chunks)
+    (tmp_path / "manifest.jsonl").write_text(json.dumps({"batch": "b1", "chunks": len(chunks)}) + "\n")
+    assert real_vectors.build(tmp_path, minutes=5, progress=lambda line: None) == 6
+    folder = real_vectors.folder_for(tmp_path, real_embedder.model_id)
+    ids, rows = real_vectors.load(folder)
+    assert sorted(ids) == sorted(c.chunk_id for c in chunks if not c.doc_id.startswith("realdocs/"))
+    texts = {c.chunk_id: indexed_text(c) for c in chunks}
+    assert np.allclose(rows, real_embedder.embed([texts[i] for i in ids]), atol=1e-5)
+    assert real_vectors.build(tmp_path, minutes=5, progress=lambda line: None) == 6  # nothing left to embed
+    assert len(list(folder.glob("part-*.npz"))) == 1

@@ -74,3 +74,31 @@ def test_a_process_holding_a_running_server_stops_it_on_sigterm(pg_server):
             os.kill(pid, signal.SIGQUIT)  # never leave a server behind, even when the test fails
         if root is not None:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_kept_server_keeps_its_databases_for_the_next_run():
+    """tests/pg_support.kept_server (benchmarks.shared_store --keep): the cluster is stopped, not deleted, and the
+    next run starts it again with what it held."""
+    import tempfile
+
+    import psycopg
+
+    from tests.pg_support import PgUnavailable, kept_server
+
+    top = Path(tempfile.mkdtemp(prefix="smoldocs-pg-kept-"))
+    top.chmod(0o755)  # as root the server runs as its own user, which must reach the folder
+    root = top / "kept"
+    try:
+        try:
+            with kept_server(root) as server:
+                name = server.create_database(prefix="kept", vector=False)
+                server.admin("CREATE TABLE held AS SELECT 42 AS answer", dbname=name)
+        except PgUnavailable as exc:
+            pytest.skip(str(exc))
+        assert (root / "data").is_dir() and not (root / "data" / "postmaster.pid").exists()  # stopped, kept
+        with kept_server(root) as server:
+            with psycopg.connect(server.url(name)) as conn:
+                assert conn.execute("SELECT answer FROM held").fetchone()[0] == 42
+        assert not (root / "data" / "postmaster.pid").exists()
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
