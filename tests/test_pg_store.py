@@ -494,7 +494,7 @@ def test_the_planner_takes_an_unanalyzed_stats_table_for_one_row(pg_url, docs, r
     """Before anything analyzed the one-row `stats` table, the planner guessed it at 1,330 rows, and its plan for a
     search hashed every posting of the store (2k synthetic chunks: BM25 184 ms, 2.7 ms once told it is one row)."""
     from rag.indexing.bm25 import B, K1
-    from rag.postgres.search import SEED_POSTINGS, search_sql
+    from rag.postgres.search import PROBE_COST, SEED_POSTINGS, search_sql
     from rag.retrieval.terms import index_terms
 
     conn = connect(pg_url)
@@ -507,7 +507,7 @@ def test_the_planner_takes_an_unanalyzed_stats_table_for_one_row(pg_url, docs, r
                              "WHERE relname = 'stats' AND schemaname = %s", (S,)).fetchone()[0]
         terms = index_terms("building the index", PgIndex(pg_url, None).term_settings)
         params = {"terms": terms, "vector": None, "doc_ids": [], "depth": 50, "k": 5, "k1": K1, "b": B,
-                  "min_dense": 0.0, "weight": 0.5, "rrf_k": 60, "seed": SEED_POSTINGS}  # fmt: skip
+                  "min_dense": 0.0, "weight": 0.5, "rrf_k": 60, "seed": SEED_POSTINGS, "probe": PROBE_COST}  # fmt: skip
         plan = conn.execute("EXPLAIN (FORMAT JSON) " + search_sql("bm25", False, False), params).fetchone()[0][0]["Plan"]
     assert never  # the case this test is about
     stats = [n for n in _plan_nodes(plan) if n.get("Subplan Name", "").startswith("CTE stats")]
@@ -515,12 +515,13 @@ def test_the_planner_takes_an_unanalyzed_stats_table_for_one_row(pg_url, docs, r
 
 
 @pytest.mark.real
-@pytest.mark.parametrize("seed", [0, 300, 5000])
-def test_pruned_bm25_ranks_exactly_as_the_sum_of_every_posting(pg_url, real_index, monkeypatch, seed):
+@pytest.mark.parametrize("seed, probe", [(0, 12), (300, 0), (300, 1e9), (5000, 12)])
+def test_pruned_bm25_ranks_exactly_as_the_sum_of_every_posting(pg_url, real_index, monkeypatch, seed, probe):
     """The unfiltered BM25 half reads fewer postings (rag.postgres.search._pruned); its depth best, ranks and
     scores equal the full sum's, which a doc_ids filter naming every document still computes. 3,000 chunks made
     from docs_corpus's words make its questions' terms common, as in benchmarks.shared_store; the seeds give a
-    bound of zero (nothing pruned), a low one and the default's."""
+    bound of zero (nothing pruned), a low one and the default's; the unread terms are looked up by key for every
+    contender (probe 0), read whole (probe 1e9) or either, as the default chooses per term."""
     from benchmarks.retrieval import synthetic_chunks
     from benchmarks.shared_store import PER_DOC, synthetic_document
     from rag.evaluation import load_questions
@@ -536,6 +537,7 @@ def test_pruned_bm25_ranks_exactly_as_the_sum_of_every_posting(pg_url, real_inde
         apply_document(conn, synthetic_document(chunks, None, settings, lo))
     conn.close()
     monkeypatch.setattr(pg_search, "SEED_POSTINGS", seed)
+    monkeypatch.setattr(pg_search, "PROBE_COST", probe)
     pg = PgIndex(pg_url, None)
     every = pg.doc_ids
     pruned_somewhere = 0
@@ -549,7 +551,7 @@ def test_pruned_bm25_ranks_exactly_as_the_sum_of_every_posting(pg_url, real_inde
         for chunk_id in ours.keys() ^ theirs.keys():
             assert abs(ours.get(chunk_id, theirs.get(chunk_id)) - full[-1].score) < 1e-9, (q, chunk_id)
         assert all(abs(ours[c] - theirs[c]) < 1e-9 for c in ours.keys() & theirs.keys()), q
-        params = {"terms": index_terms(q, settings), "depth": 50, "k1": K1, "b": B, "seed": seed}
+        params = {"terms": index_terms(q, settings), "depth": 50, "k1": K1, "b": B, "seed": seed, "probe": probe}
         skipped = pg._one("WITH " + pg_search._lexical("") + " SELECT count(*) FROM split WHERE NOT essential", params)
         pruned_somewhere += bool(skipped)
     assert pruned_somewhere == 0 if seed == 0 else pruned_somewhere >= 10  # seed 0: theta 0, every term read
