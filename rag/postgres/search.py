@@ -53,8 +53,8 @@ WORK_MEM = "32MB"  # per search connection; see _connection
 # 200k, the 164 docs_corpus questions, BM25 p50 (load ~1): 107 ms unpruned, 67 ms at 5,000, 80 at 20,000, 119 at 60,000.
 SEED_POSTINGS = 5000
 # _pruned's rest: an unread term's postings are looked up by key, contender by contender, when fewer than 1 in
-# PROBE_COST of them are wanted, else read whole (a hash join). 358k real chunks, 200 suite questions interleaved
-# (load 1.8-1.9): mean BM25 37.7 -> 34.2 ms, p50 31.3 -> 29.1 ms (12); 38.3 -> 35.2 (25); p50 30.8 -> 30.3 (3).
+# PROBE_COST of them are wanted, else read whole (a hash join). 358k real chunks, 200 suite questions, each read
+# both ways in alternating order (load 1.9-2.0): BM25 mean 32.0 -> 30.9 and 32.3 -> 31.0 ms in two runs.
 PROBE_COST = 12
 NO_RANK = 1 << 30
 CHUNK_COLUMNS = "c.chunk_id, c.doc_id, c.uri, c.body, c.heading, c.line_start, c.line_end, c.page_start, c.page_end"
@@ -70,7 +70,8 @@ def _filters(doc_ids: bool, current_only: bool) -> str:
     return where
 
 
-# One posting's share of a chunk's BM25 score (rag.indexing.bm25: Okapi with K1 and B), for query term i.
+# One posting's share of a chunk's BM25 score (rag.indexing.bm25: Okapi with K1 and B), for query term i, whose
+# w = qtf * idf * (k1 + 1), c1 = k1 * (1 - b) and c2 = k1 * b / avgdl are computed once (idf, in _lexical).
 _SHARE = "i.w * p.tf / (p.tf + i.c1 + i.c2 * p.length)"
 
 
@@ -88,8 +89,9 @@ def _pruned() -> str:
     postings) give theta, a score the depth-th best chunk reaches at least. The commonest terms whose bounds sum
     below theta are non-essential: a chunk that has only those scores below theta, so only the essential terms'
     postings are read in full. Of their chunks, those whose partial score plus the non-essential bounds can still
-    reach the depth-th best partial score get the non-essential terms' postings looked up by key. Every chunk of the
-    depth best and its ties is scored in full, so the ranking equals the full sum's.
+    reach the depth-th best partial score get the non-essential terms' postings: looked up by key, or, for a term
+    with fewer than PROBE_COST postings per contender, read whole. Every chunk of the depth best and its ties is
+    scored in full, so the ranking equals the full sum's.
     """
     return f"""
     bounds AS MATERIALIZED (
