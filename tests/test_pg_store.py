@@ -515,12 +515,12 @@ def test_the_planner_takes_an_unanalyzed_stats_table_for_one_row(pg_url, docs, r
 
 
 @pytest.mark.real
-@pytest.mark.parametrize("seed, probe", [(0, 12), (300, 0), (300, 1e9), (5000, 12)])
+@pytest.mark.parametrize("seed, probe", [(0, 12), (300, 0), (300, 1e9), (1000, 12), (5000, 12)])
 def test_pruned_bm25_ranks_exactly_as_the_sum_of_every_posting(pg_url, real_index, monkeypatch, seed, probe):
     """The unfiltered BM25 half reads fewer postings (rag.postgres.search._pruned); its depth best, ranks and
     scores equal the full sum's, which a doc_ids filter naming every document still computes. 3,000 chunks made
     from docs_corpus's words make its questions' terms common, as in benchmarks.shared_store; the seeds give a
-    bound of zero (nothing pruned), a low one and the default's; the unread terms are looked up by key for every
+    bound of zero (nothing pruned), low ones (the default's 1,000) and a higher one; the unread terms are looked up by key for every
     contender (probe 0), read whole (probe 1e9) or either, as the default chooses per term."""
     from benchmarks.retrieval import synthetic_chunks
     from benchmarks.shared_store import PER_DOC, synthetic_document

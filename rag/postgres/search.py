@@ -48,10 +48,13 @@ S = SCHEMA
 # benchmarks.shared_store's 100k synthetic chunks (load 17): recall@10 0.685 at 100, 0.785 at 200, 0.887 at 400
 # (16 ms), 0.942 at 800 (32 ms). With iterative scans a filtered query keeps scanning until it has its rows.
 EF_SEARCH = 400
-WORK_MEM = "32MB"  # per search connection; see _connection
+WORK_MEM = "32MB"  # per search connection; see _configured
 # Postings of the rarest query terms read to set the pruning bound (_pruned). benchmarks.shared_store's chunks at
 # 200k, the 164 docs_corpus questions, BM25 p50 (load ~1): 107 ms unpruned, 67 ms at 5,000, 80 at 20,000, 119 at 60,000.
-SEED_POSTINGS = 5000
+# 358k real chunks, 200 suite questions against 5,000, alternating order (load 2.0): BM25 mean 33.6 -> 31.1 and
+# 31.1 -> 28.8 ms at 500, 34.6 -> 32.9 and 33.6 -> 30.9 at 1,000, 39.5 -> 37.2 and 33.0 -> 31.3 at 2,000; 33.7 -> 41.2
+# at 15,000.
+SEED_POSTINGS = 1000
 # _pruned's rest: an unread term's postings are looked up by key, contender by contender, when fewer than 1 in
 # PROBE_COST of them are wanted, else read whole (a hash join). 358k real chunks, 200 suite questions, each read
 # both ways in alternating order (load 1.9-2.0): BM25 mean 32.0 -> 30.9 and 32.3 -> 31.0 ms in two runs.
