@@ -401,7 +401,7 @@ class PgIndex(IndexDefaults):
             conn, side = self._connection(), self._side_connection()
             cursor = conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT pg_export_snapshot()")
             cursor.nextset()
-            snapshot = cursor.fetchone()[0]
+            snapshot = cursor.fetchall()[0][0]
             if self._worker is None:
                 self._worker = ThreadPoolExecutor(1, thread_name_prefix="smoldocs-pg")
             sem_sql = half_sql("sem", doc_ids, self.current_only)
