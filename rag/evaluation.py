@@ -22,6 +22,7 @@ from typing import Any, Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from rag.indexing.dense import query_vector
 from rag.indexing.hybrid import HybridIndex
 from rag.ingest.corpus import default_docs_dir
 from rag.text import alnum_runs
@@ -185,6 +186,7 @@ class MemoEmbedder:
         self.model_id = embedder.model_id
         self.dim = embedder.dim
         self._memo: dict[str, np.ndarray] = {}
+        self._queries: dict[str, np.ndarray] = {}
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         missing = [t for t in dict.fromkeys(texts) if t not in self._memo]
@@ -192,6 +194,12 @@ class MemoEmbedder:
             for text, row in zip(missing, self.inner.embed(missing)):
                 self._memo[text] = row
         return np.stack([self._memo[t] for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """The inner embedder's search-question vector (rag.indexing.dense.query_vector), remembered apart."""
+        if text not in self._queries:
+            self._queries[text] = query_vector(self.inner, text)
+        return self._queries[text]
 
 
 def evaluate(index: HybridIndex, questions: Sequence[Question], modes: Sequence[str] = MODES, name: str = "") -> list[RetrievalScores]:

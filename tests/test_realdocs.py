@@ -207,3 +207,42 @@ def test_train_reranker_runs_end_to_end_on_a_tiny_fit_package(tmp_path, real_tok
     assert any(line.startswith("trained on ") for line in said)
     scorer = load_reranker(real_embedder.tokenize, out)
     assert np.isfinite(scorer.score("kettle", ["The kettle boils.", "Toast."])).all()
+
+
+def test_train_query_tower_runs_end_to_end_on_a_tiny_fit_package(tmp_path, real_tokenizer, real_embedder):
+    pytest.importorskip("torch", reason="the training extra: pip install -e '.[train]'")
+    import shutil
+
+    from benchmarks.realdocs.train_query_tower import main as tower_main, package_data
+    from models.query_tower import PREFIX, load_query_tower
+    from models.reranker import RERANKER_FILE, load_reranker, read_reranker
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "kettle.md").write_text("# Kettle\n\nThe kettle switches itself off when the water boils.\n\n# Lid\n\n"
+                                    "The lid opens with the button on the handle.\n")
+    (docs / "toaster.md").write_text("# Toaster\n\nTurn the dial to six for dark toast.\n")
+    rows = [{"id": f"k{i}", "q": q, "doc": d, "evidence": e} for i, (q, d, e) in enumerate([
+        ("Do I have to turn the kettle off myself?", "kettle.md", "switches itself off when the water boils"),
+        ("How do I open the lid?", "kettle.md", "The lid opens with the button on the handle"),
+        ("How do I get darker toast?", "toaster.md", "Turn the dial to six for dark toast"),
+        ("Can the toaster be started from my phone app?", None, None),
+    ])]
+    package = _package(tmp_path, questions=_questions(tmp_path / "q.jsonl", rows), source=docs)
+    data = package_data(package, docs, real_tokenizer, real_embedder)
+    assert len(data.questions) == 3 and data.matrix.shape[1] == 384  # the unanswerable one is no training row
+    assert all(len(p) == 1 for p in data.positives)
+    with pytest.raises(ValueError, match="fit packages only"):
+        tower_main([_package(tmp_path, name="held-one", split="held")], real_tokenizer, tmp_path / "x.safetensors")
+
+    out = tmp_path / "weights.safetensors"
+    shutil.copy(RERANKER_FILE, out)
+    said = []
+    assert tower_main([package], real_tokenizer, out, epochs=1, say=said.append) == 0
+    weights, meta = read_reranker(out)
+    assert meta[PREFIX + "trained_on"] == "tiny" and meta[PREFIX + "questions"] == str(sum(not k for k in data.kept_out))
+    assert meta["trained_on"] == read_reranker()[1]["trained_on"]  # the reranker's own metadata kept
+    assert any(line.startswith("trained on ") for line in said) and any("kept-out" in line for line in said)
+    tower = load_query_tower(real_embedder.tokenize, out)
+    assert np.allclose(np.linalg.norm(tower.encode(["kettle"]), axis=1), 1.0, atol=1e-5)
+    assert np.isfinite(load_reranker(real_embedder.tokenize, out).score("kettle", ["The kettle boils."])).all()

@@ -17,6 +17,7 @@ USAGE = """\
   refit   fit the quote scorer and the answerability rule on the fit packages; print every package before/after;
           write the constants to rag/tuned.py and print the diff (--dry-run: only the diff)
   train-reranker  train the cross-encoder on the fit packages (PyTorch, the training extra) and write its file
+  train-query-tower  tune the question side of dense search on the fit packages (PyTorch) into the same file
 """
 
 
@@ -25,7 +26,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m benchmarks.realdocs", description="The real-docs development suite.", epilog=USAGE,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("command", nargs="?", default="score", choices=("build", "check", "cold", "score", "refit", "train-reranker"))
+    commands = ("build", "check", "cold", "score", "refit", "train-reranker", "train-query-tower")
+    parser.add_argument("command", nargs="?", default="score", choices=commands)
     parser.add_argument("--packages", nargs="+", default=None, help="only these packages (default: all)")
     parser.add_argument("--split", default="all", choices=SPLITS, help="fit, held or all packages (default: all)")
     parser.add_argument("--limit", type=int, default=None, help="score: at most this many questions per package")
@@ -41,8 +43,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "passages before packing, or on both (on)")
     parser.add_argument("--reranker", type=Path, default=None,
                         help="score: the cross-encoder file to use (default: the shipped models/reranker.safetensors)")
-    parser.add_argument("--out", type=Path, default=None, help="train-reranker: write the model here (default: the shipped file)")
-    parser.add_argument("--epochs", type=int, default=None, help="train-reranker: passes over the pairs")
+    parser.add_argument("--queries", choices=("tuned", "base"), default="tuned",
+                        help="score: the question's vector from the tuned question encoder (models.query_tower) or MiniLM's own")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="train-reranker, train-query-tower: write the model here (default: the shipped file)")
+    parser.add_argument("--epochs", type=int, default=None, help="train-reranker, train-query-tower: passes over the data")
     parser.add_argument("--layers", type=int, default=None, help="train-reranker: MiniLM layers kept")
     parser.add_argument("--max-tokens", type=int, default=None, help="train-reranker: the window of a pair, in tokens")
     parser.add_argument("--negatives", type=int, default=None, help="train-reranker: negatives per question")
@@ -80,10 +85,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return refit_main(packages, load_tokenizer(), load_embedder(), args.cases_cache, write=not args.dry_run)
     if args.command == "train-reranker":
         return _train(packages, args)
+    if args.command == "train-query-tower":
+        from benchmarks.realdocs.train_query_tower import EPOCHS, main as tower_main
+        from models.reranker import RERANKER_FILE
+
+        fit = [p for p in packages if p.split == "fit"]
+        return tower_main(fit, load_tokenizer(), args.out or RERANKER_FILE, args.epochs or EPOCHS, args.limit)
     from benchmarks.realdocs.scoring import score_suite
 
     return score_suite(packages, load_tokenizer(), limit=args.limit, as_json=args.json, write=args.write,
-                       rerank=args.rerank, reranker_file=args.reranker)
+                       rerank=args.rerank, reranker_file=args.reranker, tuned_queries=args.queries == "tuned")
 
 
 def _train(packages, args) -> int:

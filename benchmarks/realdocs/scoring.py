@@ -223,12 +223,13 @@ def index_table(scores: Sequence[PackageScore]) -> str:
 
 def score_suite(packages: Sequence[Package], tokenizer, root: Path | None = None, limit: int | None = None,
         as_json: bool = False, write: Path | None = None, say: Callable[[str], None] = print,
-        rerank: str = "off", reranker_file: Path | None = None) -> int:
+        rerank: str = "off", reranker_file: Path | None = None, tuned_queries: bool = True) -> int:
     """Score every package that has its folder; print the tables (or JSON), and with `write` save them as
     Markdown with the date, commit and load average. 1 when a package could not be scored."""
     load_before = load_average()
     started = time.perf_counter()
     embedder = load_embedder()
+    embedder.tuned_queries = tuned_queries  # False: the question's vector is MiniLM's own (the path before #37's tower)
     reranker = passages = None
     if rerank != "off":
         from models.reranker import RERANKER_FILE, load_reranker

@@ -23,6 +23,7 @@ import numpy as np
 
 from benchmarks.realdocs.rerank_data import Pair, by_question
 from models.llama_cpp.bert_gguf import minilm_zip, source_sha256
+from models.query_tower import PREFIX as QUERY_PREFIX
 from models.reranker import HEADS, LN_EPS, RERANKER_FILE, pair_ids
 from models.safetensors import read_safetensors
 
@@ -243,6 +244,20 @@ def write_safetensors(path: Path, tensors: dict[str, np.ndarray], metadata: dict
     tmp.replace(path)
 
 
+def merge_weights(path: Path, tensors: dict[str, np.ndarray], metadata: dict[str, str],
+                  keep: Callable[[str], bool]) -> None:
+    """Write `tensors` and `metadata` into the one weights file, keeping those of its tensors and metadata keys that
+    `keep` names (the other model's: the cross-encoder and the question encoder share the file)."""
+    kept: dict[str, np.ndarray] = {}
+    meta: dict[str, str] = {}
+    if Path(path).is_file():
+        data = Path(path).read_bytes()
+        (size,) = struct.unpack("<Q", data[:8])
+        meta = {k: v for k, v in json.loads(data[8 : 8 + size]).get("__metadata__", {}).items() if keep(k)}
+        kept = {k: np.asarray(v, dtype=np.float32) for k, v in read_safetensors(data, str(path)).items() if keep(k)}
+    write_safetensors(Path(path), {**kept, **tensors}, {**meta, **metadata})
+
+
 def save(model, path: Path, settings: TrainSettings, info: dict, packages: Sequence[str], zip_path: Path | None = None) -> None:
     zip_path = zip_path or minilm_zip()
     meta = {"max_tokens": str(settings.max_tokens), "layers": str(settings.layers), "seed": str(settings.seed), "kind": settings.kind,
@@ -250,7 +265,7 @@ def save(model, path: Path, settings: TrainSettings, info: dict, packages: Seque
             "questions": str(info["questions"]), "pairs_per_epoch": str(info["pairs_per_epoch"]),
             "answer_logit": str(info.get("answer_logit", 0.0)), "validation": json.dumps(
                 {k: info.get(k) for k in ("top1", "unanswerable_declined", "answerable_declined")})}
-    write_safetensors(path, model.tensors(), meta)
+    merge_weights(path, model.tensors(), meta, keep=lambda name: name.startswith(QUERY_PREFIX))  # the question encoder's stay
 
 
 VALIDATION_EVERY = 10  # every tenth fit question (by a hash of its id) is kept out of training to choose the thresholds

@@ -10,6 +10,8 @@ from typing import Sequence
 
 import numpy as np
 
+from models.query_tower import TunedQueries
+
 from models.llama_cpp.bert_gguf import CONVERTER_VERSION, MINILM_NAME, CachedGGUF, ensure_minilm_gguf
 from models.config import ModelConfig, default_threads
 from models.errors import EmbedderNotInstalled, GenerationError, ModelLoadFailed
@@ -64,6 +66,10 @@ class LlamaEmbedder:
         # embed() clears the context's memory and reuses one batch buffer: one caller at a time.
         self._lock = threading.Lock()
         self._threads = self._current_threads = threads
+        # A search question's vector comes from the tuned question encoder (models.query_tower) when this is on and
+        # the weights file holds one; the settings' `queries = "base"` turns it off.
+        self.tuned_queries = True
+        self._queries: TunedQueries | None = None
 
     def tokenize(self, text: str) -> list[int]:
         """The ids llama.cpp embeds for `text`, [CLS] ... [SEP] included, before truncation."""
@@ -98,6 +104,17 @@ class LlamaEmbedder:
         out = np.asarray(rows, dtype=np.float32).reshape(len(texts), self.dim)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.maximum(norms, np.float32(1e-12))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """A search question's unit vector: the tuned question encoder's when on and shipped, else embed()'s.
+        Documents are always embed()'s: the index's vectors stay MiniLM's."""
+        if self.tuned_queries:
+            if self._queries is None:
+                self._queries = TunedQueries(self.tokenize)
+            tower = self._queries.tower()
+            if tower is not None:
+                return tower.encode([text])[0]
+        return self.embed([text])[0]
 
     def close(self) -> None:
         with self._lock:

@@ -32,6 +32,14 @@ def embed_texts(
     return out
 
 
+def query_vector(embedder: Embedder, query: str) -> np.ndarray:
+    """A search question's unit vector: the embedder's `embed_query` when it has one (a question encoder tuned
+    apart from the documents' side, models.query_tower), else its plain embedding."""
+    own = getattr(embedder, "embed_query", None)
+    vector = own(query) if own is not None else embedder.embed([query])[0]
+    return np.asarray(vector, dtype=np.float32).reshape(-1)
+
+
 def embedded_rows(matrix: np.ndarray) -> np.ndarray:
     """Which rows hold an embedding: a row of zeros is one not computed yet (a unit vector is never all zero)."""
     if matrix.ndim != 2 or not matrix.shape[1]:

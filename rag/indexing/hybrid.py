@@ -13,7 +13,7 @@ from models.protocols import Embedder
 from rag import tuned
 from rag.indexing.bm25 import BM25Index, ShardedBM25
 from rag.ingest.chunking import indexed_text
-from rag.indexing.dense import DenseIndex, embedded_rows
+from rag.indexing.dense import DenseIndex, embedded_rows, query_vector
 from rag.errors import SemanticSearchOff
 from rag.retrieval.fusion import BM25_WEIGHT, FUSIONS, Ranked, fuse, top_rows
 from rag.ingest.sources import source_info
@@ -194,7 +194,7 @@ class HybridIndex(RetrieverDefaults):
         """Chunks whose embedding is close enough to the query's, most similar first."""
         if self.embedder is None:
             raise SemanticSearchOff(SEMANTIC_OFF)
-        vector = np.asarray(self.embedder.embed([query]), dtype=np.float32)[0]
+        vector = query_vector(self.embedder, query)
         return top_rows(self.dense.scores(vector), depth, allowed, above=self.min_dense_score)
 
     def _allowed(self, doc_ids: Sequence[str] | None) -> np.ndarray | None:

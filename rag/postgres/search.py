@@ -15,8 +15,6 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import TYPE_CHECKING, Self, Sequence
 
-import numpy as np
-
 from models.locate import SEMANTIC_OFF
 from models.protocols import Embedder
 from models.redaction import redact_url
@@ -34,6 +32,7 @@ from rag.postgres.schema import (
 from rag.ingest.sources import SourceInfo, source_info
 from rag.indexing.bm25 import B, K1
 from rag.indexing.collections import SEPARATOR
+from rag.indexing.dense import query_vector
 from rag.retrieval.fusion import BM25_WEIGHT, FUSIONS, RRF_K
 from rag.indexing.hybrid import CANDIDATE_DEPTH, DEFAULT_FUSION, MIN_DENSE_SCORE, search_mode
 from rag.retrieval.terms import TermSettings, index_terms
@@ -505,7 +504,7 @@ class PgIndex(IndexDefaults):
         if method != "bm25":
             if self.embedder is None:
                 raise SemanticSearchOff(SEMANTIC_OFF)
-            vector = vector_text(np.asarray(self.embedder.embed([query]), dtype=np.float32)[0])
+            vector = vector_text(query_vector(self.embedder, query))
         params = {
             "terms": index_terms(query, self.term_settings), "vector": vector, "doc_ids": names,
             "depth": max(CANDIDATE_DEPTH, k), "k": k, "k1": K1, "b": B,

@@ -1,0 +1,122 @@
+"""The question side of dense search, fine-tuned: MiniLM's encoder with its top layers trained on the suite's questions.
+
+The index's chunk vectors are MiniLM's (llama.cpp computes them); only the question's vector changes. Training
+(`python -m benchmarks.realdocs train-query-tower`, PyTorch) moved the top TRAINED_FROM.. layers so that a question
+lands nearer the chunks that hold its answer, with every chunk of its package as the softmax's other choices. So
+no index is re-embedded, and a question costs one small forward pass here in numpy.
+
+The tuned layers live in the project's one weights file, `models/reranker.safetensors`, under the `query_tower.`
+prefix beside the cross-encoder's tensors; the word table, the embeddings and the lower layers are read from the
+installed MiniLM package (their sha256 is checked, as the reranker's is).
+"""
+
+from __future__ import annotations
+
+import threading
+import zipfile
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from models.errors import ModelNotFound
+from models.reranker import RERANKER_FILE, _encode, _f32, _layer, layer_norm, read_reranker
+from models.safetensors import read_safetensors
+
+PREFIX = "query_tower."
+MAX_QUESTION_TOKENS = 512  # as the embedder cuts its inputs (models.llama_cpp.embedder.MAX_TOKENS); [SEP] kept
+
+
+class QueryTower:
+    """A question's unit vector from MiniLM with the tuned top layers, in MiniLM's own space (mean pooling)."""
+
+    def __init__(self, minilm: Mapping[str, np.ndarray], tuned: Mapping[str, np.ndarray],
+                 tokenize: Callable[[str], list[int]]) -> None:
+        mine = {k[len(PREFIX):]: v for k, v in tuned.items() if k.startswith(PREFIX)}
+        trained = sorted({int(k.split(".")[2]) for k in mine if k.startswith("encoder.layer.")})
+        depth = len({k.split(".")[2] for k in minilm if k.startswith("encoder.layer.")})
+        if not trained or trained[-1] != depth - 1 or trained != list(range(trained[0], depth)):
+            raise ModelNotFound("the weights file holds no tuned question layers: rebuild it with train-query-tower")
+        self.trained_from = trained[0]
+        self.layers = [_layer(minilm, i) for i in range(self.trained_from)] + [_layer(mine, i) for i in trained]
+        self.words = _f32(minilm["embeddings.word_embeddings.weight"])
+        self.positions = _f32(minilm["embeddings.position_embeddings.weight"])
+        self.types = _f32(minilm["embeddings.token_type_embeddings.weight"])
+        self.ln = (_f32(minilm["embeddings.LayerNorm.weight"]), _f32(minilm["embeddings.LayerNorm.bias"]))
+        self._tokenize = tokenize
+
+    def encode(self, questions: Sequence[str]) -> np.ndarray:
+        """One L2-normalized float32 row per question."""
+        return np.stack([self.forward(self.ids(q)) for q in questions]) if questions else np.zeros((0, 384), np.float32)
+
+    def ids(self, question: str) -> list[int]:
+        ids = self._tokenize(question)
+        return ids if len(ids) <= MAX_QUESTION_TOKENS else ids[: MAX_QUESTION_TOKENS - 1] + ids[-1:]
+
+    def forward(self, ids: Sequence[int]) -> np.ndarray:
+        n = len(ids)
+        x = self.words[np.asarray(ids)][None].astype(np.float32) + self.positions[:n] + self.types[0]
+        x = layer_norm(x, *self.ln)
+        bias = np.zeros((1, 1, 1, n), dtype=np.float32)
+        for layer in self.layers:
+            x = _encode(x, layer, bias)
+        v = x[0].mean(0)
+        return (v / max(float(np.linalg.norm(v)), 1e-12)).astype(np.float32)
+
+
+def minilm_weights(zip_path: Path) -> dict[str, np.ndarray]:
+    """Every tensor of the installed MiniLM (float32)."""
+    try:
+        with zipfile.ZipFile(zip_path) as zf:
+            raw = read_safetensors(zf.read("model.safetensors"), f"{zip_path}!model.safetensors")
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
+        raise ModelNotFound(f"{zip_path} is not a usable MiniLM archive ({exc})") from None
+    return {k: np.asarray(v, dtype=np.float32) for k, v in raw.items()}
+
+
+def has_query_tower(path: Path = RERANKER_FILE) -> bool:
+    """Whether the weights file holds tuned question layers (read from its header only)."""
+    import json
+    import struct
+
+    try:
+        with open(path, "rb") as f:
+            (size,) = struct.unpack("<Q", f.read(8))
+            header = json.loads(f.read(size))
+    except (OSError, ValueError, struct.error):
+        return False
+    return any(k.startswith(PREFIX) for k in header)
+
+
+def load_query_tower(tokenize: Callable[[str], list[int]], path: Path = RERANKER_FILE,
+                     zip_path: Path | None = None) -> QueryTower:
+    """The tuned question encoder over the installed MiniLM; refused when it was trained on another MiniLM."""
+    from models.llama_cpp.bert_gguf import minilm_zip, source_sha256
+
+    tuned, meta = read_reranker(path)
+    zip_path = zip_path or minilm_zip()
+    trained_on = meta.get(PREFIX + "minilm_sha256", "")
+    if trained_on and trained_on != source_sha256(zip_path):
+        raise ModelNotFound(f"the question encoder was trained on another MiniLM ({trained_on[:10]}): run with --queries base")
+    return QueryTower(minilm_weights(zip_path), tuned, tokenize)
+
+
+class TunedQueries:
+    """Loads the tuned question encoder on the first question (None when the file has none): one per embedder."""
+
+    def __init__(self, tokenize: Callable[[str], list[int]], path: Path = RERANKER_FILE) -> None:
+        self._tokenize, self._path = tokenize, path
+        self._lock = threading.Lock()
+        self._tower: QueryTower | None = None
+        self._tried = False
+
+    def tower(self) -> QueryTower | None:
+        with self._lock:
+            if not self._tried:
+                self._tried = True
+                if has_query_tower(self._path):
+                    try:
+                        self._tower = load_query_tower(self._tokenize, self._path)
+                    except ModelNotFound:
+                        self._tower = None
+            return self._tower

@@ -1,0 +1,120 @@
+"""The tuned question encoder (issue #37): the shipped layers load, match PyTorch, move questions towards their
+evidence, leave documents' vectors alone, can be switched off, and share one weights file with the reranker."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from models.errors import ModelNotFound
+from models.query_tower import PREFIX, QueryTower, has_query_tower, load_query_tower, minilm_weights
+from models.reranker import RERANKER_FILE, load_reranker, read_reranker
+from rag.indexing.dense import query_vector
+
+QUESTIONS = [
+    "How do I make ls sort by modification time?", "What does the KV cache store?", "Can I resume a stopped download?",
+    "which port does the server listen on", "how to disable the cache", "What is BM25?", "",
+    "a " * 200, "Wie geht das? naïve café 日本語", "tabs\tand\nnewlines \x1b[31m", "How are fields separated?",
+    "one", "What does --force do?", "my backup script dies halfway, how do I see why?",
+    "keep the container running after the shell exits", "stop git from keeping .orig files",
+    "limit how much memory a service may use", "where are the logs", "turn off the beep", "speed up the build",
+]
+
+
+@pytest.fixture(scope="module")
+def tower(real_embedder):
+    return load_query_tower(real_embedder.tokenize)
+
+
+@pytest.mark.real
+def test_the_shipped_file_holds_the_question_layers_beside_the_reranker(tower):
+    weights, meta = read_reranker()
+    assert has_query_tower() and RERANKER_FILE.stat().st_size <= 30_000_000
+    assert tower.trained_from == int(meta[PREFIX + "trained_from"]) and len(tower.layers) == 6
+    trained_on = meta[PREFIX + "trained_on"].split(",")
+    assert "python3-doc" not in trained_on and "git-doc" not in trained_on and len(trained_on) >= 10  # fit only
+    assert not any(k.startswith(PREFIX + "encoder.layer.0.") for k in weights)  # lower layers are MiniLM's own
+    assert any(k.startswith("encoder.layer.") for k in weights)  # the cross-encoder's tensors are still there
+
+
+@pytest.mark.real
+def test_untuned_layers_give_the_embedders_own_vectors(real_embedder):
+    """The numpy pass with MiniLM's own top layers in the tuned slots equals llama.cpp's embedding."""
+    from models.llama_cpp.bert_gguf import minilm_zip
+
+    minilm = minilm_weights(minilm_zip())
+    own = {PREFIX + k: v for k, v in minilm.items() if k.startswith(("encoder.layer.4.", "encoder.layer.5."))}
+    plain = QueryTower(minilm, own, real_embedder.tokenize)
+    got, expected = plain.encode(QUESTIONS), real_embedder.embed(QUESTIONS)
+    assert got.shape == expected.shape and np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+    assert float((got * expected).sum(1).min()) > 0.999
+
+
+@pytest.mark.real
+def test_numpy_vectors_match_pytorch_on_20_questions(tower, real_embedder):
+    torch = pytest.importorskip("torch", reason="the training extra: pip install -e '.[train]'")
+    from benchmarks.realdocs.train_query_tower import TRAINED_FROM, tower_model
+    from models.llama_cpp.bert_gguf import minilm_zip
+
+    weights, _ = read_reranker()
+    model = tower_model(minilm_zip())
+    with torch.no_grad():
+        for i in range(TRAINED_FROM, 6):
+            layer, p = model.layers[i], f"{PREFIX}encoder.layer.{i}."
+            t = {k[len(p):]: torch.tensor(v) for k, v in weights.items() if k.startswith(p)}
+            layer.qkv.weight.copy_(torch.cat([t[f"attention.self.{n}.weight"] for n in ("query", "key", "value")]))
+            layer.qkv.bias.copy_(torch.cat([t[f"attention.self.{n}.bias"] for n in ("query", "key", "value")]))
+            for mod, name in ((layer.out, "attention.output.dense"), (layer.up, "intermediate.dense"),
+                              (layer.down, "output.dense"), (layer.ln1, "attention.output.LayerNorm"),
+                              (layer.ln2, "output.LayerNorm")):
+                mod.weight.copy_(t[name + ".weight"])
+                mod.bias.copy_(t[name + ".bias"])
+        expected = np.concatenate([model.encode([tower.ids(q)]).numpy() for q in QUESTIONS])
+    got = tower.encode(QUESTIONS)
+    assert float((got * expected).sum(1).min()) > 0.9999
+    # tuned: the question moved, but stays in MiniLM's space
+    cos = (got * real_embedder.embed(QUESTIONS)).sum(1)
+    assert float(cos.max()) < 0.9999 and float(cos.mean()) > 0.8
+
+
+@pytest.mark.real
+def test_the_tuned_question_ranks_its_answer_higher(real_embedder):
+    """A question in a user's words against the passage that answers it and its neighbours on the same page."""
+    passages = [
+        "Restart policies: use --restart unless-stopped to keep a container running after the daemon restarts.",
+        "docker run starts a new container from an image; the container stops when its main process exits.",
+        "Attach to a running container with docker attach to see its output.",
+    ]
+    vectors = real_embedder.embed(passages)
+    question = "my container keeps dying whenever I reboot the machine, how do I make it come back by itself?"
+    real_embedder.tuned_queries = False
+    base = vectors @ query_vector(real_embedder, question)
+    real_embedder.tuned_queries = True
+    try:
+        tuned = vectors @ query_vector(real_embedder, question)
+    finally:
+        real_embedder.tuned_queries = True
+    assert not np.allclose(base, tuned)  # the switch changes which vector is used
+    assert int(np.argmax(tuned)) == 0 and tuned[0] - tuned[1:].max() > base[0] - base[1:].max()
+
+
+@pytest.mark.real
+def test_switched_off_the_question_vector_is_the_embedders_own(real_embedder):
+    real_embedder.tuned_queries = False
+    try:
+        got = query_vector(real_embedder, QUESTIONS[0])
+    finally:
+        real_embedder.tuned_queries = True
+    assert np.allclose(got, real_embedder.embed([QUESTIONS[0]])[0])
+
+
+def test_a_file_without_question_layers_is_refused(tmp_path, real_embedder):
+    from benchmarks.realdocs.train_reranker import merge_weights
+
+    bare = tmp_path / "r.safetensors"
+    merge_weights(bare, {k: v for k, v in read_reranker()[0].items() if not k.startswith(PREFIX)}, {},
+                  keep=lambda name: False)
+    assert not has_query_tower(bare) and not has_query_tower(tmp_path / "missing.safetensors")
+    with pytest.raises(ModelNotFound, match="train-query-tower"):
+        load_query_tower(real_embedder.tokenize, bare)
+    assert np.isfinite(load_reranker(real_embedder.tokenize, bare).score("kettle", ["The kettle boils."])).all()
