@@ -51,6 +51,7 @@ KEYS = (
     Key("n_ctx", int, "--n-ctx", "SMOLDOCS_N_CTX", example="8192"),
     Key("tools", str, "--tools", "SMOLDOCS_TOOLS", "auto", POLICIES, '"auto"'),
     Key("decoding", str, "--decoding", "SMOLDOCS_DECODING", "auto", DECODINGS, '"auto"'),
+    Key("queries", str, "--queries", "SMOLDOCS_QUERIES", "tuned", ("tuned", "base"), '"base"'),
     Key("rerank", str, "--rerank", "SMOLDOCS_RERANK", "on" if RERANK_DEFAULT else "off", ("on", "off"), '"on"'),
     Key("temperature", float, "--temperature", None, example="0.2"),
     Key("max_tokens", int, "--max-tokens", None, example="256"),
@@ -217,7 +218,7 @@ def settings_from(given: Mapping[str, Any], environ: Mapping[str, str] = os.envi
         model=_path(v["model"]), base_url=v["base_url"], api_key=effective.api_key, model_name=v["model_name"],
         tokenizer=_path(v["tokenizer"]), n_ctx=v["n_ctx"], connect_timeout=v["connect_timeout"],
         first_token_timeout=v["first_token_timeout"], token_timeout=v["token_timeout"],
-        answer_timeout=v["answer_timeout"], embed_url=v["embed_url"], embed_model=v["embed_model"],
+        answer_timeout=v["answer_timeout"], embed_url=v["embed_url"], embed_model=v["embed_model"], queries=v["queries"],
         agent=_agent_settings(v), origin=effective,
     )
 

@@ -76,7 +76,10 @@ def load_embedder(settings: Settings) -> Embedder | None:
         return ServerEmbedder(settings.embed_url, settings.embed_model, os.environ.get(EMBED_API_KEY_ENV))
     from models.llama_cpp.embedder import optional_embedder
 
-    return optional_embedder()
+    embedder = optional_embedder()
+    if embedder is not None:
+        embedder.tuned_queries = settings.queries == "tuned"  # one embedder a process: the latest settings decide
+    return embedder
 
 
 @dataclass(frozen=True)

@@ -141,6 +141,9 @@ class Settings:
     answer_timeout: float = 600.0
     embed_url: str | None = None  # an embeddings server instead of MiniLM in-process
     embed_model: str | None = None
+    # The search question's vector: "tuned", from the question encoder trained on the fit packages (models.query_tower;
+    # held-back evidence in the shown excerpts 0.65 -> see benchmarks/realdocs/RESULTS.md), or "base", MiniLM's own.
+    queries: str = "tuned"
     agent: AgentSettings = field(default_factory=AgentSettings)
     origin: Effective | None = None  # None: built in code, not resolved from flags, environment and file
 

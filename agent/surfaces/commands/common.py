@@ -39,6 +39,9 @@ def add_embed_options(p: argparse.ArgumentParser) -> None:
                         help="e.g. http://127.0.0.1:8081/v1 (llama-server --embedding, vLLM, Ollama, TEI); "
                         "key in $SMOLDOCS_EMBED_API_KEY")
     server.add_argument("--embed-model", metavar="NAME", default=None, help="the served embedding model (default: the only one)")
+    p.add_argument("--queries", choices=("tuned", "base"), default=None,
+                   help="the search question's vector: tuned, from the question encoder trained for finding the passage "
+                        "that answers (default), or base, MiniLM's own (in-process MiniLM only)")
 
 
 def add_model_option(p: argparse.ArgumentParser) -> None:
