@@ -118,3 +118,22 @@ def test_a_file_without_question_layers_is_refused(tmp_path, real_embedder):
     with pytest.raises(ModelNotFound, match="train-query-tower"):
         load_query_tower(real_embedder.tokenize, bare)
     assert np.isfinite(load_reranker(real_embedder.tokenize, bare).score("kettle", ["The kettle boils."])).all()
+
+
+@pytest.mark.real
+def test_the_queries_setting_reaches_the_embedder(tmp_path, monkeypatch, real_embedder):
+    """--queries base (flag, SMOLDOCS_QUERIES or the file) switches the in-process embedder to MiniLM's own vector."""
+    from agent.cli import parse
+    from agent.opening import load_embedder
+
+    monkeypatch.setenv("SMOLDOCS_CONFIG", str(tmp_path / "config.toml"))
+    monkeypatch.delenv("SMOLDOCS_QUERIES", raising=False)
+    assert parse(["search", "x"]).settings.queries == "tuned"
+    base = parse(["search", "x", "--queries", "base"]).settings
+    assert base.queries == "base" and base.origin.sources["queries"] == "flag --queries"
+    try:
+        assert load_embedder(base) is real_embedder and real_embedder.tuned_queries is False
+        monkeypatch.setenv("SMOLDOCS_QUERIES", "tuned")
+        assert load_embedder(parse(["search", "x"]).settings).tuned_queries is True
+    finally:
+        real_embedder.tuned_queries = True
