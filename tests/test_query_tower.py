@@ -54,21 +54,15 @@ def test_untuned_layers_give_the_embedders_own_vectors(real_embedder):
 def test_numpy_vectors_match_pytorch_on_20_questions(tower, real_embedder):
     torch = pytest.importorskip("torch", reason="the training extra: pip install -e '.[train]'")
     from benchmarks.realdocs.train_query_tower import TRAINED_FROM, tower_model
+    from benchmarks.realdocs.train_reranker import layer_tensors
     from models.llama_cpp.bert_gguf import minilm_zip
 
     weights, _ = read_reranker()
     model = tower_model(minilm_zip())
-    with torch.no_grad():
+    with torch.no_grad():  # the shipped float16 layers, widened, copied into the PyTorch encoder (slices are views)
         for i in range(TRAINED_FROM, 6):
-            layer, p = model.layers[i], f"{PREFIX}encoder.layer.{i}."
-            t = {k[len(p):]: torch.tensor(v) for k, v in weights.items() if k.startswith(p)}
-            layer.qkv.weight.copy_(torch.cat([t[f"attention.self.{n}.weight"] for n in ("query", "key", "value")]))
-            layer.qkv.bias.copy_(torch.cat([t[f"attention.self.{n}.bias"] for n in ("query", "key", "value")]))
-            for mod, name in ((layer.out, "attention.output.dense"), (layer.up, "intermediate.dense"),
-                              (layer.down, "output.dense"), (layer.ln1, "attention.output.LayerNorm"),
-                              (layer.ln2, "output.LayerNorm")):
-                mod.weight.copy_(t[name + ".weight"])
-                mod.bias.copy_(t[name + ".bias"])
+            for name, param in layer_tensors(model.layers[i], f"{PREFIX}encoder.layer.{i}.").items():
+                param.copy_(torch.tensor(weights[name]))
         expected = np.concatenate([model.encode([tower.ids(q)]).numpy() for q in QUESTIONS])
     got = tower.encode(QUESTIONS)
     assert float((got * expected).sum(1).min()) > 0.9999

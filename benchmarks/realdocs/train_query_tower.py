@@ -21,7 +21,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from benchmarks.realdocs.suite import Package
-from benchmarks.realdocs.train_reranker import batch_tensors, is_validation, merge_weights, torch_model
+from benchmarks.realdocs.train_reranker import batch_tensors, is_validation, layer_tensors, merge_weights, torch_model
 from models.query_tower import PREFIX
 from models.reranker import RERANKER_FILE
 
@@ -163,14 +163,7 @@ def tuned_tensors(model) -> dict[str, np.ndarray]:
     """The trained layers under MiniLM's names, prefixed (what models.query_tower reads)."""
     out = {}
     for i in range(TRAINED_FROM, len(model.layers)):
-        layer, p = model.layers[i], f"{PREFIX}encoder.layer.{i}."
-        for j, name in enumerate(("query", "key", "value")):
-            out[p + f"attention.self.{name}.weight"] = layer.qkv.weight[j * 384 : (j + 1) * 384]
-            out[p + f"attention.self.{name}.bias"] = layer.qkv.bias[j * 384 : (j + 1) * 384]
-        for mod, name in ((layer.out, "attention.output.dense"), (layer.up, "intermediate.dense"),
-                          (layer.down, "output.dense"), (layer.ln1, "attention.output.LayerNorm"),
-                          (layer.ln2, "output.LayerNorm")):
-            out[p + name + ".weight"], out[p + name + ".bias"] = mod.weight, mod.bias
+        out |= layer_tensors(model.layers[i], f"{PREFIX}encoder.layer.{i}.")
     return {k: v.detach().cpu().numpy().astype(np.float32) for k, v in out.items()}
 
 

@@ -117,16 +117,22 @@ def torch_model(layers: int, zip_path: Path):
                    "embeddings.LayerNorm.weight": self.ln.weight, "embeddings.LayerNorm.bias": self.ln.bias,
                    "head.weight": self.head.weight, "head.bias": self.head.bias}
             for i, layer in enumerate(self.layers):
-                p = f"encoder.layer.{i}."
-                for j, name in enumerate(("query", "key", "value")):
-                    out[p + f"attention.self.{name}.weight"] = layer.qkv.weight[j * 384 : (j + 1) * 384]
-                    out[p + f"attention.self.{name}.bias"] = layer.qkv.bias[j * 384 : (j + 1) * 384]
-                for mod, name in ((layer.out, "attention.output.dense"), (layer.up, "intermediate.dense"), (layer.down, "output.dense"),
-                                  (layer.ln1, "attention.output.LayerNorm"), (layer.ln2, "output.LayerNorm")):
-                    out[p + name + ".weight"], out[p + name + ".bias"] = mod.weight, mod.bias
+                out |= layer_tensors(layer, f"encoder.layer.{i}.")
             return {k: v.detach().cpu().numpy().astype(np.float32) for k, v in out.items()}
 
     return CrossEncoder()
+
+
+def layer_tensors(layer, p: str) -> dict:
+    """One PyTorch layer's parameters under MiniLM's tensor names, each name prefixed with `p`."""
+    out = {}
+    for j, name in enumerate(("query", "key", "value")):
+        out[p + f"attention.self.{name}.weight"] = layer.qkv.weight[j * 384 : (j + 1) * 384]
+        out[p + f"attention.self.{name}.bias"] = layer.qkv.bias[j * 384 : (j + 1) * 384]
+    for mod, name in ((layer.out, "attention.output.dense"), (layer.up, "intermediate.dense"), (layer.down, "output.dense"),
+                      (layer.ln1, "attention.output.LayerNorm"), (layer.ln2, "output.LayerNorm")):
+        out[p + name + ".weight"], out[p + name + ".bias"] = mod.weight, mod.bias
+    return out
 
 
 def pooled(x, mask, types):
