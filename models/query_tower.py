@@ -12,6 +12,7 @@ installed MiniLM package (their sha256 is checked, as the reranker's is).
 
 from __future__ import annotations
 
+import os
 import threading
 import zipfile
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from models.errors import ModelNotFound
+from models.paths import cache_dir
 from models.reranker import RERANKER_FILE, _encode, _f32, _layer, layer_norm, read_reranker
 from models.safetensors import read_safetensors
 
@@ -39,7 +41,7 @@ class QueryTower:
             raise ModelNotFound("the weights file holds no tuned question layers: rebuild it with train-query-tower")
         self.trained_from = trained[0]
         self.layers = [_layer(minilm, i) for i in range(self.trained_from)] + [_layer(mine, i) for i in trained]
-        self.words = _f32(minilm["embeddings.word_embeddings.weight"])
+        self.words = minilm["embeddings.word_embeddings.weight"]  # float16: only a question's rows are widened
         self.positions = _f32(minilm["embeddings.position_embeddings.weight"])
         self.types = _f32(minilm["embeddings.token_type_embeddings.weight"])
         self.ln = (_f32(minilm["embeddings.LayerNorm.weight"]), _f32(minilm["embeddings.LayerNorm.bias"]))
@@ -65,13 +67,36 @@ class QueryTower:
 
 
 def minilm_weights(zip_path: Path) -> dict[str, np.ndarray]:
-    """Every tensor of the installed MiniLM (float32)."""
+    """Every float tensor of the installed MiniLM, as float16 (what llama.cpp embeds with too).
+
+    The package ships them deflated (0.5 s to read, 90 MB at once), so the first use keeps an uncompressed float16
+    copy in the cache, named by the zip's sha256, and later processes read that (45 MB)."""
+    from models.llama_cpp.bert_gguf import source_sha256
+
+    try:
+        cached = cache_dir() / "models" / f"minilm-f16-{source_sha256(zip_path)[:16]}.npz"
+    except OSError as exc:
+        raise ModelNotFound(f"cannot read {zip_path}: {exc}") from None
+    try:
+        with np.load(cached) as stored:
+            return {k: stored[k] for k in stored.files}
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError):
+        pass  # not there yet, or damaged: made again from the package
     try:
         with zipfile.ZipFile(zip_path) as zf:
             raw = read_safetensors(zf.read("model.safetensors"), f"{zip_path}!model.safetensors")
     except (OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
         raise ModelNotFound(f"{zip_path} is not a usable MiniLM archive ({exc})") from None
-    return {k: np.asarray(v, dtype=np.float32) for k, v in raw.items()}
+    weights = {k: np.asarray(v, dtype=np.float16) for k, v in raw.items() if np.issubdtype(v.dtype, np.floating)}
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_name(f"{cached.name}.{os.getpid()}.tmp")
+        with open(tmp, "wb") as f:
+            np.savez(f, **weights)
+        tmp.replace(cached)
+    except OSError:
+        pass  # a read-only cache: read from the package every time
+    return weights
 
 
 def has_query_tower(path: Path = RERANKER_FILE) -> bool:
