@@ -92,7 +92,7 @@ def minilm_weights(zip_path: Path) -> dict[str, np.ndarray]:
         cached.parent.mkdir(parents=True, exist_ok=True)
         tmp = cached.with_name(f"{cached.name}.{os.getpid()}.tmp")
         with open(tmp, "wb") as f:
-            np.savez(f, **weights)
+            np.savez(f, **weights)  # type: ignore[arg-type]  # numpy's stub types **kwds as its allow_pickle flag
         tmp.replace(cached)
     except OSError:
         pass  # a read-only cache: read from the package every time
