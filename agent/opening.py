@@ -76,9 +76,10 @@ def load_embedder(settings: Settings) -> Embedder | None:
         return ServerEmbedder(settings.embed_url, settings.embed_model, os.environ.get(EMBED_API_KEY_ENV))
     from models.llama_cpp.embedder import optional_embedder
 
+    from models.query_tower import attach_tuned_queries
+
     embedder = optional_embedder()
-    if embedder is not None:
-        embedder.tuned_queries = settings.queries == "tuned"  # one embedder a process: the latest settings decide
+    attach_tuned_queries(embedder, settings.queries == "tuned")  # one embedder a process: the latest settings decide
     return embedder
 
 

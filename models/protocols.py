@@ -43,6 +43,14 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
+@runtime_checkable
+class QuestionEmbedder(Protocol):
+    """An embedder that may give a search question a vector of its own (models.query_tower), the documents keeping
+    `embed`'s (rag.indexing.dense.query_vector asks for it)."""
+
+    def embed_query(self, text: str) -> np.ndarray: ...
+
+
 class Reranker(Protocol):
     """A cross-encoder: one score per passage for how well it answers the question (a logit). Below `answer_logit`
     for every passage shown, nothing there answers."""

@@ -127,10 +127,12 @@ def load_query_tower(tokenize: Callable[[str], list[int]], path: Path = RERANKER
 
 
 class TunedQueries:
-    """Loads the tuned question encoder on the first question (None when the file has none): one per embedder."""
+    """A question encoder to attach to an in-process MiniLM embedder (`embedder.query_encoder`): the tuned layers,
+    loaded on the first question; MiniLM's own vector when the weights file has none or was trained on another
+    MiniLM."""
 
-    def __init__(self, tokenize: Callable[[str], list[int]], path: Path = RERANKER_FILE) -> None:
-        self._tokenize, self._path = tokenize, path
+    def __init__(self, embedder, path: Path = RERANKER_FILE) -> None:
+        self._embedder, self._path = embedder, path
         self._lock = threading.Lock()
         self._tower: QueryTower | None = None
         self._tried = False
@@ -141,7 +143,27 @@ class TunedQueries:
                 self._tried = True
                 if has_query_tower(self._path):
                     try:
-                        self._tower = load_query_tower(self._tokenize, self._path)
+                        self._tower = load_query_tower(self._embedder.tokenize, self._path)
                     except ModelNotFound:
                         self._tower = None
             return self._tower
+
+    def __call__(self, question: str) -> np.ndarray:
+        tower = self.tower()
+        return tower.encode([question])[0] if tower is not None else self._embedder.embed([question])[0]
+
+
+def attach_tuned_queries(embedder, tuned: bool = True) -> None:
+    """Give an in-process MiniLM embedder the tuned question encoder (tuned) or take it away; one per embedder, so a
+    new session does not read the file again. Any other embedder (a server's, none) keeps its own vectors."""
+    from models.llama_cpp.embedder import LlamaEmbedder
+
+    if not isinstance(embedder, LlamaEmbedder):
+        return
+    if not tuned:
+        embedder.query_encoder = None
+    elif not isinstance(embedder.query_encoder, TunedQueries):
+        embedder.query_encoder = _ATTACHED.setdefault(id(embedder), (embedder, TunedQueries(embedder)))[1]
+
+
+_ATTACHED: dict[int, tuple[object, TunedQueries]] = {}

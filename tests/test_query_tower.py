@@ -7,7 +7,10 @@ import numpy as np
 import pytest
 
 from models.errors import ModelNotFound
-from models.query_tower import PREFIX, QueryTower, has_query_tower, load_query_tower, minilm_weights
+from fakes import HashEmbedder
+from models.query_tower import (
+    PREFIX, QueryTower, TunedQueries, attach_tuned_queries, has_query_tower, load_query_tower, minilm_weights,
+)
 from models.reranker import RERANKER_FILE, load_reranker, read_reranker
 from rag.indexing.dense import query_vector
 
@@ -81,25 +84,27 @@ def test_the_tuned_question_ranks_its_answer_higher(real_embedder):
     ]
     vectors = real_embedder.embed(passages)
     question = "my container keeps dying whenever I reboot the machine, how do I make it come back by itself?"
-    real_embedder.tuned_queries = False
+    attach_tuned_queries(real_embedder, False)
     base = vectors @ query_vector(real_embedder, question)
-    real_embedder.tuned_queries = True
+    attach_tuned_queries(real_embedder)
     try:
         tuned = vectors @ query_vector(real_embedder, question)
     finally:
-        real_embedder.tuned_queries = True
+        attach_tuned_queries(real_embedder, False)
     assert not np.allclose(base, tuned)  # the switch changes which vector is used
     assert int(np.argmax(tuned)) == 0 and tuned[0] - tuned[1:].max() > base[0] - base[1:].max()
 
 
 @pytest.mark.real
 def test_switched_off_the_question_vector_is_the_embedders_own(real_embedder):
-    real_embedder.tuned_queries = False
-    try:
-        got = query_vector(real_embedder, QUESTIONS[0])
-    finally:
-        real_embedder.tuned_queries = True
-    assert np.allclose(got, real_embedder.embed([QUESTIONS[0]])[0])
+    attach_tuned_queries(real_embedder)
+    attach_tuned_queries(real_embedder, False)
+    assert real_embedder.query_encoder is None
+    assert np.allclose(query_vector(real_embedder, QUESTIONS[0]), real_embedder.embed([QUESTIONS[0]])[0])
+    attach_tuned_queries(None)  # no embedder (MiniLM not installed): nothing to attach to
+    fake = HashEmbedder()
+    attach_tuned_queries(fake)  # another embedder keeps its own vectors
+    assert np.allclose(query_vector(fake, "kv cache"), fake.embed(["kv cache"])[0])
 
 
 def test_a_file_without_question_layers_is_refused(tmp_path, real_embedder):
@@ -126,8 +131,10 @@ def test_the_queries_setting_reaches_the_embedder(tmp_path, monkeypatch, real_em
     base = parse(["search", "x", "--queries", "base"]).settings
     assert base.queries == "base" and base.origin.sources["queries"] == "flag --queries"
     try:
-        assert load_embedder(base) is real_embedder and real_embedder.tuned_queries is False
+        assert load_embedder(base) is real_embedder and real_embedder.query_encoder is None
         monkeypatch.setenv("SMOLDOCS_QUERIES", "tuned")
-        assert load_embedder(parse(["search", "x"]).settings).tuned_queries is True
+        assert isinstance(load_embedder(parse(["search", "x"]).settings).query_encoder, TunedQueries)
+        again = real_embedder.query_encoder
+        assert load_embedder(parse(["search", "x"]).settings).query_encoder is again  # loaded once a process
     finally:
-        real_embedder.tuned_queries = True
+        attach_tuned_queries(real_embedder, False)

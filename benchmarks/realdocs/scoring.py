@@ -228,8 +228,10 @@ def score_suite(packages: Sequence[Package], tokenizer, root: Path | None = None
     Markdown with the date, commit and load average. 1 when a package could not be scored."""
     load_before = load_average()
     started = time.perf_counter()
+    from models.query_tower import attach_tuned_queries
+
     embedder = load_embedder()
-    embedder.tuned_queries = tuned_queries  # False: the question's vector is MiniLM's own (the path before #37's tower)
+    attach_tuned_queries(embedder, tuned_queries)  # False: the question's vector is MiniLM's own (before #37's encoder)
     reranker = passages = None
     if rerank != "off":
         from models.reranker import RERANKER_FILE, load_reranker

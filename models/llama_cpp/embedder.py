@@ -6,11 +6,10 @@ import atexit
 import re
 import threading
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
-from models.query_tower import TunedQueries
 
 from models.llama_cpp.bert_gguf import CONVERTER_VERSION, MINILM_NAME, CachedGGUF, ensure_minilm_gguf
 from models.config import ModelConfig, default_threads
@@ -66,10 +65,9 @@ class LlamaEmbedder:
         # embed() clears the context's memory and reuses one batch buffer: one caller at a time.
         self._lock = threading.Lock()
         self._threads = self._current_threads = threads
-        # A search question's vector comes from the tuned question encoder (models.query_tower) when this is on and
-        # the weights file holds one; the settings' `queries = "base"` turns it off.
-        self.tuned_queries = True
-        self._queries: TunedQueries | None = None
+        # A search question's vector: this encoder's when one is attached (agent.opening attaches the tuned question
+        # encoder, models.query_tower, unless the settings say `queries = "base"`), else embed()'s.
+        self.query_encoder: Callable[[str], np.ndarray] | None = None
 
     def tokenize(self, text: str) -> list[int]:
         """The ids llama.cpp embeds for `text`, [CLS] ... [SEP] included, before truncation."""
@@ -106,15 +104,10 @@ class LlamaEmbedder:
         return out / np.maximum(norms, np.float32(1e-12))
 
     def embed_query(self, text: str) -> np.ndarray:
-        """A search question's unit vector: the tuned question encoder's when on and shipped, else embed()'s.
-        Documents are always embed()'s: the index's vectors stay MiniLM's."""
-        if self.tuned_queries:
-            if self._queries is None:
-                self._queries = TunedQueries(self.tokenize)
-            tower = self._queries.tower()
-            if tower is not None:
-                return tower.encode([text])[0]
-        return self.embed([text])[0]
+        """A search question's unit vector: the attached question encoder's, else embed()'s. Documents are always
+        embed()'s: the index's vectors stay MiniLM's."""
+        encoder = self.query_encoder
+        return encoder(text) if encoder is not None else self.embed([text])[0]
 
     def close(self) -> None:
         with self._lock:

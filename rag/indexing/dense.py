@@ -7,7 +7,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from models.protocols import Embedder
+from models.protocols import Embedder, QuestionEmbedder
 
 EMBED_BATCH = 16
 
@@ -35,8 +35,7 @@ def embed_texts(
 def query_vector(embedder: Embedder, query: str) -> np.ndarray:
     """A search question's unit vector: the embedder's `embed_query` when it has one (a question encoder tuned
     apart from the documents' side, models.query_tower), else its plain embedding."""
-    own = getattr(embedder, "embed_query", None)
-    vector = own(query) if own is not None else embedder.embed([query])[0]
+    vector = embedder.embed_query(query) if isinstance(embedder, QuestionEmbedder) else embedder.embed([query])[0]
     return np.asarray(vector, dtype=np.float32).reshape(-1)
 
 
