@@ -38,9 +38,11 @@ def run(quick: bool = False, smoke: bool = False) -> list[dict]:
         ask()  # warm-up: index built or refreshed, files in the page cache
     ours: list[ChildRun] = []
     bare: list[ChildRun] = []
+    base: list[ChildRun] = []  # the same ask with MiniLM's own question vector (before the tuned encoder of #37)
     for _ in range(repeats):
         run_, n_prompt, n_completion = ask()
         ours.append(run_)
+        base.append(ask("--queries", "base")[0])
         # Quick: the bare process stops at its first token, so only the first-token row has a baseline.
         bare.append(bare_llama(n_prompt, 1 if quick else max(1, n_completion)))
     for b in bare:
@@ -55,6 +57,10 @@ def run(quick: bool = False, smoke: bool = False) -> list[dict]:
             "info: + verification" + (" (baseline: full run only)" if quick else ""), unit="s"),
         row("peak RSS `smoldocs ask` MB vs bare llama.cpp process", median([r.peak_rss_mb for r in ours]),
             median([b.peak_rss_mb for b in bare]), "ours <= 600", unit="MB", section="memory"),
+        row("cold `smoldocs ask` to verified answer s, tuned question encoder vs `--queries base`",
+            median([r.seconds for r in ours]), median([r.seconds for r in base]), "info: the encoder's load", unit="s"),
+        row("peak RSS `smoldocs ask` MB, tuned question encoder vs `--queries base`", median([r.peak_rss_mb for r in ours]),
+            median([r.peak_rss_mb for r in base]), "ours <= 600", unit="MB", section="memory"),
     ]
     if not quick:
         rows += first_token_rows(repeats)
