@@ -75,7 +75,6 @@ def load_embedder(settings: Settings) -> Embedder | None:
 
         return ServerEmbedder(settings.embed_url, settings.embed_model, os.environ.get(EMBED_API_KEY_ENV))
     from models.llama_cpp.embedder import optional_embedder
-
     from models.query_tower import attach_tuned_queries
 
     embedder = optional_embedder()

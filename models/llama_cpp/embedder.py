@@ -10,7 +10,6 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-
 from models.llama_cpp.bert_gguf import CONVERTER_VERSION, MINILM_NAME, CachedGGUF, ensure_minilm_gguf
 from models.config import ModelConfig, default_threads
 from models.errors import EmbedderNotInstalled, GenerationError, ModelLoadFailed
