@@ -100,17 +100,12 @@ def minilm_weights(zip_path: Path) -> dict[str, np.ndarray]:
 
 
 def has_query_tower(path: Path = RERANKER_FILE) -> bool:
-    """Whether the weights file holds tuned question layers (read from its header only)."""
-    import json
-    import struct
-
+    """Whether the weights file holds tuned question layers (a missing or damaged file holds none)."""
     try:
-        with open(path, "rb") as f:
-            (size,) = struct.unpack("<Q", f.read(8))
-            header = json.loads(f.read(size))
-    except (OSError, ValueError, struct.error):
+        weights, _ = read_reranker(path)
+    except ModelNotFound:
         return False
-    return any(k.startswith(PREFIX) for k in header)
+    return any(k.startswith(PREFIX) for k in weights)
 
 
 def load_query_tower(tokenize: Callable[[str], list[int]], path: Path = RERANKER_FILE,
@@ -141,11 +136,10 @@ class TunedQueries:
         with self._lock:
             if not self._tried:
                 self._tried = True
-                if has_query_tower(self._path):
-                    try:
-                        self._tower = load_query_tower(self._embedder.tokenize, self._path)
-                    except ModelNotFound:
-                        self._tower = None
+                try:
+                    self._tower = load_query_tower(self._embedder.tokenize, self._path)
+                except ModelNotFound:  # no such layers in the file, a damaged file, or another MiniLM
+                    self._tower = None
             return self._tower
 
     def __call__(self, question: str) -> np.ndarray:

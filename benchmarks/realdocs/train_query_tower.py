@@ -21,7 +21,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from benchmarks.realdocs.suite import Package
-from benchmarks.realdocs.train_reranker import batch_tensors, is_validation, layer_tensors, merge_weights, torch_model
+from benchmarks.realdocs.train_reranker import batch_tensors, is_validation_id, layer_tensors, merge_weights, torch_model
 from models.query_tower import PREFIX
 from models.reranker import RERANKER_FILE
 
@@ -64,12 +64,6 @@ def package_data(package: Package, folder: Path, tokenizer, embedder, limit: int
             data.positives.append(rows)
             data.kept_out.append(is_validation_id(package.name, q.id))
     return data
-
-
-def is_validation_id(package: str, qid: str) -> bool:
-    from benchmarks.realdocs.rerank_data import Pair
-
-    return is_validation(Pair(qid, package, "", "", 0))
 
 
 def tower_model(zip_path: Path):

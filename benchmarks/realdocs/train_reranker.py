@@ -24,7 +24,7 @@ import numpy as np
 from benchmarks.realdocs.rerank_data import Pair, by_question
 from models.llama_cpp.bert_gguf import minilm_zip, source_sha256
 from models.query_tower import PREFIX as QUERY_PREFIX
-from models.reranker import HEADS, LN_EPS, RERANKER_FILE, pair_ids
+from models.reranker import HEADS, LN_EPS, RERANKER_FILE, pair_ids, read_reranker
 from models.safetensors import read_safetensors
 
 LAYERS = 2
@@ -257,10 +257,9 @@ def merge_weights(path: Path, tensors: dict[str, np.ndarray], metadata: dict[str
     kept: dict[str, np.ndarray] = {}
     meta: dict[str, str] = {}
     if Path(path).is_file():
-        data = Path(path).read_bytes()
-        (size,) = struct.unpack("<Q", data[:8])
-        meta = {k: v for k, v in json.loads(data[8 : 8 + size]).get("__metadata__", {}).items() if keep(k)}
-        kept = {k: np.asarray(v, dtype=np.float32) for k, v in read_safetensors(data, str(path)).items() if keep(k)}
+        weights, stored = read_reranker(path)
+        kept = {k: v for k, v in weights.items() if keep(k)}
+        meta = {k: v for k, v in stored.items() if keep(k)}
     write_safetensors(Path(path), {**kept, **tensors}, {**meta, **metadata})
 
 
@@ -279,9 +278,14 @@ MAX_WRONG_DECLINES = 0.08  # the decline threshold is the highest that declines 
 
 
 def is_validation(pair: Pair) -> bool:
+    return is_validation_id(pair.package, pair.qid)
+
+
+def is_validation_id(package: str, qid: str) -> bool:
+    """Whether question `qid` of `package` is in the kept-out tenth (by a hash, so every run keeps out the same)."""
     import zlib
 
-    return zlib.crc32(f"{pair.package}/{pair.qid}".encode()) % VALIDATION_EVERY == 0
+    return zlib.crc32(f"{package}/{qid}".encode()) % VALIDATION_EVERY == 0
 
 
 def predict(model, groups: Sequence[list[Pair]], tokenize, max_tokens: int) -> list[np.ndarray]:
