@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import replace
+from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
@@ -40,6 +41,12 @@ _ORDINAL = re.compile(r"#(\d+)$")
 LENGTH_WORDS = 200  # a chunk's length feature is its words over this, capped at twice it
 
 
+@lru_cache(maxsize=8192)
+def _terms(text: str) -> frozenset[str]:
+    """A text's distinct BM25 terms; remembered, since the same chunks come back search after search."""
+    return frozenset(index_terms(text))
+
+
 def orderable(hits: Sequence[Hit]) -> bool:
     """Whether every hit carries both raw scores, which the features read."""
     return all(h.bm25_score is not None and h.dense_score is not None for h in hits)
@@ -54,7 +61,7 @@ def features(question: str, hits: Sequence[Hit]) -> np.ndarray:
     """One row of FEATURES per hit, the hits in the retriever's order (best first)."""
     if not hits:
         return np.zeros((0, len(FEATURES)))
-    asked = set(index_terms(question))
+    asked = _terms(question)
     top = hits[0].score or 1.0
     bm25_top = max(h.bm25_score or 0.0 for h in hits) or 1.0
     cosine_top = max(h.dense_score or 0.0 for h in hits)
@@ -62,8 +69,8 @@ def features(question: str, hits: Sequence[Hit]) -> np.ndarray:
     places: dict[str, list[int]] = {}
     for i, h in enumerate(hits):
         places.setdefault(h.doc_id, []).append(i)
-    headings = [set(index_terms(" ".join(h.heading_path))) for h in hits]
-    held = [head | set(index_terms(h.text)) for head, h in zip(headings, hits)]
+    headings = [_terms(" ".join(h.heading_path)) for h in hits]
+    held = [head | _terms(h.text) for head, h in zip(headings, hits)]
     # A question term weighs more the fewer hits of the pool hold it.
     weight = {t: math.log((1 + len(hits)) / (1 + sum(t in terms for terms in held))) + 0.1 for t in asked}
     weight_sum = sum(weight.values()) or 1.0
