@@ -165,6 +165,11 @@ class IndexReader(Protocol):
         ...
 
     @property
+    def order(self) -> str:
+        """How hybrid search orders the fused hits: "learned" (rag.indexing.ordering) or "fused"."""
+        ...
+
+    @property
     def chunks(self) -> Sequence[Chunk]:
         """Every chunk, in index order (the eval finds gold chunks among them)."""
         ...

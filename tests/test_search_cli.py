@@ -47,7 +47,7 @@ def test_search_json_lists_ranked_hits_with_every_key(fake_models, docs, tmp_pat
 def test_search_explain_view_shows_score_and_both_ranks(fake_models, docs, tmp_path, capsys):
     assert main(["search", "rst literal block tokenize", "--docs", str(docs), "--index", str(tmp_path / "i")]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[0].startswith("3 hits for 'rst literal block tokenize' (hybrid (weighted), 11 chunks)")
+    assert out.splitlines()[0].startswith("3 hits for 'rst literal block tokenize' (hybrid (weighted, learned order), 11 chunks)")
     assert "1. notes.rst#1  lines 10-18  score " in out and "bm25 #1  dense #" in out
     assert "Rst notes > Overview > Details" in out
 

@@ -23,7 +23,7 @@ import numpy as np
 from benchmarks.fitting import tuning
 from benchmarks.realdocs.suite import Package
 from rag.evaluation import holds_evidence, load_questions
-from rag.indexing.ordering import BIAS, FEATURES, POOL, WEIGHTS, features
+from rag.indexing.ordering import BIAS, FEATURES, ORDER, POOL, WEIGHTS, features
 
 SHOWN = 5  # the hits search_docs packs by default
 EPOCHS = 300
@@ -121,7 +121,7 @@ def table(packages: Sequence[Package], pools: dict[str, list[Pool]], final: dict
 
 def write_constants(weights: dict[str, float], bias: float, packages: Sequence[str], write: bool = True) -> str:
     """The weights and their record (ORDER_FIT) into rag/tuned.py; the diff, "" when unchanged."""
-    values = {"ORDER_WEIGHTS": weights, "ORDER_BIAS": bias}
+    values = {"ORDER": ORDER, "ORDER_WEIGHTS": weights, "ORDER_BIAS": bias}  # the choice of order stays as it is
     return tuning.rewrite(tuning.record("ORDER_FIT", "python -m benchmarks.realdocs fit-order", packages, values),
                           write=write)
 

@@ -316,6 +316,10 @@ class Within:
         return self.retriever.fusion
 
     @property
+    def order(self) -> str:
+        return self.retriever.order
+
+    @property
     def vocabulary(self) -> DocumentFrequencies | None:
         return self.retriever.vocabulary
 

@@ -145,6 +145,10 @@ class LiveIndex:
         return self._current.fusion
 
     @property
+    def order(self) -> str:
+        return self._current.order
+
+    @property
     def busy(self) -> bool:
         """True while a re-index is waiting or embeddings are missing."""
         return self._pending or (self.embedder is not None and not self._embedding_failed

@@ -323,6 +323,7 @@ class PgIndex(IndexDefaults):
         self.url = url
         self.embedder = embedder
         self.fusion = fusion
+        self.order = "fused"  # its hits carry no raw scores for the learned order (rag.indexing.ordering)
         self.bm25_weight = bm25_weight
         self.min_dense_score = min_dense_score
         self.current_only = current_only

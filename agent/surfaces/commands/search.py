@@ -77,7 +77,7 @@ def run(settings: Settings, options: Options) -> int:
         data = {"query": options.query, "mode": options.mode, "k": options.k, "dense_coverage": round(coverage, 4), "hits": rows}
         print(json_output.dumps(data))
         return 0
-    method = f"{options.mode} ({index.fusion})" if options.mode == "hybrid" else options.mode
+    method = f"{options.mode} ({index.fusion}, {index.order} order)" if options.mode == "hybrid" else options.mode
     if not index.has_dense:
         method = "bm25, semantic search off"
     elif coverage_note(coverage):
