@@ -48,6 +48,12 @@ def test_the_learned_order_puts_the_hit_that_answers_first_and_scores_stay_best_
     assert 0.0 < ordered[1].score < ordered[0].score < 1.0
 
 
+def test_an_extreme_learned_score_still_gives_a_score_between_0_and_1():
+    ordered = learned_order("rotate", POOL_HITS, 3, {"rank": 1e4}, -5e3)
+    assert [h.chunk_id for h in ordered] == [h.chunk_id for h in POOL_HITS]
+    assert all(0.0 <= h.score <= 1.0 for h in ordered)
+
+
 def test_a_pool_without_raw_scores_keeps_the_retrievers_order():
     bare = [Hit(h.chunk, h.score, 1, 1) for h in POOL_HITS]
     assert not orderable(bare) and orderable(POOL_HITS)

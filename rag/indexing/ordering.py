@@ -107,6 +107,6 @@ def learned_order(question: str, hits: Sequence[Hit], k: int, weights=None, bias
         return list(hits)[:k]
     scores = learned_scores(question, pool, weights, bias)
     order = sorted(range(len(pool)), key=lambda i: (-scores[i], i))
-    ranked = [replace(pool[i], score=float(1.0 / (1.0 + math.exp(-scores[i])))) for i in order]
+    ranked = [replace(pool[i], score=float(1.0 / (1.0 + math.exp(-min(max(scores[i], -30.0), 30.0))))) for i in order]
     return (ranked + list(hits[POOL:]))[:k]
 
