@@ -117,6 +117,7 @@ def test_docs_corpus_document_recall_matches_the_embedded_index(pg_url, real_ind
     identical = 0
     embedded = real_index.with_embeddings(real_index.dense.matrix)  # a twin, so the session's index keeps its order
     embedded.order = STORE_ORDER
+    assert pg.order == STORE_ORDER
     for q in answerable:
         ranked = {name: index.search(q["q"], k=5) for name, index in (("pg", pg), ("embedded", embedded))}
         for name, hits in ranked.items():

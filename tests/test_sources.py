@@ -123,8 +123,11 @@ def test_an_outdated_chunk_ranks_below_a_current_one_on_a_tie_and_current_only_d
     for current_only, expected in ((False, ["b.md", "archive/a.md"]), (True, ["b.md"])):
         index = open_index(docs, WordTokenizer(), HashEmbedder(64), index_dir=tmp_path / "idx",
                            chunking=ChunkSettings(max_tokens=40), current_only=current_only)
+        index.order = "fused"  # where the tie is: the fused scores of the two copies are equal
         hits = index.search("context window", k=5)
         assert hits[0].score == pytest.approx(hits[-1].score)
         assert [h.doc_id for h in hits] == expected
+        index.order = "learned"  # the learned order reads the fused place, so it keeps the current copy first
+        assert [h.doc_id for h in index.search("context window", k=5)] == expected
         filtered = index.search("context window", k=5, doc_ids=["archive/a.md"])
         assert [h.doc_id for h in filtered] == ([] if current_only else ["archive/a.md"])
