@@ -29,9 +29,9 @@ from rag.ingest.corpus import Document, default_docs_dir, load_corpus
 from rag.indexing.hybrid import MODES
 from rag.postgres.search import PgIndex
 
-# The store ranks hybrid searches by the fused score: its hits carry no raw scores, so the learned order
-# (rag.indexing.ordering) keeps its order. It is compared with the embedded index in that same order.
-STORE_ORDER = "fused"
+# Both backends put a hybrid search's fused first 30 in the learned order (rag.indexing.ordering), the store from
+# each row's raw BM25 score and cosine computed in SQL; "weighted" and "rrf" compare the fused order.
+STORE_ORDER = "learned"
 from rag.retrieval.terms import TermSettings
 from rag.types import Retriever
 
@@ -92,6 +92,15 @@ def test_store_ranks_like_the_embedded_index_in_every_mode(pg_url, docs, tmp_pat
         for mode in MODES:
             _same_ranking(pg, embedded, query, mode)
         _same_ranking(pg, embedded, query, "hybrid", k=3, doc_ids=["guide.md", "notes.rst"])
+        # The learned order reads the same raw scores in both: the store's computed in SQL for each returned chunk.
+        a, b = pg.search(query, k=8), embedded.search(query, k=8)
+        assert all(h.bm25_score is not None and h.dense_score is not None for h in a)
+        assert all(abs(x.bm25_score - y.bm25_score) < 1e-9 and abs(x.dense_score - y.dense_score) < 1e-5
+                   for x, y in zip(a, b)), query
+    fused = PgIndex(pg_url, real_embedder, order="fused")
+    assert pg.order == "learned" and [h.chunk_id for h in fused.search(QUERIES[0])] == [
+        h.chunk_id for h in embedded.search(QUERIES[0], mode="weighted")]
+    fused.close()
     for term in ("index", "cach", "zzzz", "restructur"):
         assert pg.vocabulary.frequency(term) == embedded.vocabulary.frequency(term)
         assert pg.vocabulary.frequency(term, prefix=False) == embedded.vocabulary.frequency(term, prefix=False)

@@ -35,6 +35,7 @@ from rag.indexing.collections import SEPARATOR
 from rag.indexing.dense import query_vector
 from rag.retrieval.fusion import BM25_WEIGHT, FUSIONS, RRF_K
 from rag.indexing.hybrid import CANDIDATE_DEPTH, DEFAULT_FUSION, MIN_DENSE_SCORE, search_mode
+from rag.indexing.ordering import ORDER, ORDERS, POOL as ORDER_POOL, learned_order
 from rag.retrieval.terms import TermSettings, index_terms
 from rag.retrieval.vocabulary import PREFIX
 from rag.types import Chunk, Hit, IndexDefaults, Update
@@ -132,6 +133,30 @@ def _pruned() -> str:
         SELECT n.chunk, n.part + coalesce(r.part, 0) AS score FROM contenders n LEFT JOIN rest r ON r.chunk = n.chunk),"""
 
 
+def _idf() -> str:
+    """The query terms' BM25 constants (what _SHARE reads), once per query."""
+    return f"""
+    -- LIMIT 1 tells the planner that stats is one row even before it is analyzed. Guessed at 1,330 rows (a freshly
+    -- filled store), the plan hashed every posting of the store: BM25 184 ms instead of 2.7 ms at 2k chunks.
+    stats AS MATERIALIZED (
+        SELECT chunks::float8 AS n, greatest(total_length, 1)::float8 / greatest(chunks, 1) AS avgdl FROM {S}.stats
+        LIMIT 1),
+    q AS (SELECT term, count(*)::float8 AS qtf FROM unnest(%(terms)s::text[]) AS term GROUP BY term),
+    idf AS MATERIALIZED (  -- rag.indexing.bm25.idf, Lucene's: computed here from df, so nothing stored depends on it
+        SELECT term, qtf, df, idf, qtf * idf * (%(k1)s + 1) AS w, %(k1)s * (1 - %(b)s) AS c1,
+               %(k1)s * %(b)s / avgdl AS c2
+        FROM (SELECT q.term, q.qtf, t.df, ln(1 + (s.n - t.df + 0.5::float8) / (t.df + 0.5::float8)) AS idf, s.avgdl
+              FROM q JOIN {S}.terms t ON t.term = q.term, stats s) f)"""
+
+
+# Each returned chunk's raw BM25 score and cosine, which the learned order reads (rag.indexing.ordering): the BM25
+# score summed from the chunk's own postings of the query terms (0 with none), the cosine NULL for a chunk not
+# embedded yet. Without them (`raw` False) both are NULL.
+_RAW = (f"coalesce((SELECT sum({_SHARE}) FROM idf i JOIN {S}.postings p ON p.term = i.term AND p.chunk = f.id), 0)"
+        " AS lraw, CASE WHEN c.embedding IS NULL THEN NULL ELSE 1 - (c.embedding <=> %(vector)s::vector) END AS sraw")
+_NO_RAW = "NULL::float8 AS lraw, NULL::float8 AS sraw"
+
+
 def _lexical(where: str) -> str:
     # idf once per query term (MATERIALIZED: not once per posting), in float8: numeric ln() is ~25x slower.
     if where:  # every scored chunk is looked up for the filter
@@ -148,18 +173,7 @@ def _lexical(where: str) -> str:
         FROM (SELECT chunk, score FROM lex_scores WHERE score > 0
               ORDER BY score DESC FETCH FIRST %(depth)s ROWS WITH TIES) l
         CROSS JOIN LATERAL (SELECT doc_id, ordinal FROM {S}.chunks c WHERE c.id = l.chunk OFFSET 0) c),"""
-    return f"""
-    -- LIMIT 1 tells the planner that stats is one row even before it is analyzed. Guessed at 1,330 rows (a freshly
-    -- filled store), the plan hashed every posting of the store: BM25 184 ms instead of 2.7 ms at 2k chunks.
-    stats AS MATERIALIZED (
-        SELECT chunks::float8 AS n, greatest(total_length, 1)::float8 / greatest(chunks, 1) AS avgdl FROM {S}.stats
-        LIMIT 1),
-    q AS (SELECT term, count(*)::float8 AS qtf FROM unnest(%(terms)s::text[]) AS term GROUP BY term),
-    idf AS MATERIALIZED (  -- rag.indexing.bm25.idf, Lucene's: computed here from df, so nothing stored depends on it
-        SELECT term, qtf, df, idf, qtf * idf * (%(k1)s + 1) AS w, %(k1)s * (1 - %(b)s) AS c1,
-               %(k1)s * %(b)s / avgdl AS c2
-        FROM (SELECT q.term, q.qtf, t.df, ln(1 + (s.n - t.df + 0.5::float8) / (t.df + 0.5::float8)) AS idf, s.avgdl
-              FROM q JOIN {S}.terms t ON t.term = q.term, stats s) f),{scores}{ranked}
+    return f"""{_idf()},{scores}{ranked}
     lex AS (
         SELECT chunk AS id, score, row_number() OVER (ORDER BY score DESC, doc_id COLLATE "C", ordinal) AS rank
         FROM lex_rows ORDER BY score DESC, doc_id COLLATE "C", ordinal LIMIT %(depth)s)"""
@@ -219,15 +233,16 @@ def half_sql(name: str, doc_ids: bool, current_only: bool) -> str:
     return f"WITH {_lexical(where) if name == 'lex' else _semantic(where)} SELECT id, score, rank FROM {name}"
 
 
-def search_sql(method: str, doc_ids: bool, current_only: bool, given: bool = False) -> str:
+def search_sql(method: str, doc_ids: bool, current_only: bool, given: bool = False, raw: bool = False) -> str:
     """The statement for a search by `method` (bm25, dense, weighted, rrf), with the filters asked for; `given`:
-    both halves' candidates come as arrays from half_sql, read in the same snapshot (PgIndex._hybrid_rows).
+    both halves' candidates come as arrays from half_sql, read in the same snapshot (PgIndex._hybrid_rows); `raw`
+    (a hybrid method): each row's raw BM25 score and cosine too (_RAW), for the learned order.
 
     The candidates are materialized before chunks are joined by id: joined on coalesce(lex, sem) in place, the
     planner scanned the chunks table once per candidate (1.4 s per BM25-only search at 20k chunks).
     """
     where = _filters(doc_ids, current_only)
-    parts = []
+    parts = [_idf()] if raw and given else []
     if method != "dense":
         parts += [_given("lex") if given else _lexical(where), _normalized("lex")]
     if method != "bm25":
@@ -238,7 +253,7 @@ def search_sql(method: str, doc_ids: bool, current_only: bool, given: bool = Fal
     fused AS (
         SELECT p.id, p.bm25_rank, p.dense_rank, ({_SCORES[method]})::float8 AS score
         FROM pairs p JOIN {S}.chunks c ON c.id = p.id)
-    SELECT f.score, f.bm25_rank, f.dense_rank, c.outdated, d.expires, {CHUNK_COLUMNS}
+    SELECT f.score, f.bm25_rank, f.dense_rank, c.outdated, d.expires, {_RAW if raw else _NO_RAW}, {CHUNK_COLUMNS}
     FROM fused f JOIN {S}.chunks c ON c.id = f.id JOIN {S}.documents d ON d.doc_id = c.doc_id
     WHERE f.score IS NOT NULL
     ORDER BY round(f.score::numeric, 9) DESC, c.outdated, f.score DESC,
@@ -317,13 +332,16 @@ class PgIndex(IndexDefaults):
         current_only: bool = False,
         docs_dir: Path | None = None,
         update: Update | None = None,
+        order: str = ORDER,
     ) -> None:
         if fusion not in FUSIONS:
             raise ValueError(f"unknown fusion {fusion!r}: choose one of {', '.join(FUSIONS)}")
         self.url = url
         self.embedder = embedder
         self.fusion = fusion
-        self.order = "fused"  # its hits carry no raw scores for the learned order (rag.indexing.ordering)
+        if order not in ORDERS:
+            raise ValueError(f"unknown order {order!r}: choose one of {', '.join(ORDERS)}")
+        self.order = order  # "learned": hybrid searches reorder the fused pool (rag.indexing.ordering), as HybridIndex
         self.bm25_weight = bm25_weight
         self.min_dense_score = min_dense_score
         self.current_only = current_only
@@ -393,9 +411,10 @@ class PgIndex(IndexDefaults):
     def _rows(self, sql: str, params=None, during: str = "during a search") -> list[tuple]:
         return self._guarded(lambda: self._connection().execute(sql, params).fetchall(), during)
 
-    def _hybrid_rows(self, method: str, doc_ids: bool, params: dict) -> list[tuple]:
+    def _hybrid_rows(self, method: str, doc_ids: bool, params: dict, raw: bool = False) -> list[tuple]:
         """A hybrid search with its halves read at once on two connections, in one exported snapshot, then fused
-        by a third statement in it: it costs about the slower half instead of their sum."""
+        by a third statement in it: it costs about the slower half instead of their sum. `raw`: with each row's raw
+        BM25 score and cosine (search_sql)."""
 
         def work() -> list[tuple]:
             conn, side = self._connection(), self._side_connection()
@@ -411,7 +430,7 @@ class PgIndex(IndexDefaults):
             finally:
                 wait([vector_half])  # never leave the side connection busy behind an error
             given = {**params, **_arrays("lex", lex), **_arrays("sem", vector_half.result())}
-            rows = conn.execute(search_sql(method, doc_ids, self.current_only, given=True), given).fetchall()
+            rows = conn.execute(search_sql(method, doc_ids, self.current_only, given=True, raw=raw), given).fetchall()
             conn.execute("COMMIT")
             return rows
 
@@ -495,11 +514,15 @@ class PgIndex(IndexDefaults):
     def search(
         self, query: str, k: int = 5, doc_ids: Sequence[str] | None = None, mode: str = "hybrid"
     ) -> list[Hit]:
-        """The best `k` chunks for `query`, optionally only from `doc_ids`; [] when nothing matches."""
+        """The best `k` chunks for `query`, optionally only from `doc_ids`; [] when nothing matches. A hybrid search
+        under the learned order (self.order) reorders the fused first POOL, as HybridIndex.search does."""
+        learned = mode == "hybrid" and self.order == "learned"
         mode = search_mode(mode, self.has_dense, k)
         if not query.strip():
             return []
         method = self.fusion if mode == "hybrid" else mode
+        learned = learned and method in ("weighted", "rrf")  # no dense half: BM25's order, as HybridIndex keeps it
+        wanted, k = k, max(k, ORDER_POOL) if learned else k
         names = [doc_ids] if isinstance(doc_ids, str) else list(doc_ids or ())
         vector = None
         if method != "bm25":
@@ -512,11 +535,12 @@ class PgIndex(IndexDefaults):
             "min_dense": self.min_dense_score, "weight": self.bm25_weight, "rrf_k": RRF_K, "seed": SEED_POSTINGS, "probe": PROBE_COST,
         }
         if method in ("weighted", "rrf"):
-            rows = self._hybrid_rows(method, bool(names), params)
+            rows = self._hybrid_rows(method, bool(names), params, raw=learned)
         else:
             rows = self._rows(search_sql(method, bool(names), self.current_only), params)
         hits = []
-        for score, bm25_rank, dense_rank, outdated, expires, *chunk in rows:
+        for score, bm25_rank, dense_rank, outdated, expires, lraw, sraw, *chunk in rows:
             hits.append(Hit(_chunk(chunk), float(score), bm25_rank, dense_rank, outdated, expires,
-                            collection=self.collection(chunk[1])))
-        return hits
+                            collection=self.collection(chunk[1]), bm25_score=None if lraw is None else float(lraw),
+                            dense_score=None if sraw is None else float(sraw)))
+        return learned_order(query, hits, wanted) if learned else hits
