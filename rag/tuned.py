@@ -111,3 +111,37 @@ RERANKER_FIT = Fit(
 )
 DECLINE_BY = "rule"
 HYBRID_WEIGHT = 1.0
+
+# The learned order of search hits (rag.indexing.ordering): weights over its FEATURES and a bias, a pairwise
+# logistic fit on the fit packages' questions, each chunk holding the evidence against each one that does not
+# (benchmarks/realdocs/fit_order.py; benchmarks/realdocs/RESULTS.md has every package before and after).
+ORDER_FIT = Fit(
+    command="python -m benchmarks.realdocs fit-order",
+    date="2026-12-03",
+    packages=(
+        "postgresql-doc-15", "docutils-doc", "bash-doc", "docs_corpus", "apache2-doc", "python-django-doc",
+        "python-flask-doc", "developers-reference", "postfix-doc", "rsyslog-doc", "debian-policy", "zsh-doc",
+    ),
+    constants=("ORDER_WEIGHTS", "ORDER_BIAS"),
+)
+ORDER = "learned"
+ORDER_WEIGHTS = {
+    "rank": -0.035,
+    "fused": 1.3822,
+    "bm25_rank": 0.0757,
+    "dense_rank": 0.049,
+    "bm25": 1.6821,
+    "cosine": 6.9765,
+    "cosine_gap": 8.1485,
+    "doc_hits": -0.4695,
+    "doc_best": 0.2049,
+    "doc_share": 1.0542,
+    "heading_weight": 1.8822,
+    "coverage": 2.8708,
+    "heading_share": -2.2573,
+    "ordinal": -0.4077,
+    "first": -0.632,
+    "length": 1.3633,
+    "doc_lead": -0.2275,
+}
+ORDER_BIAS = -2.4708

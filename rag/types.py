@@ -66,8 +66,10 @@ class Chunk:
 
 @dataclass(frozen=True)
 class Hit:
-    """A retrieved chunk and what search adds to it: the fused score, each retriever's rank (1-based, None if
-    unranked), its document's standing and the collection it came from. It reads like its chunk (`hit.text`)."""
+    """A retrieved chunk and what search adds to it: its score (the fused one, or under rag.indexing.ordering the
+    logistic of the learned one), each retriever's rank (1-based, None if unranked) and raw score (None where the
+    retriever does not report it), its document's standing and the collection it came from. It reads like its chunk
+    (`hit.text`)."""
 
     chunk: Chunk
     score: float
@@ -76,6 +78,8 @@ class Hit:
     outdated: bool = False  # its document is archived, deprecated or superseded (rag.ingest.sources)
     expires: str | None = None  # ISO date after which its document must not be shown
     collection: str = ""  # the named source it came from (rag.indexing.collections); "" when unnamed
+    bm25_score: float | None = None  # its BM25 score (0.0: no query term), ranked or not
+    dense_score: float | None = None  # its cosine with the question; None when not embedded or no dense half
 
     @property
     def chunk_id(self) -> str:

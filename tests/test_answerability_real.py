@@ -26,8 +26,11 @@ def test_the_b_parameter_question_is_answered_with_a_quote_from_the_bm25_doc(ses
     answer = _answer(session, "What does the b parameter in BM25 control?")
     assert answer.status == "answered" and answer.quoted
     assert any(c.doc_id == "docs/bm25.md" and c.verdict == "supported" for c in answer.citations)
-    first = answer.text.split("\n\n")[1]  # the first quote, after the label
-    assert "`b`" in first and ("long" in first or "length" in first)  # how long chunks are penalised
+    quotes = answer.text.split("\n\n")[1:]  # the quotes, after the label
+    # How long chunks are penalised is quoted. Since the learned order of hits (rag.indexing.ordering) it is the
+    # second quote, not the first: the order ranks the IDF section above the `b` one, and the quote scorer's rank
+    # prior then leads with that section's "controlled by its `epsilon` parameter" (benchmarks/realdocs/RESULTS.md).
+    assert any("`b`" in q and ("long" in q or "length" in q) for q in quotes[:2])
 
 
 @pytest.mark.parametrize("question", [

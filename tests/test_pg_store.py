@@ -28,6 +28,10 @@ from rag.ingest.chunking import ChunkSettings
 from rag.ingest.corpus import Document, default_docs_dir, load_corpus
 from rag.indexing.hybrid import MODES
 from rag.postgres.search import PgIndex
+
+# The store ranks hybrid searches by the fused score: its hits carry no raw scores, so the learned order
+# (rag.indexing.ordering) keeps its order. It is compared with the embedded index in that same order.
+STORE_ORDER = "fused"
 from rag.retrieval.terms import TermSettings
 from rag.types import Retriever
 
@@ -78,7 +82,7 @@ def test_server_listens_on_loopback_as_a_plain_user_with_pgvector(pg_server, pg_
 @pytest.mark.real
 def test_store_ranks_like_the_embedded_index_in_every_mode(pg_url, docs, tmp_path, real_tokenizer, real_embedder):
     update = ingest(pg_url, docs, real_tokenizer, real_embedder)
-    embedded = open_index(docs, real_tokenizer, real_embedder, index_dir=tmp_path / "index")
+    embedded = open_index(docs, real_tokenizer, real_embedder, index_dir=tmp_path / "index", order=STORE_ORDER)
     pg = PgIndex(pg_url, real_embedder)
     assert isinstance(pg, Retriever) and pg.snapshot() is pg
     assert update.added and not update.changed and update.skipped == embedded.update.skipped
@@ -111,8 +115,10 @@ def test_docs_corpus_document_recall_matches_the_embedded_index(pg_url, real_ind
     answerable = [q for q in questions if q.get("doc")]
     recalls = {"pg": [], "embedded": []}
     identical = 0
+    embedded = real_index.with_embeddings(real_index.dense.matrix)  # a twin, so the session's index keeps its order
+    embedded.order = STORE_ORDER
     for q in answerable:
-        ranked = {name: index.search(q["q"], k=5) for name, index in (("pg", pg), ("embedded", real_index))}
+        ranked = {name: index.search(q["q"], k=5) for name, index in (("pg", pg), ("embedded", embedded))}
         for name, hits in ranked.items():
             recalls[name].append(recall_at_k(list(dict.fromkeys(h.doc_id for h in hits)), {q["doc"]}, 5))
         identical += [h.chunk_id for h in ranked["pg"]] == [h.chunk_id for h in ranked["embedded"]]
@@ -135,7 +141,7 @@ def test_update_and_delete_apply_per_document(pg_url, docs, tmp_path, real_token
     assert update.chunks_embedded == len([c for c in PgIndex(pg_url, real_embedder).chunks if c.doc_id == "guide.md"])
     _consistent(pg_url)
     pg = PgIndex(pg_url, real_embedder)
-    embedded = open_index(docs, real_tokenizer, real_embedder, index_dir=tmp_path / "index")
+    embedded = open_index(docs, real_tokenizer, real_embedder, index_dir=tmp_path / "index", order=STORE_ORDER)
     assert "notes.rst" not in pg.doc_ids and pg.chunks == embedded.chunks
     assert pg.search("zebrafish", mode="bm25")[0].doc_id == "guide.md"
     # The store kept the unchanged files' vectors; the fresh index embedded them in other batches, and llama.cpp's

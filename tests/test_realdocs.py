@@ -96,11 +96,11 @@ def test_figures_and_pools_count_declines_and_quoted_evidence_per_kind_of_questi
     f = answer_rates(answers)
     assert f == {"evidence_shown": 1.0, "evidence_sentence": 0.5, "evidence_exact": 0.5, "unanswerable_declined": 0.5,
                  "answerable_declined": 0.5, "p50_seconds": 2.5}
-    one = PackageScore("one", "held", 4, 2, {"bm25": 1.0, "dense": 0.5, "weighted": 0.5, "rrf": 0.0}, 2, answers)
-    two = PackageScore("two", "held", 1, 1, {"bm25": 0.0, "dense": 1.0, "weighted": 1.0, "rrf": 1.0}, 2,
+    one = PackageScore("one", "held", 4, 2, {"bm25": 1.0, "dense": 0.5, "hybrid": 0.5, "rrf": 0.0}, 2, answers)
+    two = PackageScore("two", "held", 1, 1, {"bm25": 0.0, "dense": 1.0, "hybrid": 1.0, "rrf": 1.0}, 2,
                        [_answer("e", True, False, hit=True)])
     both = pooled([one, two], "held")
-    assert both.recall_at_5 == {"bm25": 0.5, "dense": 0.75, "weighted": 0.75, "rrf": 0.5}
+    assert both.recall_at_5 == {"bm25": 0.5, "dense": 0.75, "hybrid": 0.75, "rrf": 0.5}
     assert both.rates()["evidence_sentence"] == pytest.approx(2 / 3)
     assert pooled([one, two], "fit") is None
     assert "| pooled held | held | 5 (2 unanswerable) | 0.50 | 0.75 | 0.75 | 0.50 | 1.00 | 0.67 |" in score_table([one, two])
@@ -122,7 +122,7 @@ def test_a_tiny_package_is_indexed_searched_and_answered_with_the_real_parts(tmp
     package = _package(tmp_path, questions=_questions(tmp_path / "q.jsonl", rows))
     score = score_package(package, docs, real_tokenizer, real_embedder, say=lambda line: None)
     assert score.questions == 3 and score.answerable == 2 and score.graded == 2
-    assert set(score.recall_at_5) == {"bm25", "dense", "weighted", "rrf"}
+    assert set(score.recall_at_5) == {"bm25", "dense", "hybrid", "rrf"}
     assert score.recall_at_5["bm25"] == 1.0  # three documents: the gold one is always in the first five
     assert score.index["files"] == 3 and score.index["skipped"] == {}
     assert [a.id for a in score.answers] == ["t1", "t2", "t3"]

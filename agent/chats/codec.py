@@ -35,12 +35,15 @@ def _known(cls, data: dict) -> dict:
 
 
 _CHUNK_FIRST = ("chunk_id", "doc_id", "uri", "text")  # before the score, as the flat form has always had them
+_SEARCH_ONLY = ("bm25_score", "dense_score")  # raw scores the learned order reads (rag.indexing.ordering): not saved
 
 
 def hit_to_dict(hit: Hit) -> dict:
     """A hit as one flat dict, its chunk's fields beside what search added (the form saved chats always had)."""
     chunk, added = dataclasses.asdict(hit.chunk), dataclasses.asdict(hit)
     del added["chunk"]
+    for name in _SEARCH_ONLY:
+        del added[name]
     first = {name: chunk.pop(name) for name in _CHUNK_FIRST}
     return {**first, "score": added.pop("score"), **chunk, **added}
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Sequence
 
 from benchmarks.realdocs.suite import QUESTIONS_DIR, SPLITS, choose_packages, load_packages
+from rag.indexing.ordering import ORDER, ORDERS
 
 USAGE = """\
   build   install missing Debian packages (as root) and copy each package's files into the cache
@@ -18,6 +19,8 @@ USAGE = """\
           write the constants to rag/tuned.py and print the diff (--dry-run: only the diff)
   train-reranker  train the cross-encoder on the fit packages (PyTorch, the training extra) and write its file
   train-query-tower  tune the question side of dense search on the fit packages (PyTorch) into the same file
+  fit-order  fit the learned order of search hits on the fit packages; print every package before/after; write
+          the weights to rag/tuned.py and print the diff (--dry-run: only the diff)
 """
 
 
@@ -26,7 +29,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m benchmarks.realdocs", description="The real-docs development suite.", epilog=USAGE,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    commands = ("build", "check", "cold", "score", "refit", "train-reranker", "train-query-tower")
+    commands = ("build", "check", "cold", "score", "refit", "train-reranker", "train-query-tower", "fit-order")
     parser.add_argument("command", nargs="?", default="score", choices=commands)
     parser.add_argument("--packages", nargs="+", default=None, help="only these packages (default: all)")
     parser.add_argument("--split", default="all", choices=SPLITS, help="fit, held or all packages (default: all)")
@@ -37,7 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="also take <package>.jsonl question files from this folder (repeatable)")
     parser.add_argument("--cases-cache", type=Path, default=None,
                         help="refit: keep each package's scored sentences in this folder and reuse them")
-    parser.add_argument("--dry-run", action="store_true", help="refit: print the diff, leave rag/tuned.py as it is")
+    parser.add_argument("--dry-run", action="store_true", help="refit, fit-order: print the diff, leave rag/tuned.py as it is")
     parser.add_argument("--rerank", choices=("on", "off", "quotes", "passages"), default="off",
                         help="score: the cross-encoder (models/reranker.safetensors) on quotes and declines, on "
                              "passages before packing, or on both (on)")
@@ -45,6 +48,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="score: the cross-encoder file to use (default: the shipped models/reranker.safetensors)")
     parser.add_argument("--queries", choices=("tuned", "base"), default="tuned",
                         help="score: the question's vector from the tuned question encoder (models.query_tower) or MiniLM's own")
+    parser.add_argument("--order", choices=ORDERS, default=ORDER,
+                        help="score: hybrid search's order of hits, learned (rag.indexing.ordering) or fused (before it)")
     parser.add_argument("--out", type=Path, default=None,
                         help="train-reranker, train-query-tower: write the model here (default: the shipped file)")
     parser.add_argument("--epochs", type=int, default=None, help="train-reranker, train-query-tower: passes over the data")
@@ -85,6 +90,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return refit_main(packages, load_tokenizer(), load_embedder(), args.cases_cache, write=not args.dry_run)
     if args.command == "train-reranker":
         return _train(packages, args)
+    if args.command == "fit-order":
+        from benchmarks.realdocs.fit_order import main as order_main
+        from models.llama_cpp.embedder import load_embedder
+        from models.query_tower import attach_tuned_queries
+
+        embedder = load_embedder()
+        attach_tuned_queries(embedder, args.queries == "tuned")
+        return order_main(packages, load_tokenizer(), embedder, write=not args.dry_run, limit=args.limit)
     if args.command == "train-query-tower":
         from benchmarks.realdocs.train_query_tower import EPOCHS, main as tower_main
         from models.reranker import RERANKER_FILE
@@ -94,7 +107,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from benchmarks.realdocs.scoring import score_suite
 
     return score_suite(packages, load_tokenizer(), limit=args.limit, as_json=args.json, write=args.write,
-                       rerank=args.rerank, reranker_file=args.reranker, tuned_queries=args.queries == "tuned")
+                       rerank=args.rerank, reranker_file=args.reranker, tuned_queries=args.queries == "tuned",
+                       order=args.order)
 
 
 def _train(packages, args) -> int:

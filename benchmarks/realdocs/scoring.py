@@ -35,9 +35,10 @@ from rag.excerpts.packing import Ledger
 from rag.excerpts.search_tool import search_first
 from rag.markers import MARKER_PATTERN
 from rag.indexing.build import IndexProgress, open_index
+from rag.indexing.ordering import ORDER
 from rag.verification.verifier import Verifier
 
-RETRIEVERS = ("bm25", "dense", "weighted", "rrf")  # "weighted" is the default fusion (rag.indexing.hybrid.DEFAULT_FUSION)
+RETRIEVERS = ("bm25", "dense", "hybrid", "rrf")  # "hybrid": the default (the fused pool in the learned order, or fused with --order fused)
 _QUOTE = re.compile(r"^> (?P<sentence>.*) " + MARKER_PATTERN + "$", re.S)  # one `> sentence [n]` block
 
 
@@ -118,12 +119,12 @@ def answer_question(index, tokenizer, embedder, question: Question, reranker=Non
 
 
 def score_package(package: Package, folder: Path, tokenizer, embedder, limit: int | None = None,
-                  say: Callable[[str], None] = print, reranker=None, passages=None) -> PackageScore:
+                  say: Callable[[str], None] = print, reranker=None, passages=None, order: str = ORDER) -> PackageScore:
     """Index (or load) one package's folder and score its questions."""
     questions = [q for path in package.questions for q in load_questions(path)][:limit]
     memo = MemoEmbedder(embedder)
     started = time.perf_counter()
-    index = open_index(folder, tokenizer, memo, progress=_progress(package.name, say))
+    index = open_index(folder, tokenizer, memo, progress=_progress(package.name, say), order=order)
     opened = time.perf_counter() - started
     index.search("how do I start", k=K)
     first_search = time.perf_counter() - started
@@ -223,9 +224,10 @@ def index_table(scores: Sequence[PackageScore]) -> str:
 
 def score_suite(packages: Sequence[Package], tokenizer, root: Path | None = None, limit: int | None = None,
         as_json: bool = False, write: Path | None = None, say: Callable[[str], None] = print,
-        rerank: str = "off", reranker_file: Path | None = None, tuned_queries: bool = True) -> int:
+        rerank: str = "off", reranker_file: Path | None = None, tuned_queries: bool = True, order: str = ORDER) -> int:
     """Score every package that has its folder; print the tables (or JSON), and with `write` save them as
-    Markdown with the date, commit and load average. 1 when a package could not be scored."""
+    Markdown with the date, commit and load average. 1 when a package could not be scored. `order`: hybrid
+    search's order of hits (rag.indexing.ordering: "learned", or "fused" as before it)."""
     load_before = load_average()
     started = time.perf_counter()
     from models.query_tower import attach_tuned_queries
@@ -247,7 +249,7 @@ def score_suite(packages: Sequence[Package], tokenizer, root: Path | None = None
             say(f"{package.name}: no folder {folder}: run `python -m benchmarks.realdocs build` first")
             status = 1
             continue
-        scores.append(score_package(package, folder, tokenizer, embedder, limit, say, reranker, passages))
+        scores.append(score_package(package, folder, tokenizer, embedder, limit, say, reranker, passages, order))
     if as_json:
         say(json.dumps([{**asdict(s), "rates": s.rates()} for s in scores], indent=1))
     elif scores:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -16,6 +16,7 @@ from rag.ingest.chunking import indexed_text
 from rag.indexing.dense import DenseIndex, embedded_rows, query_vector
 from rag.errors import SemanticSearchOff
 from rag.retrieval.fusion import BM25_WEIGHT, FUSIONS, Ranked, fuse, top_rows
+from rag.indexing.ordering import ORDER, ORDERS, POOL as ORDER_POOL, learned_order
 from rag.ingest.sources import source_info
 from rag.retrieval.terms import TermSettings, index_terms
 from rag.retrieval.vocabulary import TermCounts
@@ -63,15 +64,19 @@ class HybridIndex(RetrieverDefaults):
         current_only: bool = False,
         collection: str = "",
         collections: Mapping[str, str] | None = None,
+        order: str = ORDER,
     ) -> None:
         if fusion not in FUSIONS:
             raise ValueError(f"unknown fusion {fusion!r}: choose one of {', '.join(FUSIONS)}")
+        if order not in ORDERS:
+            raise ValueError(f"unknown order {order!r}: choose one of {', '.join(ORDERS)}")
         if embeddings.shape[0] != len(chunks):
             raise ValueError(f"{len(chunks)} chunks but {embeddings.shape[0]} embedding rows")
         self.chunks = list(chunks)
         self.embedder = embedder
         self.term_settings = term_settings
         self.fusion = fusion
+        self.order = order  # "learned": hybrid searches reorder the fused pool (rag.indexing.ordering)
         self.bm25_weight = bm25_weight
         self.min_dense_score = min_dense_score
         self.docs_dir = docs_dir
@@ -156,7 +161,15 @@ class HybridIndex(RetrieverDefaults):
     def search(
         self, query: str, k: int = 5, doc_ids: Sequence[str] | None = None, mode: str = "hybrid"
     ) -> list[Hit]:
-        """The best `k` chunks for `query`, optionally only from `doc_ids`; [] when nothing matches."""
+        """The best `k` chunks for `query`, optionally only from `doc_ids`; [] when nothing matches. A hybrid search
+        under the learned order (self.order) reorders the fused first POOL (rag.indexing.ordering)."""
+        search_mode(mode, self.has_dense, k)  # a bad mode or k is refused before anything is searched
+        if mode == "hybrid" and self.order == "learned":
+            return learned_order(query, self._search(query, max(k, ORDER_POOL), doc_ids, mode), k)
+        return self._search(query, k, doc_ids, mode)
+
+    def _search(self, query: str, k: int, doc_ids: Sequence[str] | None, mode: str) -> list[Hit]:
+        """The best `k` chunks by the fused score (or one retriever's, by `mode`)."""
         mode = search_mode(mode, self.has_dense, k)
         allowed = self._allowed(doc_ids)
         if self.current_only and self._outdated_row.any():
@@ -164,8 +177,11 @@ class HybridIndex(RetrieverDefaults):
         if not query.strip() or not len(self) or (allowed is not None and not allowed.any()):
             return []
         depth = max(CANDIDATE_DEPTH, k)
-        lexical = self.rank_bm25(query, depth, allowed) if mode != "dense" else Ranked.empty()
-        semantic = self.rank_dense(query, depth, allowed) if mode != "bm25" else Ranked.empty()
+        lexical_all = self._bm25_scores(query) if mode != "dense" else None
+        semantic_all = self._dense_scores(query) if mode != "bm25" else None
+        lexical = top_rows(lexical_all, depth, allowed, above=0.0) if lexical_all is not None else Ranked.empty()
+        semantic = (top_rows(semantic_all, depth, allowed, above=self.min_dense_score) if semantic_all is not None
+                    else Ranked.empty())
         if mode == "bm25":
             fused = list(zip(lexical.rows.tolist(), lexical.scores.tolist()))
         elif mode == "dense":
@@ -178,24 +194,34 @@ class HybridIndex(RetrieverDefaults):
         fused = sorted(fused, key=lambda pair: (-round(float(pair[1]), 9), bool(self._outdated_row[pair[0]])))
         bm25_rank = {row: r for r, row in enumerate(lexical.rows.tolist(), start=1)}
         dense_rank = {row: r for r, row in enumerate(semantic.rows.tolist(), start=1)}
-        return [self._hit(row, float(score), bm25_rank.get(row), dense_rank.get(row)) for row, score in fused[:k]]
+        raw = _RawScores(lexical_all, semantic_all, self.embedded)
+        return [self._hit(row, float(score), bm25_rank.get(row), dense_rank.get(row), raw) for row, score in fused[:k]]
 
-    def _hit(self, row: int, score: float, bm25_rank: int | None, dense_rank: int | None) -> Hit:
+    def _hit(self, row: int, score: float, bm25_rank: int | None, dense_rank: int | None,
+             raw: "_RawScores | None" = None) -> Hit:
         chunk = self.chunks[row]
         info = self.sources[chunk.doc_id]
+        bm25_score, dense_score = raw.of(row) if raw is not None else (None, None)
         return Hit(chunk, score, bm25_rank, dense_rank, outdated=info.outdated, expires=info.expires,
-                   collection=self.collection(chunk.doc_id))
+                   collection=self.collection(chunk.doc_id), bm25_score=bm25_score, dense_score=dense_score)
 
     def rank_bm25(self, query: str, depth: int, allowed: np.ndarray | None = None) -> Ranked:
         """Chunks sharing a term with the query, best BM25 score first."""
-        return top_rows(self.bm25.scores(index_terms(query, self.term_settings)), depth, allowed, above=0.0)
+        return top_rows(self._bm25_scores(query), depth, allowed, above=0.0)
 
     def rank_dense(self, query: str, depth: int, allowed: np.ndarray | None = None) -> Ranked:
         """Chunks whose embedding is close enough to the query's, most similar first."""
+        return top_rows(self._dense_scores(query), depth, allowed, above=self.min_dense_score)
+
+    def _bm25_scores(self, query: str) -> np.ndarray:
+        """Every chunk's BM25 score for `query`."""
+        return self.bm25.scores(index_terms(query, self.term_settings))
+
+    def _dense_scores(self, query: str) -> np.ndarray:
+        """Every chunk's cosine with the question's vector."""
         if self.embedder is None:
             raise SemanticSearchOff(SEMANTIC_OFF)
-        vector = query_vector(self.embedder, query)
-        return top_rows(self.dense.scores(vector), depth, allowed, above=self.min_dense_score)
+        return self.dense.scores(query_vector(self.embedder, query))
 
     def _allowed(self, doc_ids: Sequence[str] | None) -> np.ndarray | None:
         if not doc_ids:  # None or empty: no filter
@@ -203,3 +229,16 @@ class HybridIndex(RetrieverDefaults):
         names = {doc_ids} if isinstance(doc_ids, str) else set(doc_ids)
         wanted = [i for i, d in enumerate(self._doc_names) if d in names]
         return np.isin(self._row_doc, np.asarray(wanted, dtype=np.int64))
+
+
+class _RawScores(NamedTuple):
+    """Every chunk's BM25 score and cosine of one search (None: that half did not run), for its hits."""
+
+    bm25: np.ndarray | None
+    dense: np.ndarray | None
+    embedded: np.ndarray
+
+    def of(self, row: int) -> tuple[float | None, float | None]:
+        bm25 = float(self.bm25[row]) if self.bm25 is not None else None
+        dense = float(self.dense[row]) if self.dense is not None and self.embedded[row] else None
+        return bm25, dense
