@@ -1,6 +1,7 @@
 """A large corpus of real documentation from this machine, chunked by smoldocs' own chunker and cached on disk.
 
 Run: nice -n 19 .venv/bin/python -m benchmarks.real_corpus [--max-chunks N] [--minutes M] [--workers 2]
+     .venv/bin/python -m benchmarks.real_corpus --packages   # the apt-get line for the extra doc packages
 
 For benchmarks.shared_store's real-rows mode: the store at hundreds of thousands of chunks of real text. Sources, in
 this order: the real-docs suite's package folders (<cache>/realdocs, so the suite's questions have their answers
@@ -11,6 +12,11 @@ machine-manuals package (a copy of man pages read anyway) and the /usr/share/doc
 copied from. Documents are chunked in batches; a batch's chunks are cached under <cache>/realcorpus by a hash of its
 documents' ids, content hashes and the chunker's settings, and manifest.jsonl lists the batches in order, so a rerun
 chunks only what changed and a reader loads the first N chunks without reading a document.
+
+What it reaches depends on what is installed. The real-docs suite's packages and Debian's base system give about
+358k chunks; the 1M-chunk corpus of 2026-12-03 also had DOC_PACKAGES installed (`--packages` prints the apt-get
+line: about 2 GB of HTML manuals and API references, none of them reserved). CI never needs them: the large runs
+stay in the benchmark.
 """
 
 from __future__ import annotations
@@ -42,6 +48,11 @@ DOC_ROOT = Path("/usr/share/doc")
 INFO_ROOT = Path("/usr/share/info")
 MAN_SECTIONS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "n", "l")
 BATCH_DOCS = 40
+# Debian 12 documentation packages installed for the 1M-chunk corpus (apt-get install --no-install-recommends;
+# openjdk-17-doc pulls in the JDK, tcl8.6-doc and libstdc++-12-doc add man pages in section 3).
+DOC_PACKAGES = ("cmake-doc", "erlang-doc", "ffmpeg-doc", "libboost1.74-doc", "libgtk-3-doc", "libstdc++-12-doc",
+                "llvm-14-doc", "openjdk-17-doc", "python-pandas-doc", "python-scipy-doc", "rust-doc", "tcl8.6-doc",
+                "vim-doc")
 
 
 def corpus_dir(settings: ChunkSettings = ChunkSettings()) -> Path:
@@ -238,7 +249,12 @@ def main() -> None:
     parser.add_argument("--max-chunks", type=int, default=None, help="stop once this many chunks are cached")
     parser.add_argument("--minutes", type=float, default=None, help="stop after this long")
     parser.add_argument("--workers", type=int, default=2, help="chunking processes (default 2)")
+    parser.add_argument("--packages", action="store_true",
+                        help="print the apt-get line that installs the extra doc packages of the 1M corpus, and stop")
     args = parser.parse_args()
+    if args.packages:
+        print("apt-get install -y --no-install-recommends " + " ".join(DOC_PACKAGES))
+        return
     result = build(args.max_chunks, args.minutes, args.workers)
     print(f"{result['chunks']:,} chunks in {result['batches']} batches ({result['chunked']:,} chunked now) "
           f"in {result['seconds']:.0f} s; cached in {corpus_dir()}")

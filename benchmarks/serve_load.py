@@ -1,9 +1,10 @@
 """Load on `smoldocs serve`: N clients on loopback for T seconds, each its own token and MCP session, asking
 search_docs the bundled questions in a loop.
 
-Run: .venv/bin/python -m benchmarks.serve_load [--clients 16] [--seconds 30] [--docs DIR] [--json]
+Run: .venv/bin/python -m benchmarks.serve_load [--clients 16] [--seconds 30] [--docs DIR | --store URL] [--json]
 
-The server is a real `smoldocs serve` subprocess (default limits) over the bundled docs or --docs, with its access
+The server is a real `smoldocs serve` subprocess (default limits) over the bundled docs, --docs or the shared
+store at --store (a PostgreSQL URL, e.g. the one benchmarks.shared_store --keep leaves filled), with its access
 log in a temp folder; the clients are the SDK's streamable HTTP client, all in this process's event loop, on the
 same machine (they take CPU from the server: on 2 cores that is part of what is measured). The warm-up waits
 until the index is built and embedded (a first indexing is not what this measures); the server's RSS is read
@@ -61,14 +62,17 @@ def rss_bytes(pid: int) -> int:
     raise RuntimeError(f"no VmRSS for process {pid}")
 
 
-def start_server(folder: Path, docs: Path | None, clients: int) -> tuple[subprocess.Popen, str, list[str]]:
-    """A `smoldocs serve` subprocess with one token per client; its URL and the tokens."""
+def start_server(folder: Path, docs: Path | None, clients: int,
+                 store: str | None = None) -> tuple[subprocess.Popen, str, list[str]]:
+    """A `smoldocs serve` subprocess with one token per client, over `docs` or the `store` URL; its URL and the
+    tokens."""
     from agent.surfaces.serve.tokens import new_token
 
     tokens_file = folder / "tokens"
     tokens = [new_token(tokens_file, f"client{i}") for i in range(clients)]
     cmd = [sys.executable, "-m", "agent", "serve", "--port", "0", "--tokens", str(tokens_file),
-           "--access-log", str(folder / "access.log"), *(["--docs", str(docs)] if docs else [])]  # fmt: skip
+           "--access-log", str(folder / "access.log"), *(["--docs", str(docs)] if docs else []),
+           *(["--store", store] if store else [])]  # fmt: skip
     proc = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             text=True)  # fmt: skip
     deadline = time.monotonic() + START_TIMEOUT
@@ -130,13 +134,13 @@ async def _client(url: str, token: str, queries: list[str], offset: int, until: 
             i += 1
 
 
-def measure(clients: int = 16, seconds: float = 30, docs: Path | None = None) -> LoadReport:
+def measure(clients: int = 16, seconds: float = 30, docs: Path | None = None, store: str | None = None) -> LoadReport:
     """Start a server, warm it up, load it with `clients` for `seconds`, stop it; the figures."""
     from rag.evaluation import load_questions
 
     queries = [q.q for q in load_questions()]
     with tempfile.TemporaryDirectory(prefix="smoldocs-serve-load-") as tmp:
-        proc, url, tokens = start_server(Path(tmp), docs, clients)
+        proc, url, tokens = start_server(Path(tmp), docs, clients, store)
         try:
             anyio.run(_warm_up, url, tokens[0], queries[0])
             rss_start = rss_bytes(proc.pid)
@@ -186,10 +190,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--clients", type=int, default=16)
     p.add_argument("--seconds", type=float, default=30)
     p.add_argument("--docs", type=Path, default=None, help="docs folder to serve (default: the bundled docs)")
+    p.add_argument("--store", default=None, help="serve this PostgreSQL store instead of a folder")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
+    if args.docs and args.store:
+        p.error("give --docs or --store, not both")
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    report = measure(args.clients, args.seconds, args.docs)
+    report = measure(args.clients, args.seconds, args.docs, args.store)
     print(json.dumps(asdict(report)) if args.json else render(report))
     return 0
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import tempfile
 import threading
 import time
@@ -48,6 +49,7 @@ from rag.postgres.ingest import (
     write_batch,
 )
 from rag.postgres.schema import (
+    BUILD_MEMORY,
     DEFERRED,
     SCHEMA,
     build_deferred,
@@ -269,19 +271,25 @@ def _batched(conn, items: Iterator[Prepared]) -> None:
     build_deferred(conn, [name for name in DEFERRED if name != HNSW])
 
 
-def _filled(server, items: Iterator[Prepared], settings: dict) -> tuple[str, object, float, float]:
-    """A new store filled batched, then its HNSW graph built and the tables vacuumed: (url, connection, seconds of
-    the fill, seconds of the HNSW build)."""
+def _filled(server, items: Iterator[Prepared], settings: dict,
+            memory: str = BUILD_MEMORY) -> tuple[str, object, float, float]:
+    """A new store filled batched, then its HNSW graph built (maintenance_work_mem `memory`) and the tables vacuumed:
+    (url, connection, seconds of the fill, seconds of the HNSW build)."""
     url, conn = _new_store(server, settings)
     start = time.perf_counter()
     _batched(conn, items)
     seconds = time.perf_counter() - start
-    conn.execute("SET maintenance_work_mem = '512MB'")
+    conn.add_notice_handler(_print_notice)
     start = time.perf_counter()
-    build_deferred(conn)
+    build_deferred(conn, memory=memory)
     hnsw = time.perf_counter() - start
     vacuum(conn)
     return url, conn, seconds, hnsw
+
+
+def _print_notice(diagnostic) -> None:
+    """pgvector's notice that the HNSW graph outgrew maintenance_work_mem (the rest of the build is much slower)."""
+    print(f"PostgreSQL: {diagnostic.message_primary}", flush=True)
 
 
 def _ingest_rows(server, items, settings: dict, label: str) -> list[dict]:
@@ -397,14 +405,15 @@ def _kept_store(server, n: int, settings: dict) -> tuple[str, bool]:
     return url, False
 
 
-def _fill_kept(url: str, items: Iterator[Prepared]) -> tuple[float, float]:
+def _fill_kept(url: str, items: Iterator[Prepared], memory: str = BUILD_MEMORY) -> tuple[float, float]:
     """Fill a kept store as _filled does: (seconds of the fill, seconds of the HNSW build)."""
     conn = connect(url)
     start = time.perf_counter()
     _batched(conn, items)
     seconds = time.perf_counter() - start
+    conn.add_notice_handler(_print_notice)
     start = time.perf_counter()
-    build_deferred(conn)
+    build_deferred(conn, memory=memory)
     hnsw = time.perf_counter() - start
     vacuum(conn)
     conn.close()
@@ -412,7 +421,7 @@ def _fill_kept(url: str, items: Iterator[Prepared]) -> tuple[float, float]:
 
 
 def run_real(quick: bool = False, size: int | None = None, smoke: bool = False, corpus: Path | None = None,
-             keep: Path | None = None) -> list[dict]:
+             keep: Path | None = None, memory: str = BUILD_MEMORY) -> list[dict]:
     """The store on real text (benchmarks.real_corpus): ingest before and after batching, BM25 and hybrid beside
     the embedded index over the same chunks, in one run. Vectors are the synthetic fill's (docs_corpus MiniLM rows plus noise),
     so only the ingest and BM25 figures are real-text figures. Queries: the real-docs suite's questions, evenly
@@ -443,13 +452,13 @@ def run_real(quick: bool = False, size: int | None = None, smoke: bool = False, 
         if keep:
             url, reused = _kept_store(server, n, settings)
             if not reused:
-                seconds, hnsw = _fill_kept(url, real_documents(chunks, embeddings, base.term_settings))
+                seconds, hnsw = _fill_kept(url, real_documents(chunks, embeddings, base.term_settings), memory)
         else:
             sample = chunks[: min(n, 500 if smoke else SAMPLE)]
             rows += _ingest_rows(server, lambda: real_documents(sample, embeddings, base.term_settings), settings,
                                  f"first {len(sample):,} of {label}")
             url, conn, seconds, hnsw = _filled(server, real_documents(chunks, embeddings, base.term_settings),
-                                               settings)
+                                               settings, memory)
             conn.close()
         if not reused:
             rows.append(row(f"store ingest chunks/s, {label}, batched, vectors synthetic (baseline: embedded index "
@@ -475,6 +484,13 @@ def _visible_lag(conn, reader: PgIndex, tokenizer, settings) -> float:
     return (time.perf_counter() - start) * 1000
 
 
+def _memory(text: str) -> str:
+    """A maintenance_work_mem value for the command line: digits and kB, MB or GB (it goes into a SET statement)."""
+    if not re.fullmatch(r"[0-9]+(kB|MB|GB)", text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size such as 512MB or 3GB")
+    return text
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="20k chunks, fewer queries, shorter client runs")
@@ -485,9 +501,12 @@ def main() -> None:
                         help="with --real: the real corpus cache folder to read (default: the current chunker's)")
     parser.add_argument("--keep", type=Path, default=None,
                         help="with --real: keep the cluster and its store in this folder and reuse it next time")
+    parser.add_argument("--build-memory", type=_memory, default=BUILD_MEMORY,
+                        help=f"with --real: maintenance_work_mem for the index builds (default {BUILD_MEMORY}, as "
+                             "`smoldocs index`; a 1M-row HNSW graph needs about 3GB to be built in memory)")
     args = parser.parse_args()
     if args.real:
-        rows = run_real(quick=args.quick, size=args.size, corpus=args.corpus, keep=args.keep)
+        rows = run_real(quick=args.quick, size=args.size, corpus=args.corpus, keep=args.keep, memory=args.build_memory)
     else:
         rows = run(quick=args.quick, size=args.size)
     load = ", ".join(f"{x:.1f}" for x in load_average())

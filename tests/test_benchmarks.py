@@ -214,3 +214,27 @@ def test_real_vectors_embeds_the_corpus_but_the_suite_once_and_a_rerun_continues
     assert np.allclose(rows, real_embedder.embed([texts[i] for i in ids]), atol=1e-5)
     assert real_vectors.build(tmp_path, minutes=5, progress=lambda line: None) == 6  # nothing left to embed
     assert len(list(folder.glob("part-*.npz"))) == 1
+
+
+def test_real_corpus_prints_its_extra_doc_packages_and_none_of_them_is_reserved(capsys, monkeypatch):
+    """`python -m benchmarks.real_corpus --packages`: the apt-get line that reproduces the 1M corpus, with no package
+    whose text the independent checks keep out (git-doc, nodejs-doc, sqlite3-doc, git-man and the like)."""
+    from benchmarks import real_corpus
+
+    assert not [p for p in real_corpus.DOC_PACKAGES if p in real_corpus.RESERVED or real_corpus.RESERVED_DOC_DIR.match(p)]
+    monkeypatch.setattr(sys, "argv", ["real_corpus", "--packages"])
+    real_corpus.main()
+    line = capsys.readouterr().out.split()
+    assert line == ["apt-get", "install", "-y", "--no-install-recommends", *real_corpus.DOC_PACKAGES]
+
+
+def test_shared_store_build_memory_takes_a_size_and_refuses_anything_else():
+    """--build-memory goes into a SET statement: only digits and a unit pass, anything else is one argparse line."""
+    import argparse
+
+    from benchmarks.shared_store import _memory
+
+    assert _memory("3GB") == "3GB" and _memory("512MB") == "512MB"
+    for bad in ("3 GB", "3GB'; DROP TABLE x; --", "lots", ""):
+        with pytest.raises(argparse.ArgumentTypeError, match="not a size such as 512MB or 3GB"):
+            _memory(bad)

@@ -17,7 +17,15 @@ from rag.ingest.corpus import Document, default_docs_dir, load_corpus
 from rag.ingest.sources import SourceInfo
 from rag.postgres import ingest as pg_ingest
 from rag.postgres.ingest import Prepared, apply_document, batches, fill_embeddings, from_index, ingest, write_documents
-from rag.postgres.schema import DEFERRED, SCHEMA, connect, drop_deferred, ensure_schema, missing_deferred
+from rag.postgres.schema import (
+    DEFERRED,
+    SCHEMA,
+    build_deferred,
+    connect,
+    drop_deferred,
+    ensure_schema,
+    missing_deferred,
+)
 from rag.postgres.search import PgIndex
 from rag.types import Chunk
 from tests.test_pg_store import _consistent
@@ -107,6 +115,19 @@ def test_an_interrupted_first_load_is_finished_by_the_next_index(pg_url, docs, r
     pg = PgIndex(pg_url, None)
     assert pg.search("building the index", mode="bm25")
     pg.close()
+
+
+def test_the_deferred_indexes_are_built_with_the_memory_they_are_given(pg_url):
+    """build_deferred's maintenance_work_mem (benchmarks.shared_store --build-memory, for a 1M-row HNSW graph that
+    512MB does not hold): a value PostgreSQL refuses fails the first build and leaves every index unbuilt."""
+    conn = connect(pg_url)
+    ensure_schema(conn, pg_url)
+    assert drop_deferred(conn)
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="maintenance_work_mem"):
+        build_deferred(conn, memory="63kB")  # below its least, 64kB
+    assert missing_deferred(conn) == list(DEFERRED)
+    assert build_deferred(conn, memory="1GB") == list(DEFERRED) and missing_deferred(conn) == []
+    conn.close()
 
 
 def from_index_of(docs: Path, tokenizer):

@@ -337,3 +337,23 @@ def test_doc_id_suggestions_are_escaped_and_an_id_typed_as_shown_is_that_documen
     assert "did you mean docs/line\\nbreak.md" in result.error and "\n" not in result.error
     result = tool({"query": "cache", "doc_ids": ["docs/esc\\x1b[31mred.md"]})
     assert result.ok and [h.doc_id for h in result.hits] == ["docs/esc\x1b[31mred.md"]
+
+
+def test_a_search_without_filters_never_lists_the_index():
+    """Listing a store's documents costs a query (58 ms at 92k documents): only a filter may ask for the list."""
+
+    class Counted(MemoryRetriever):
+        listings = 0
+
+        @property
+        def doc_ids(self):
+            Counted.listings += 1
+            return super().doc_ids
+
+    retriever = Counted(CHUNKS)
+    tool = search_docs_tool(retriever, Ledger(), WordTokenizer())
+    for given in ({"query": "cache"}, {"query": "cache", "doc_ids": []}, {"query": "cache", "collections": []}):
+        assert tool(given).hits
+    assert Counted.listings == 0
+    tool({"query": "cache", "doc_ids": ["docs/kv-cache.md"]})
+    assert Counted.listings > 0

@@ -280,6 +280,20 @@ def test_the_load_benchmark_reports_two_clients_for_two_seconds(real_index):
 
 
 @pytest.mark.real
+def test_the_load_benchmark_loads_a_served_store(pg_server, pg_url, docs, real_tokenizer, real_embedder):
+    """benchmarks.serve_load --store: the server serves that store (one that does not exist stops it at the start,
+    where the bundled docs would have been served)."""
+    from benchmarks.serve_load import measure
+    from rag.postgres.ingest import ingest
+
+    ingest(pg_url, docs, real_tokenizer, real_embedder)
+    report = measure(clients=2, seconds=2, store=pg_url)
+    assert report.calls > 0 and report.errors == 0 and report.calls_per_s > 0
+    with pytest.raises(RuntimeError, match="smoldocs serve did not start"):
+        measure(clients=1, seconds=1, store=pg_server.url("no_such_database"))
+
+
+@pytest.mark.real
 def test_a_shared_store_is_served_over_http(pg_url, docs, real_tokenizer, real_embedder, tmp_path):
     from rag.postgres.ingest import ingest
 

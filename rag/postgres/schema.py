@@ -158,9 +158,10 @@ def drop_deferred(conn) -> bool:
     return True
 
 
-def build_deferred(conn, names: Sequence[str] | None = None) -> list[str]:
+def build_deferred(conn, names: Sequence[str] | None = None, memory: str = BUILD_MEMORY) -> list[str]:
     """Build the deferred indexes and constraints the store lacks (of `names`; all when None), each in its own
-    transaction under the write lock (after a first load, or after one that was interrupted); the names built."""
+    transaction under the write lock (after a first load, or after one that was interrupted); the names built.
+    `memory` is maintenance_work_mem for the builds: an HNSW graph larger than it is built much more slowly."""
     built = []
     for name, statements in DEFERRED.items():
         if names is not None and name not in names:
@@ -168,7 +169,7 @@ def build_deferred(conn, names: Sequence[str] | None = None) -> list[str]:
         with write_transaction(conn):
             if name not in missing_deferred(conn):
                 continue  # another ingester built it meanwhile
-            conn.execute(f"SET LOCAL maintenance_work_mem = '{BUILD_MEMORY}'")
+            conn.execute(f"SET LOCAL maintenance_work_mem = '{memory}'")
             for statement in statements:
                 conn.execute(statement)
         built.append(name)
