@@ -17,6 +17,23 @@ os.environ.setdefault("SMOLDOCS_DATA", os.path.join(_TMP_ROOT, "data"))
 os.environ.setdefault("SMOLDOCS_CONFIG", os.path.join(_TMP_ROOT, "config.toml"))  # never the user's settings file
 
 
+@pytest.fixture(autouse=True)
+def _question_vectors_as_loaded():
+    """Each test leaves every loaded MiniLM embedder's question encoder as it found it. A test that opens smoldocs
+    in-process (agent.opening) attaches the tuned encoder to the process's one embedder, which is also the session's
+    real_embedder: without this, a test's search results depended on which tests ran before it."""
+    import sys
+
+    def loaded():
+        module = sys.modules.get("models.llama_cpp.embedder")
+        return dict(module._LOADED) if module is not None else {}
+
+    before = {key: embedder.query_encoder for key, embedder in loaded().items()}
+    yield
+    for key, embedder in loaded().items():
+        embedder.query_encoder = before.get(key)  # one loaded during the test: as load_embedder() gives it
+
+
 @pytest.fixture(scope="session")
 def real_tokenizer():
     """The SmolLM2-135M tokenizer, vocab only."""

@@ -122,13 +122,20 @@ def test_ask_matches_in_process_and_a_follow_up_counts_exactly(sessions, server_
     built, answer = _turn(remote, "How does llama.cpp reuse the KV cache?")
     local_built, local_answer = _turn(local, "How does llama.cpp reuse the KV cache?")
     assert built.prompt_tokens == server_model.last_stats.prompt_tokens == local_built.prompt_tokens
-    assert answer.text == local_answer.text  # same prompt, seed and sampler settings: the same tokens
-    assert [(c.n, c.verdict) for c in answer.citations] == [(c.n, c.verdict) for c in local_answer.citations]
+    # The same excerpts, so the same answer: below 1B it is the quotes our ranking chooses. In-process the 135M
+    # model is known and not asked; the server's model is of unknown size, so it writes, and its words (judged, a
+    # number it wrote can be unsupported) are not shown. What is shown is judged alike.
+    assert answer.text == local_answer.text and answer.quoted and local_answer.quoted
+    assert _shown_claims(answer) == _shown_claims(local_answer) and _shown_claims(answer)
     built, answer = _turn(remote, "And what evicts it?")
     assert built.n_ctx == 2048 and built.layers["history"] > 0  # the first turn is in the prompt
     prompt, _ = server_model.tokenizer.render_prompt(recorder.calls[-1])
     assert built.prompt_tokens == server_model.last_stats.prompt_tokens == _server_count(server_model, prompt)
     assert len(remote.history) == 2 and answer.status in ("answered", "insufficient_evidence")
+
+
+def _shown_claims(answer):
+    return [(c.text, c.citations, c.verdict) for c in answer.claims if c.text in answer.text]
 
 
 class _Recorder:
