@@ -357,3 +357,4 @@ def test_a_search_without_filters_never_lists_the_index():
     assert Counted.listings == 0
     tool({"query": "cache", "doc_ids": ["docs/kv-cache.md"]})
     assert Counted.listings > 0
+    assert Counted.listings == 1  # once for the filter, though it is both matched and checked against the listing
