@@ -276,6 +276,13 @@ def _filled(server, items: Iterator[Prepared], settings: dict,
     """A new store filled batched, then its HNSW graph built (maintenance_work_mem `memory`) and the tables vacuumed:
     (url, connection, seconds of the fill, seconds of the HNSW build)."""
     url, conn = _new_store(server, settings)
+    seconds, hnsw = _fill(conn, items, memory)
+    return url, conn, seconds, hnsw
+
+
+def _fill(conn, items: Iterator[Prepared], memory: str) -> tuple[float, float]:
+    """Fill batched, build the HNSW graph (maintenance_work_mem `memory`), vacuum: (seconds of the fill, seconds of
+    the HNSW build)."""
     start = time.perf_counter()
     _batched(conn, items)
     seconds = time.perf_counter() - start
@@ -284,7 +291,7 @@ def _filled(server, items: Iterator[Prepared], settings: dict,
     build_deferred(conn, memory=memory)
     hnsw = time.perf_counter() - start
     vacuum(conn)
-    return url, conn, seconds, hnsw
+    return seconds, hnsw
 
 
 def _print_notice(diagnostic) -> None:
@@ -408,14 +415,7 @@ def _kept_store(server, n: int, settings: dict) -> tuple[str, bool]:
 def _fill_kept(url: str, items: Iterator[Prepared], memory: str = BUILD_MEMORY) -> tuple[float, float]:
     """Fill a kept store as _filled does: (seconds of the fill, seconds of the HNSW build)."""
     conn = connect(url)
-    start = time.perf_counter()
-    _batched(conn, items)
-    seconds = time.perf_counter() - start
-    conn.add_notice_handler(_print_notice)
-    start = time.perf_counter()
-    build_deferred(conn, memory=memory)
-    hnsw = time.perf_counter() - start
-    vacuum(conn)
+    seconds, hnsw = _fill(conn, items, memory)
     conn.close()
     return seconds, hnsw
 
