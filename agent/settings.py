@@ -141,8 +141,9 @@ class Settings:
     answer_timeout: float = 600.0
     embed_url: str | None = None  # an embeddings server instead of MiniLM in-process
     embed_model: str | None = None
-    # The search question's vector: "tuned", from the question encoder trained on the fit packages (models.query_tower;
-    # held back, R@5 0.95 -> 0.96, evidence sentence 0.46 -> 0.48: benchmarks/realdocs/RESULTS.md), or "base", MiniLM's own.
+    # The question's vectors: "tuned", from the question encoders trained on the fit packages (models.query_tower:
+    # search's, held back R@5 0.95 -> 0.96, evidence sentence 0.46 -> 0.48; and the quote scorer's:
+    # benchmarks/realdocs/RESULTS.md), or "base", MiniLM's own for search and no quote encoder.
     queries: str = "tuned"
     agent: AgentSettings = field(default_factory=AgentSettings)
     origin: Effective | None = None  # None: built in code, not resolved from flags, environment and file

@@ -51,6 +51,14 @@ class QuestionEmbedder(Protocol):
     def embed_query(self, text: str) -> np.ndarray: ...
 
 
+@runtime_checkable
+class QuoteQuestionEmbedder(Protocol):
+    """An embedder that may give a question a vector of its own for choosing quotes (models.query_tower's quote
+    encoder); None when it has none. The sentences keep `embed`'s vectors."""
+
+    def embed_quote_query(self, text: str) -> np.ndarray | None: ...
+
+
 class Reranker(Protocol):
     """A cross-encoder: one score per passage for how well it answers the question (a logit). Below `answer_logit`
     for every passage shown, nothing there answers."""

@@ -8,10 +8,16 @@ no index is re-embedded, and a question costs one small forward pass here in num
 The tuned layers live in the project's one weights file, `models/reranker.safetensors`, under the `query_tower.`
 prefix beside the cross-encoder's tensors; the word table, the embeddings and the lower layers are read from the
 installed MiniLM package (their sha256 is checked, as the reranker's is).
+
+A second set of tuned top layers, under `quote_tower.`, is the question side of the quote scorer
+(rag.answering.extractive): `python -m benchmarks.realdocs train-quote-tower` trained it so that, added to the
+quote scorer's score, a question's cosine with each shown sentence (under its heading path, MiniLM's vector) picks
+the sentence that holds the evidence. It is attached as `quote_encoder`, beside `query_encoder`.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import zipfile
@@ -22,10 +28,11 @@ import numpy as np
 
 from models.errors import ModelNotFound
 from models.paths import cache_dir
-from models.reranker import RERANKER_FILE, _encode, _f32, _layer, layer_norm, read_reranker
+from models.reranker import RERANKER_FILE, Layer, _encode, _f32, _layer, layer_norm, read_reranker
 from models.safetensors import read_safetensors
 
 PREFIX = "query_tower."
+QUOTE_PREFIX = "quote_tower."  # the quote scorer's question encoder
 MAX_QUESTION_TOKENS = 512  # as the embedder cuts its inputs (models.llama_cpp.embedder.MAX_TOKENS); [SEP] kept
 
 
@@ -33,14 +40,15 @@ class QueryTower:
     """A question's unit vector from MiniLM with the tuned top layers, in MiniLM's own space (mean pooling)."""
 
     def __init__(self, minilm: Mapping[str, np.ndarray], tuned: Mapping[str, np.ndarray],
-                 tokenize: Callable[[str], list[int]]) -> None:
-        mine = {k[len(PREFIX):]: v for k, v in tuned.items() if k.startswith(PREFIX)}
+                 tokenize: Callable[[str], list[int]], prefix: str = PREFIX) -> None:
+        mine = {k[len(prefix):]: v for k, v in tuned.items() if k.startswith(prefix)}
         trained = sorted({int(k.split(".")[2]) for k in mine if k.startswith("encoder.layer.")})
         depth = len({k.split(".")[2] for k in minilm if k.startswith("encoder.layer.")})
         if not trained or trained[-1] != depth - 1 or trained != list(range(trained[0], depth)):
-            raise ModelNotFound("the weights file holds no tuned question layers: rebuild it with train-query-tower")
+            command = "train-quote-tower" if prefix == QUOTE_PREFIX else "train-query-tower"
+            raise ModelNotFound(f"the weights file holds no tuned question layers: rebuild it with {command}")
         self.trained_from = trained[0]
-        self.layers = [_layer(minilm, i) for i in range(self.trained_from)] + [_layer(mine, i) for i in trained]
+        self.layers = [_minilm_layer(minilm, i) for i in range(self.trained_from)] + [_layer(mine, i) for i in trained]
         self.words = minilm["embeddings.word_embeddings.weight"]  # float16: only a question's rows are widened
         self.positions = _f32(minilm["embeddings.position_embeddings.weight"])
         self.types = _f32(minilm["embeddings.token_type_embeddings.weight"])
@@ -66,11 +74,25 @@ class QueryTower:
         return (v / max(float(np.linalg.norm(v)), 1e-12)).astype(np.float32)
 
 
+def _minilm_layer(minilm: Mapping[str, np.ndarray], i: int) -> Layer:
+    """MiniLM's own layer i, widened once a process for every encoder over the same tensors (search's and quotes')."""
+    key = (id(minilm), i)
+    kept = _MINILM_LAYERS.get(key)
+    if kept is None or kept[0] is not minilm:
+        kept = _MINILM_LAYERS[key] = (minilm, _layer(minilm, i))
+    return kept[1]
+
+
+_MINILM_LAYERS: dict[tuple[int, int], tuple[Mapping[str, np.ndarray], Layer]] = {}
+
+
+@functools.lru_cache(maxsize=2)
 def minilm_weights(zip_path: Path) -> dict[str, np.ndarray]:
     """Every float tensor of the installed MiniLM, as float16 (what llama.cpp embeds with too).
 
     The package ships them deflated (0.5 s to read, 90 MB at once), so the first use keeps an uncompressed float16
-    copy in the cache, named by the zip's sha256, and later processes read that (45 MB)."""
+    copy in the cache, named by the zip's sha256, and later processes read that (45 MB). Read once a process: the
+    search and quote encoders share the lower layers' tensors (callers must not change them)."""
     from models.llama_cpp.bert_gguf import source_sha256
 
     try:
@@ -99,35 +121,35 @@ def minilm_weights(zip_path: Path) -> dict[str, np.ndarray]:
     return weights
 
 
-def has_query_tower(path: Path = RERANKER_FILE) -> bool:
-    """Whether the weights file holds tuned question layers (a missing or damaged file holds none)."""
+def has_query_tower(path: Path = RERANKER_FILE, prefix: str = PREFIX) -> bool:
+    """Whether the weights file holds tuned question layers under `prefix` (a missing or damaged file holds none)."""
     try:
-        weights, _ = read_reranker(path)
+        weights, _ = read_reranker(path, only=prefix)
     except ModelNotFound:
         return False
-    return any(k.startswith(PREFIX) for k in weights)
+    return bool(weights)
 
 
 def load_query_tower(tokenize: Callable[[str], list[int]], path: Path = RERANKER_FILE,
-                     zip_path: Path | None = None) -> QueryTower:
+                     zip_path: Path | None = None, prefix: str = PREFIX) -> QueryTower:
     """The tuned question encoder over the installed MiniLM; refused when it was trained on another MiniLM."""
     from models.llama_cpp.bert_gguf import minilm_zip, source_sha256
 
-    tuned, meta = read_reranker(path)
+    tuned, meta = read_reranker(path, only=prefix)  # the other models' tensors stay as stored, unread
     zip_path = zip_path or minilm_zip()
-    trained_on = meta.get(PREFIX + "minilm_sha256", "")
+    trained_on = meta.get(prefix + "minilm_sha256", "")
     if trained_on and trained_on != source_sha256(zip_path):
         raise ModelNotFound(f"the question encoder was trained on another MiniLM ({trained_on[:10]}): run with --queries base")
-    return QueryTower(minilm_weights(zip_path), tuned, tokenize)
+    return QueryTower(minilm_weights(zip_path), tuned, tokenize, prefix)
 
 
 class TunedQueries:
-    """A question encoder to attach to an in-process MiniLM embedder (`embedder.query_encoder`): the tuned layers,
-    loaded on the first question; MiniLM's own vector when the weights file has none or was trained on another
-    MiniLM."""
+    """A question encoder to attach to an in-process MiniLM embedder (`embedder.query_encoder`): the tuned layers
+    under `prefix`, loaded on the first question; MiniLM's own vector when the weights file has none or was trained
+    on another MiniLM. `or_base=False` (the quote encoder): None then, so the quote scorer goes without."""
 
-    def __init__(self, embedder, path: Path = RERANKER_FILE) -> None:
-        self._embedder, self._path = embedder, path
+    def __init__(self, embedder, path: Path = RERANKER_FILE, prefix: str = PREFIX, or_base: bool = True) -> None:
+        self._embedder, self._path, self._prefix, self._or_base = embedder, path, prefix, or_base
         self._lock = threading.Lock()
         self._tower: QueryTower | None = None
         self._tried = False
@@ -137,27 +159,32 @@ class TunedQueries:
             if not self._tried:
                 self._tried = True
                 try:
-                    self._tower = load_query_tower(self._embedder.tokenize, self._path)
+                    self._tower = load_query_tower(self._embedder.tokenize, self._path, prefix=self._prefix)
                 except ModelNotFound:  # no such layers in the file, a damaged file, or another MiniLM
                     self._tower = None
             return self._tower
 
-    def __call__(self, question: str) -> np.ndarray:
+    def __call__(self, question: str) -> np.ndarray | None:
         tower = self.tower()
-        return tower.encode([question])[0] if tower is not None else self._embedder.embed([question])[0]
+        if tower is not None:
+            return tower.encode([question])[0]
+        return self._embedder.embed([question])[0] if self._or_base else None
 
 
 def attach_tuned_queries(embedder, tuned: bool = True) -> None:
-    """Give an in-process MiniLM embedder the tuned question encoder (tuned) or take it away; one per embedder, so a
-    new session does not read the file again. Any other embedder (a server's, none) keeps its own vectors."""
+    """Give an in-process MiniLM embedder the tuned question encoders (tuned: search's `query_encoder` and the quote
+    scorer's `quote_encoder`) or take them away; one pair per embedder, so a new session does not read the file
+    again. Any other embedder (a server's, none) keeps its own vectors, and quotes go without."""
     from models.llama_cpp.embedder import LlamaEmbedder
 
     if not isinstance(embedder, LlamaEmbedder):
         return
     if not tuned:
-        embedder.query_encoder = None
-    elif not isinstance(embedder.query_encoder, TunedQueries):
-        embedder.query_encoder = _ATTACHED.setdefault(id(embedder), (embedder, TunedQueries(embedder)))[1]
+        embedder.query_encoder = embedder.quote_encoder = None
+    elif not isinstance(embedder.query_encoder, TunedQueries) or not isinstance(embedder.quote_encoder, TunedQueries):
+        _, search, quotes = _ATTACHED.setdefault(
+            id(embedder), (embedder, TunedQueries(embedder), TunedQueries(embedder, prefix=QUOTE_PREFIX, or_base=False)))
+        embedder.query_encoder, embedder.quote_encoder = search, quotes
 
 
-_ATTACHED: dict[int, tuple[object, TunedQueries]] = {}
+_ATTACHED: dict[int, tuple[object, TunedQueries, TunedQueries]] = {}

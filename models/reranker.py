@@ -176,15 +176,17 @@ def _encode(x: np.ndarray, layer: Layer, bias: np.ndarray) -> np.ndarray:
     return flat.reshape(b, n, d)
 
 
-def read_reranker(path: Path = RERANKER_FILE) -> tuple[dict[str, np.ndarray], dict[str, str]]:
-    """The trained tensors (float32) and the file's metadata; a missing or damaged file is ModelNotFound."""
+def read_reranker(path: Path = RERANKER_FILE, only: str = "") -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """The trained tensors (float32; with `only`, those whose names start with it) and the file's metadata; a missing
+    or damaged file is ModelNotFound."""
     try:
         data = Path(path).read_bytes()
         (size,) = struct.unpack("<Q", data[:8])
         meta = json.loads(data[8 : 8 + size]).get("__metadata__", {})
     except (OSError, ValueError, struct.error) as exc:
         raise ModelNotFound(f"cannot read the reranker {path} ({exc}): reinstall smoldocs or run with --rerank off") from None
-    weights = {k: np.asarray(v, dtype=np.float32) for k, v in read_safetensors(data, str(path)).items()}
+    stored = read_safetensors(data, str(path))
+    weights = {k: np.asarray(v, dtype=np.float32) for k, v in stored.items() if k.startswith(only)}
     return weights, dict(meta)
 
 

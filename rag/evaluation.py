@@ -22,6 +22,7 @@ from typing import Any, Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from rag.answering.quote_features import quote_query_vector
 from rag.indexing.dense import query_vector
 from rag.indexing.hybrid import HybridIndex
 from rag.ingest.corpus import default_docs_dir
@@ -187,6 +188,7 @@ class MemoEmbedder:
         self.dim = embedder.dim
         self._memo: dict[str, np.ndarray] = {}
         self._queries: dict[str, np.ndarray] = {}
+        self._quote_queries: dict[str, np.ndarray | None] = {}
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         missing = [t for t in dict.fromkeys(texts) if t not in self._memo]
@@ -200,6 +202,12 @@ class MemoEmbedder:
         if text not in self._queries:
             self._queries[text] = query_vector(self.inner, text)
         return self._queries[text]
+
+    def embed_quote_query(self, text: str) -> np.ndarray | None:
+        """The inner embedder's quote-scorer question vector (None when it has none), remembered apart."""
+        if text not in self._quote_queries:
+            self._quote_queries[text] = quote_query_vector(self.inner, text)
+        return self._quote_queries[text]
 
 
 def evaluate(index: HybridIndex, questions: Sequence[Question], modes: Sequence[str] = MODES, name: str = "") -> list[RetrievalScores]:

@@ -34,6 +34,20 @@ QUOTE_WEIGHTS = {"coverage": 0.35, "cosine": 0.38, "rank": 0.19, "number": 0.07}
 ANSWERABILITY_WEIGHTS = {"unknown_name": 0.78, "unknown_share": 1.36, "best_score": -0.82, "best_cosine": -1.07}
 ANSWERABILITY_BIAS = 0.58
 
+# The quote encoder's weight in the score that orders quotes (rag.answering.extractive.QUOTE_TOWER_WEIGHT), with
+# the quote encoder trained beside it to add what QUOTE_WEIGHTS' score lacks; chosen on the tenth of the fit
+# questions kept out of that training (benchmarks/realdocs/RESULTS.md).
+QUOTE_TOWER_FIT = Fit(
+    command="python -m benchmarks.realdocs train-quote-tower",
+    date="2026-12-04",
+    packages=(
+        "postgresql-doc-15", "docutils-doc", "bash-doc", "docs_corpus", "apache2-doc", "python-django-doc",
+        "python-flask-doc", "developers-reference", "postfix-doc", "rsyslog-doc", "debian-policy", "zsh-doc",
+    ),
+    constants=("QUOTE_TOWER_WEIGHT",),
+)
+QUOTE_TOWER_WEIGHT = 0.6
+
 # The verifier's support score weights and verdict thresholds (rag.verification.support.Params), with MiniLM
 # (DENSE) and by word overlap alone (LEXICAL): fitted on the train split of both hand-written claim sets
 # (tests/data/claims_handlabelled.jsonl, tests/data/claims_unseen.jsonl), passages of the reserved packages left

@@ -28,10 +28,11 @@ def _question_vectors_as_loaded():
         module = sys.modules.get("models.llama_cpp.embedder")
         return dict(module._LOADED) if module is not None else {}
 
-    before = {key: embedder.query_encoder for key, embedder in loaded().items()}
+    before = {key: (embedder.query_encoder, embedder.quote_encoder) for key, embedder in loaded().items()}
     yield
     for key, embedder in loaded().items():
-        embedder.query_encoder = before.get(key)  # one loaded during the test: as load_embedder() gives it
+        # one loaded during the test: as load_embedder() gives it
+        embedder.query_encoder, embedder.quote_encoder = before.get(key, (None, None))
 
 
 @pytest.fixture(scope="session")

@@ -116,3 +116,37 @@ def test_real_quotes_answer_the_question_and_verify_as_supported(real_embedder):
     assert "key" in text.split("\n")[2].lower()
     result = verify_answer(text, shown, chunks.get, real_embedder)
     assert result.claims and all(c.verdict == "supported" for c in result.claims)
+
+
+class _QuoteEncoder(HashEmbedder):
+    """A hash embedder whose quote encoder maps every question onto one sentence's vector: that sentence leads."""
+
+    def __init__(self, favourite: str | None) -> None:
+        super().__init__()
+        self.favourite = favourite
+
+    def embed_quote_query(self, text):
+        return None if self.favourite is None else self.embed([self.favourite])[0]
+
+
+def test_the_quote_encoder_orders_the_quotes_and_nothing_else(monkeypatch):
+    from rag.answering import extractive
+    from rag.answering.extractive import QUOTE_TOWER_WEIGHT, QuoteFallback, assess_ranked, rank_sentences
+
+    question = "How does the KV cache size grow with context length?"
+    favourite = "The cache is freed when the model is closed."  # close enough to be quoted, not first by the score
+    without = rank_sentences(question, SHOWN, INDEX.get, _QuoteEncoder(None))
+    assert without.tuned is None and (without.order == without.scores).all()
+    ranked = rank_sentences(question, SHOWN, INDEX.get, _QuoteEncoder(favourite))
+    assert ranked.tuned is not None and (ranked.scores == without.scores).all()  # the score itself is unchanged
+    assert ranked.order == pytest.approx(ranked.scores + QUOTE_TOWER_WEIGHT * ranked.tuned)
+    monkeypatch.setattr(extractive, "QUOTE_TOWER_WEIGHT", 10.0)  # the encoder's cosine outweighs the score
+    best = max(range(len(ranked.candidates)), key=lambda i: ranked.order[i])
+    assert ranked.candidates[best].sentence == favourite and ranked.tuned[best] == pytest.approx(
+        float(HashEmbedder().embed([ranked.candidates[best].in_context])[0] @ HashEmbedder().embed([favourite])[0]))
+    # the quotes follow the order; whether to answer at all is decided as before
+    plain = QuoteFallback(_QuoteEncoder(None))(question, SHOWN, INDEX.get)
+    tuned = QuoteFallback(_QuoteEncoder(favourite))(question, SHOWN, INDEX.get)
+    assert plain is not None and tuned is not None
+    assert plain.quotes[0].sentence != favourite and tuned.quotes[0].sentence == favourite
+    assert assess_ranked(question, ranked, None, None) == assess_ranked(question, without, None, None)

@@ -9,7 +9,8 @@ import pytest
 from models.errors import ModelNotFound
 from fakes import HashEmbedder
 from models.query_tower import (
-    PREFIX, QueryTower, TunedQueries, attach_tuned_queries, has_query_tower, load_query_tower, minilm_weights,
+    PREFIX, QUOTE_PREFIX, QueryTower, TunedQueries, attach_tuned_queries, has_query_tower, load_query_tower,
+    minilm_weights,
 )
 from models.reranker import RERANKER_FILE, load_reranker, read_reranker
 from rag.indexing.dense import query_vector
@@ -54,8 +55,10 @@ def test_untuned_layers_give_the_embedders_own_vectors(real_embedder):
 
 
 @pytest.mark.real
-def test_numpy_vectors_match_pytorch_on_20_questions(tower, real_embedder):
+@pytest.mark.parametrize("prefix", [PREFIX, QUOTE_PREFIX])
+def test_numpy_vectors_match_pytorch_on_20_questions(prefix, real_embedder):
     torch = pytest.importorskip("torch", reason="the training extra: pip install -e '.[train]'")
+    tower = load_query_tower(real_embedder.tokenize, prefix=prefix)
     from benchmarks.realdocs.train_query_tower import TRAINED_FROM, tower_model
     from benchmarks.realdocs.train_reranker import layer_tensors
     from models.llama_cpp.bert_gguf import minilm_zip
@@ -64,7 +67,7 @@ def test_numpy_vectors_match_pytorch_on_20_questions(tower, real_embedder):
     model = tower_model(minilm_zip())
     with torch.no_grad():  # the shipped float16 layers, widened, copied into the PyTorch encoder (slices are views)
         for i in range(TRAINED_FROM, 6):
-            for name, param in layer_tensors(model.layers[i], f"{PREFIX}encoder.layer.{i}.").items():
+            for name, param in layer_tensors(model.layers[i], f"{prefix}encoder.layer.{i}.").items():
                 param.copy_(torch.tensor(weights[name]))
         expected = np.concatenate([model.encode([tower.ids(q)]).numpy() for q in QUESTIONS])
     got = tower.encode(QUESTIONS)
@@ -138,3 +141,43 @@ def test_the_queries_setting_reaches_the_embedder(tmp_path, monkeypatch, real_em
         assert load_embedder(parse(["search", "x"]).settings).query_encoder is again  # loaded once a process
     finally:
         attach_tuned_queries(real_embedder, False)
+
+
+@pytest.mark.real
+def test_the_shipped_file_holds_the_quote_layers_too(tower, real_embedder):
+    """The quote encoder: its own tuned top layers, trained on fit packages only, a vector of its own."""
+    weights, meta = read_reranker()
+    assert has_query_tower(prefix=QUOTE_PREFIX)
+    quotes = load_query_tower(real_embedder.tokenize, prefix=QUOTE_PREFIX)
+    assert quotes.trained_from == int(meta[QUOTE_PREFIX + "trained_from"]) and len(quotes.layers) == 6
+    trained_on = meta[QUOTE_PREFIX + "trained_on"].split(",")
+    assert "python3-doc" not in trained_on and "git-doc" not in trained_on and len(trained_on) >= 10
+    assert float(meta[QUOTE_PREFIX + "weight"]) > 0
+    got, search = quotes.encode(QUESTIONS[:5]), tower.encode(QUESTIONS[:5])
+    assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5) and float((got * search).sum(1).max()) < 0.9999
+
+
+@pytest.mark.real
+def test_the_quote_encoder_comes_and_goes_with_the_search_one(real_embedder):
+    attach_tuned_queries(real_embedder)
+    try:
+        assert isinstance(real_embedder.quote_encoder, TunedQueries)
+        vector = real_embedder.embed_quote_query(QUESTIONS[0])
+        assert vector is not None and vector.shape == (384,)
+        assert not np.allclose(vector, real_embedder.embed_query(QUESTIONS[0]))
+    finally:
+        attach_tuned_queries(real_embedder, False)
+    assert real_embedder.quote_encoder is None and real_embedder.embed_quote_query(QUESTIONS[0]) is None
+
+
+def test_a_file_without_quote_layers_leaves_quotes_to_the_scorer(tmp_path, real_embedder):
+    from benchmarks.realdocs.train_reranker import merge_weights
+
+    bare = tmp_path / "r.safetensors"
+    merge_weights(bare, {k: v for k, v in read_reranker()[0].items() if not k.startswith(QUOTE_PREFIX)}, {},
+                  keep=lambda name: False)
+    assert not has_query_tower(bare, QUOTE_PREFIX) and has_query_tower(bare)
+    with pytest.raises(ModelNotFound, match="train-quote-tower"):
+        load_query_tower(real_embedder.tokenize, bare, prefix=QUOTE_PREFIX)
+    assert TunedQueries(real_embedder, bare, QUOTE_PREFIX, or_base=False)("kettle") is None
+    assert TunedQueries(real_embedder, bare)("kettle").shape == (384,)  # the search encoder is still there

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -246,3 +247,49 @@ def test_train_query_tower_runs_end_to_end_on_a_tiny_fit_package(tmp_path, real_
     tower = load_query_tower(real_embedder.tokenize, out)
     assert np.allclose(np.linalg.norm(tower.encode(["kettle"]), axis=1), 1.0, atol=1e-5)
     assert np.isfinite(load_reranker(real_embedder.tokenize, out).score("kettle", ["The kettle boils."])).all()
+
+
+def test_train_quote_tower_runs_end_to_end_on_a_tiny_fit_package(tmp_path, real_tokenizer, real_embedder):
+    pytest.importorskip("torch", reason="the training extra: pip install -e '.[train]'")
+    import shutil
+
+    from benchmarks.realdocs.train_quote_tower import chosen_hit, main as quote_main, package_cases
+    from models.query_tower import PREFIX, QUOTE_PREFIX, load_query_tower
+    from models.reranker import RERANKER_FILE, read_reranker
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "kettle.md").write_text(
+        "# Kettle\n\nThe kettle is made of steel. It holds a litre and a half of water. The kettle switches itself "
+        "off when the water boils. The cord is one metre long.\n\n# Lid\n\nThe lid is hinged at the back. The lid "
+        "opens with the button on the handle.\n")
+    (docs / "toaster.md").write_text("# Toaster\n\nThe toaster has two slots. Turn the dial to six for dark toast.\n")
+    rows = [{"id": f"k{i}", "q": q, "doc": d, "evidence": e} for i, (q, d, e) in enumerate([
+        ("Do I have to turn the kettle off myself?", "kettle.md", "switches itself off when the water boils"),
+        ("How do I open the lid?", "kettle.md", "The lid opens with the button on the handle"),
+        ("How do I get darker toast?", "toaster.md", "Turn the dial to six for dark toast"),
+        ("How much water fits in the kettle?", "kettle.md", "It holds a litre and a half of water"),
+        ("Can the toaster be started from my phone app?", None, None),
+    ])]
+    package = _package(tmp_path, questions=_questions(tmp_path / "q.jsonl", rows), source=docs)
+    cache = tmp_path / "cases"
+    cases = package_cases(package, docs, real_tokenizer, real_embedder, cache)
+    assert len(cases) == 4 and all(c.vectors.shape == (len(c.ranked.candidates), 384) for c in cases)  # answerable only
+    assert all(c.hits.any() for c in cases) and all(c.hits.sum() < len(c.hits) for c in cases)
+    assert list(cache.iterdir()) and len(package_cases(package, docs, real_tokenizer, None, cache)) == 4  # read back
+    assert chosen_hit(cases[0], None) in (True, False) and not chosen_hit(
+        replace(cases[0], hits=np.zeros_like(cases[0].hits)), None)
+    with pytest.raises(ValueError, match="fit packages only"):
+        quote_main([_package(tmp_path, name="held-one", split="held")], real_tokenizer, tmp_path / "x.safetensors")
+
+    out = tmp_path / "weights.safetensors"
+    shutil.copy(RERANKER_FILE, out)
+    said = []
+    assert quote_main([package], real_tokenizer, out, epochs=1, cache=cache, say=said.append) == 0
+    weights, meta = read_reranker(out)
+    assert meta[QUOTE_PREFIX + "trained_on"] == "tiny" and meta[QUOTE_PREFIX + "started_from"] == "query_tower"
+    assert meta[PREFIX + "trained_on"] == read_reranker()[1][PREFIX + "trained_on"]  # the search encoder's kept
+    assert meta["trained_on"] == read_reranker()[1]["trained_on"]  # and the reranker's
+    assert any(line.startswith("trained on ") for line in said) and any("kept-out" in line for line in said)
+    tower = load_query_tower(real_embedder.tokenize, out, prefix=QUOTE_PREFIX)
+    assert np.allclose(np.linalg.norm(tower.encode(["kettle"]), axis=1), 1.0, atol=1e-5)

@@ -19,6 +19,7 @@ USAGE = """\
           write the constants to rag/tuned.py and print the diff (--dry-run: only the diff)
   train-reranker  train the cross-encoder on the fit packages (PyTorch, the training extra) and write its file
   train-query-tower  tune the question side of dense search on the fit packages (PyTorch) into the same file
+  train-quote-tower  tune the quote scorer's question encoder on the fit packages (PyTorch) into the same file
   fit-order  fit the learned order of search hits on the fit packages; print every package before/after; write
           the weights to rag/tuned.py and print the diff (--dry-run: only the diff)
 """
@@ -29,7 +30,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m benchmarks.realdocs", description="The real-docs development suite.", epilog=USAGE,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    commands = ("build", "check", "cold", "score", "refit", "train-reranker", "train-query-tower", "fit-order")
+    commands = ("build", "check", "cold", "score", "refit", "train-reranker", "train-query-tower", "train-quote-tower",
+                "fit-order")
     parser.add_argument("command", nargs="?", default="score", choices=commands)
     parser.add_argument("--packages", nargs="+", default=None, help="only these packages (default: all)")
     parser.add_argument("--split", default="all", choices=SPLITS, help="fit, held or all packages (default: all)")
@@ -39,7 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--questions-dir", type=Path, action="append", default=[],
                         help="also take <package>.jsonl question files from this folder (repeatable)")
     parser.add_argument("--cases-cache", type=Path, default=None,
-                        help="refit: keep each package's scored sentences in this folder and reuse them")
+                        help="refit, train-quote-tower: keep each package's scored sentences in this folder and reuse them")
     parser.add_argument("--dry-run", action="store_true", help="refit, fit-order: print the diff, leave rag/tuned.py as it is")
     parser.add_argument("--rerank", choices=("on", "off", "quotes", "passages"), default="off",
                         help="score: the cross-encoder (models/reranker.safetensors) on quotes and declines, on "
@@ -48,11 +50,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="score: the cross-encoder file to use (default: the shipped models/reranker.safetensors)")
     parser.add_argument("--queries", choices=("tuned", "base"), default="tuned",
                         help="score: the question's vector from the tuned question encoder (models.query_tower) or MiniLM's own")
+    parser.add_argument("--quotes", choices=("tuned", "base"), default="tuned",
+                        help="score: quotes ordered with the quote encoder (models.query_tower) or by the quote scorer alone")
     parser.add_argument("--order", choices=ORDERS, default=ORDER,
                         help="score: hybrid search's order of hits, learned (rag.indexing.ordering) or fused (before it)")
     parser.add_argument("--out", type=Path, default=None,
-                        help="train-reranker, train-query-tower: write the model here (default: the shipped file)")
-    parser.add_argument("--epochs", type=int, default=None, help="train-reranker, train-query-tower: passes over the data")
+                        help="train-reranker, train-query-tower, train-quote-tower: write the model here (default: the shipped file)")
+    parser.add_argument("--epochs", type=int, default=None,
+                        help="train-reranker, train-query-tower, train-quote-tower: passes over the data")
     parser.add_argument("--layers", type=int, default=None, help="train-reranker: MiniLM layers kept")
     parser.add_argument("--max-tokens", type=int, default=None, help="train-reranker: the window of a pair, in tokens")
     parser.add_argument("--negatives", type=int, default=None, help="train-reranker: negatives per question")
@@ -104,11 +109,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         fit = [p for p in packages if p.split == "fit"]
         return tower_main(fit, load_tokenizer(), args.out or RERANKER_FILE, args.epochs or EPOCHS, args.limit)
+    if args.command == "train-quote-tower":
+        from benchmarks.realdocs.train_quote_tower import EPOCHS as QUOTE_EPOCHS, main as quote_main
+        from models.reranker import RERANKER_FILE
+
+        fit = [p for p in packages if p.split == "fit"]
+        return quote_main(fit, load_tokenizer(), args.out or RERANKER_FILE, args.epochs or QUOTE_EPOCHS,
+                          args.cases_cache, args.limit)
     from benchmarks.realdocs.scoring import score_suite
 
     return score_suite(packages, load_tokenizer(), limit=args.limit, as_json=args.json, write=args.write,
                        rerank=args.rerank, reranker_file=args.reranker, tuned_queries=args.queries == "tuned",
-                       order=args.order)
+                       order=args.order, tuned_quotes=args.quotes == "tuned")
 
 
 def _train(packages, args) -> int:

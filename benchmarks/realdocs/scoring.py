@@ -224,16 +224,20 @@ def index_table(scores: Sequence[PackageScore]) -> str:
 
 def score_suite(packages: Sequence[Package], tokenizer, root: Path | None = None, limit: int | None = None,
         as_json: bool = False, write: Path | None = None, say: Callable[[str], None] = print,
-        rerank: str = "off", reranker_file: Path | None = None, tuned_queries: bool = True, order: str = ORDER) -> int:
+        rerank: str = "off", reranker_file: Path | None = None, tuned_queries: bool = True, order: str = ORDER,
+        tuned_quotes: bool = True) -> int:
     """Score every package that has its folder; print the tables (or JSON), and with `write` save them as
     Markdown with the date, commit and load average. 1 when a package could not be scored. `order`: hybrid
-    search's order of hits (rag.indexing.ordering: "learned", or "fused" as before it)."""
+    search's order of hits (rag.indexing.ordering: "learned", or "fused" as before it); `tuned_quotes` False: the
+    quote scorer without the quote encoder (models.query_tower), as before it."""
     load_before = load_average()
     started = time.perf_counter()
     from models.query_tower import attach_tuned_queries
 
     embedder = load_embedder()
     attach_tuned_queries(embedder, tuned_queries)  # False: the question's vector is MiniLM's own (before #37's encoder)
+    if not tuned_quotes:
+        embedder.quote_encoder = None
     reranker = passages = None
     if rerank != "off":
         from models.reranker import RERANKER_FILE, load_reranker

@@ -23,7 +23,7 @@ import numpy as np
 
 from benchmarks.realdocs.rerank_data import Pair, by_question
 from models.llama_cpp.bert_gguf import minilm_zip, source_sha256
-from models.query_tower import PREFIX as QUERY_PREFIX
+from models.query_tower import PREFIX as QUERY_PREFIX, QUOTE_PREFIX
 from models.reranker import HEADS, LN_EPS, RERANKER_FILE, pair_ids, read_reranker
 from models.safetensors import read_safetensors
 
@@ -270,7 +270,8 @@ def save(model, path: Path, settings: TrainSettings, info: dict, packages: Seque
             "questions": str(info["questions"]), "pairs_per_epoch": str(info["pairs_per_epoch"]),
             "answer_logit": str(info.get("answer_logit", 0.0)), "validation": json.dumps(
                 {k: info.get(k) for k in ("top1", "unanswerable_declined", "answerable_declined")})}
-    merge_weights(path, model.tensors(), meta, keep=lambda name: name.startswith(QUERY_PREFIX))  # the question encoder's stay
+    # the question encoders' tensors stay
+    merge_weights(path, model.tensors(), meta, keep=lambda name: name.startswith((QUERY_PREFIX, QUOTE_PREFIX)))
 
 
 VALIDATION_EVERY = 10  # every tenth fit question (by a hash of its id) is kept out of training to choose the thresholds

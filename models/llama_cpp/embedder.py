@@ -66,7 +66,9 @@ class LlamaEmbedder:
         self._threads = self._current_threads = threads
         # A search question's vector: this encoder's when one is attached (agent.opening attaches the tuned question
         # encoder, models.query_tower, unless the settings say `queries = "base"`), else embed()'s.
-        self.query_encoder: Callable[[str], np.ndarray] | None = None
+        self.query_encoder: Callable[[str], np.ndarray | None] | None = None
+        # The quote scorer's question vector (models.query_tower's second tuned encoder), attached with it; None: none.
+        self.quote_encoder: Callable[[str], np.ndarray | None] | None = None
 
     def tokenize(self, text: str) -> list[int]:
         """The ids llama.cpp embeds for `text`, [CLS] ... [SEP] included, before truncation."""
@@ -106,7 +108,14 @@ class LlamaEmbedder:
         """A search question's unit vector: the attached question encoder's, else embed()'s. Documents are always
         embed()'s: the index's vectors stay MiniLM's."""
         encoder = self.query_encoder
-        return encoder(text) if encoder is not None else self.embed([text])[0]
+        vector = encoder(text) if encoder is not None else None
+        return vector if vector is not None else self.embed([text])[0]
+
+    def embed_quote_query(self, text: str) -> np.ndarray | None:
+        """The quote scorer's question vector (rag.answering.extractive), in the sentences' space; None when no quote
+        encoder is attached: the quote scorer then goes without it."""
+        encoder = self.quote_encoder
+        return encoder(text) if encoder is not None else None
 
     def close(self) -> None:
         with self._lock:

@@ -13,7 +13,7 @@ from rag.answering.answerability import Answerability, assess, sentence_cosines
 from rag.verification.claim_terms import terms
 from rag.verification.claims import split_claims
 from rag.answering.overrides import CHANGED, overrides
-from rag.answering.quote_features import FEATURES, Candidate, candidates, feature_matrix
+from rag.answering.quote_features import FEATURES, Candidate, candidates, feature_matrix, tuned_cosines
 from rag.retrieval.vocabulary import DocumentFrequencies
 from rag.citations import CitationLike, Lookup
 
@@ -24,6 +24,9 @@ WEIGHTS = {name: tuned.QUOTE_WEIGHTS[name] for name in FEATURES}
 # Below this a sentence is not worth quoting. It bounds the words-and-meaning part of the score (coverage and
 # cosine): the rank prior and the number cue only order sentences that are close to the question already.
 MIN_SCORE = tuned.MIN_QUOTE_SCORE
+# The quote encoder's cosine (quote_features.tuned_cosines) joins the score that orders the quotes with this weight;
+# what decides whether a sentence is close enough, and the answerability rule, read the score without it.
+QUOTE_TOWER_WEIGHT = tuned.QUOTE_TOWER_WEIGHT
 MAX_OVERLAP = 0.8  # a sentence sharing more of its words with one already chosen adds nothing
 OTHER_EXCERPT = tuned.OTHER_EXCERPT  # after the best few, the best sentence of an excerpt none of them came from
 # With the cross-encoder (models.reranker): the quote scorer's best RERANK_CANDIDATES sentences are read with the
@@ -118,7 +121,7 @@ def rerank(question: str, ranked: "RankedSentences", reranker: Reranker, k: int 
     logits = np.full(len(ranked.candidates), -np.inf, dtype=np.float32)
     if not ranked.candidates:
         return logits
-    best = np.argsort(-ranked.scores, kind="stable")[:k]
+    best = np.argsort(-ranked.order, kind="stable")[:k]
     logits[best] = reranker.score(question, [ranked.candidates[i].in_context for i in best])
     return logits
 
@@ -178,12 +181,12 @@ def select(
     """best_quotes' choice among sentences already scored (benchmarks.fitting.quote_eval measures it on the same rows);
     `weights`: the ones `ranked` was scored with (None: WEIGHTS); `close`: what must reach `min_score` for a
     sentence to be quoted (None: its coverage and cosine part of the score)."""
-    found, scores = ranked.candidates, ranked.scores
+    found, scores, ranking = ranked.candidates, ranked.scores, ranked.order
     if not found or max_sentences <= 0:
         return []
     if close is None:
         close = scores_of(ranked.features, with_cosine, weights, only=("coverage", "cosine"))
-    order = sorted(range(len(found)), key=lambda i: (-scores[i], found[i].n, i))
+    order = sorted(range(len(found)), key=lambda i: (-ranking[i], found[i].n, i))
     chosen: list[Quote] = []
 
     def fits(i: int) -> bool:
@@ -241,6 +244,12 @@ class RankedSentences:
     candidates: list[Candidate]
     features: np.ndarray  # one row per candidate, columns FEATURES
     scores: np.ndarray
+    tuned: np.ndarray | None = None  # each candidate's quote-encoder cosine (quote_features.tuned_cosines); None: none
+
+    @property
+    def order(self) -> np.ndarray:
+        """What orders the quotes: the score, plus QUOTE_TOWER_WEIGHT times the quote encoder's cosine."""
+        return self.scores if self.tuned is None else self.scores + np.float32(QUOTE_TOWER_WEIGHT) * self.tuned
 
 
 def rank_sentences(
@@ -250,7 +259,8 @@ def rank_sentences(
     """The quote scorer's view of the shown excerpts: each sentence's features and weighted score."""
     found = [c for c in candidates(shown_citations, lookup) if not is_own_label(c.sentence)]
     features = feature_matrix(question, found, embedder)
-    return RankedSentences(found, features, scores_of(features, embedder is not None))
+    return RankedSentences(found, features, scores_of(features, embedder is not None),
+                           tuned_cosines(question, found, embedder))
 
 
 def scores_of(

@@ -19,7 +19,7 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from models.protocols import Embedder
+from models.protocols import Embedder, QuoteQuestionEmbedder
 from rag import markers
 from rag.citations import CitationLike, Lookup, chunk_of
 from rag.types import Chunk
@@ -251,3 +251,19 @@ def feature_matrix(question: str, found: Sequence[Candidate], embedder: Embedder
         vectors = embed_cached([question, *texts], embedder)
         out[:, 1] = [max(0.0, float(vectors[t] @ vectors[question])) for t in texts]
     return out
+
+
+def quote_query_vector(embedder: Embedder | None, question: str) -> np.ndarray | None:
+    """The question's vector from the embedder's quote encoder (models.query_tower), or None when it has none."""
+    return embedder.embed_quote_query(question) if isinstance(embedder, QuoteQuestionEmbedder) else None
+
+
+def tuned_cosines(question: str, found: Sequence[Candidate], embedder: Embedder | None) -> np.ndarray | None:
+    """Each candidate's cosine (floored at 0) with the quote encoder's question vector, its sentence under its
+    heading path embedded as for the cosine feature; None when the embedder has no quote encoder."""
+    vector = quote_query_vector(embedder, question) if found and embedder is not None else None
+    if vector is None or embedder is None:
+        return None
+    texts = [c.in_context for c in found]
+    vectors = embed_cached(texts, embedder)
+    return np.array([max(0.0, float(vectors[t] @ vector)) for t in texts], dtype=np.float32)

@@ -40,8 +40,8 @@ def add_embed_options(p: argparse.ArgumentParser) -> None:
                         "key in $SMOLDOCS_EMBED_API_KEY")
     server.add_argument("--embed-model", metavar="NAME", default=None, help="the served embedding model (default: the only one)")
     p.add_argument("--queries", choices=("tuned", "base"), default=None,
-                   help="the search question's vector: tuned, from the question encoder trained for finding the passage "
-                        "that answers (default), or base, MiniLM's own (in-process MiniLM only)")
+                   help="the question's vectors: tuned, from the question encoders trained for finding the passage that "
+                        "answers and the sentence to quote (default), or base, MiniLM's own (in-process MiniLM only)")
 
 
 def add_model_option(p: argparse.ArgumentParser) -> None:
