@@ -153,11 +153,12 @@ def encode_all(model, data: PackageData) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros((0, 384), np.float32)
 
 
-def tuned_tensors(model) -> dict[str, np.ndarray]:
-    """The trained layers under MiniLM's names, prefixed (what models.query_tower reads)."""
+def tuned_tensors(model, prefix: str = PREFIX) -> dict[str, np.ndarray]:
+    """The trained layers under MiniLM's names, prefixed (what models.query_tower reads: PREFIX for search's
+    encoder, QUOTE_PREFIX for the quote scorer's)."""
     out = {}
     for i in range(TRAINED_FROM, len(model.layers)):
-        out |= layer_tensors(model.layers[i], f"{PREFIX}encoder.layer.{i}.")
+        out |= layer_tensors(model.layers[i], f"{prefix}encoder.layer.{i}.")
     return {k: v.detach().cpu().numpy().astype(np.float32) for k, v in out.items()}
 
 

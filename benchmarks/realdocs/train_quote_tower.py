@@ -25,7 +25,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from benchmarks.realdocs.suite import Package
-from benchmarks.realdocs.train_query_tower import TRAINED_FROM, tower_model
+from benchmarks.realdocs.train_query_tower import TRAINED_FROM, share, tower_model, tuned_tensors
 from benchmarks.realdocs.train_reranker import is_validation_id, layer_tensors, merge_weights
 from models.query_tower import PREFIX, QUOTE_PREFIX
 from models.reranker import RERANKER_FILE
@@ -75,7 +75,7 @@ def package_cases(package: Package, folder: Path, tokenizer, embedder, cache: Pa
         if not (q.answerable and q.evidence):
             continue
         shown = {c.n: c for c in search_first(index, Ledger(), tokenizer, q.q, K).citations}
-        ranked = rank_sentences(q.q, shown, index.chunk, _base(memo))
+        ranked = rank_sentences(q.q, shown, index.chunk, memo)
         found = ranked.candidates
         vectors = embed_cached([c.in_context for c in found], memo) if found else {}
         cases.append(QuoteCase(
@@ -88,17 +88,6 @@ def package_cases(package: Package, folder: Path, tokenizer, embedder, cache: Pa
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(pickle.dumps(cases))
     return cases
-
-
-class _base:
-    """The embedder without its quote encoder: the features the quote encoder is trained beside are its own."""
-
-    def __init__(self, embedder) -> None:
-        self._inner = embedder
-        self.model_id, self.dim = embedder.model_id, embedder.dim
-
-    def embed(self, texts):
-        return self._inner.embed(texts)
 
 
 def chosen_hit(case: QuoteCase, tuned: np.ndarray | None) -> bool:
@@ -167,18 +156,6 @@ def tuned_cosines(model, case: QuoteCase) -> np.ndarray:
     return np.maximum(case.vectors.astype(np.float32) @ vector, 0.0).astype(np.float32)
 
 
-def tuned_tensors(model) -> dict[str, np.ndarray]:
-    """The trained layers under MiniLM's names, prefixed (what models.query_tower reads as the quote encoder)."""
-    out = {}
-    for i in range(TRAINED_FROM, len(model.layers)):
-        out |= layer_tensors(model.layers[i], f"{QUOTE_PREFIX}encoder.layer.{i}.")
-    return {k: v.detach().cpu().numpy().astype(np.float32) for k, v in out.items()}
-
-
-def share(values: Sequence[bool]) -> str:
-    return f"{np.mean(values):.3f}" if len(values) else "-"
-
-
 def main(packages: Sequence[Package], tokenizer, out: Path = RERANKER_FILE, epochs: int = EPOCHS,
          cache: Path | None = None, limit: int | None = None, say: Callable[[str], None] = print) -> int:
     """Train on the fit packages' questions (nine tenths), print the kept-out tenth before and after, write the file."""
@@ -199,26 +176,27 @@ def main(packages: Sequence[Package], tokenizer, out: Path = RERANKER_FILE, epoc
     torch.set_num_threads(max(1, torch.get_num_threads()))
     embedder = load_embedder()
     attach_tuned_queries(embedder)  # the first search as the agent runs it: the tuned search encoder
+    embedder.quote_encoder = None  # the score the quote encoder learns beside is the one without it
     cases: list[QuoteCase] = []
     for p in packages:
         found = package_cases(p, p.folder(), tokenizer, embedder, cache, limit)
         say(f"{p.name}: {len(found)} questions, {sum(c.hits.any() for c in found)} with the evidence among the candidates")
         cases += found
+    zip_path = minilm_zip()
     try:
-        start = {k: v for k, v in read_reranker(out)[0].items() if k.startswith(PREFIX)}
+        start = read_reranker(out, only=PREFIX)[0]
     except ModelNotFound:
         start = {}
-    model, info = train(cases, minilm_zip(), start, epochs, say=say)
+    model, info = train(cases, zip_path, start, epochs, say=say)
     kept = [c for c in cases if c.kept_out]
     before = [chosen_hit(c, None) for c in kept]
     after = [chosen_hit(c, tuned_cosines(model, c)) for c in kept]
     say(f"kept-out fit questions ({len(kept)}): evidence sentence among the chosen quotes {share(before)} -> {share(after)}")
-    zip_path = minilm_zip()
     meta = {"minilm_sha256": source_sha256(zip_path), "trained_from": str(TRAINED_FROM), "epochs": str(epochs),
             "seed": str(SEED), "weight": str(QUOTE_TOWER_WEIGHT), "trained_on": ",".join(p.name for p in packages),
             "questions": str(info["questions"]), "started_from": "query_tower" if start else "minilm",
             "kept_out": json.dumps({"questions": len(kept), "before": share(before), "after": share(after)})}
-    merge_weights(out, tuned_tensors(model), {QUOTE_PREFIX + k: v for k, v in meta.items()},
+    merge_weights(out, tuned_tensors(model, QUOTE_PREFIX), {QUOTE_PREFIX + k: v for k, v in meta.items()},
                   keep=lambda name: not name.startswith(QUOTE_PREFIX))
     say(f"trained on {info['questions']} questions, {info['steps']} steps, {info['seconds']} s -> {out} "
         f"({out.stat().st_size / 1e6:.1f} MB)")
