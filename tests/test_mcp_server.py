@@ -101,3 +101,28 @@ def test_a_call_the_client_abandons_does_not_end_the_session(client):
     client.portal.call(abandon)
     error, text = client.call("search_docs", {"query": "kv cache", "k": 1})
     assert not error and re.match(r"\[\d+\] ", text)
+
+
+def test_shared_calls_enter_together_and_a_stop_waits_for_none():
+    """A store's calls hold SharedCalls together; the stopping server's acquire(blocking=False) is refused while a
+    call is inside, and a call that comes while the server holds it waits until release()."""
+    import threading
+
+    from agent.surfaces.mcp_server import SharedCalls
+
+    calls = SharedCalls()
+    entered = threading.Event()
+    with calls:
+        second = threading.Thread(target=lambda: (calls.__enter__(), entered.set(), calls.__exit__(None, None, None)))
+        second.start()
+        assert entered.wait(5)  # a second call got in beside the first
+        second.join(5)
+        assert not calls.acquire(blocking=False)
+    assert calls.acquire(blocking=False)
+    entered.clear()
+    late = threading.Thread(target=lambda: (calls.__enter__(), entered.set(), calls.__exit__(None, None, None)))
+    late.start()
+    assert not entered.wait(0.3)  # held: the call waits
+    calls.release()
+    assert entered.wait(5)
+    late.join(5)

@@ -270,6 +270,61 @@ def test_a_failed_vector_half_is_one_line_and_the_next_hybrid_search_works(pg_ur
     pg.close()
 
 
+def _smoldocs_connections(url: str) -> int:
+    with psycopg.connect(url, autocommit=True) as admin:
+        return admin.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'smoldocs' "
+                             "AND datname = current_database()").fetchone()[0]
+
+
+@pytest.mark.real
+def test_searches_run_at_once_on_connections_of_their_own(pg_url, docs, real_tokenizer, real_embedder):
+    """Two searches are inside the store at the same time, each on its own connection (a server's clients no
+    longer queue behind one); threads searching together get what one search at a time gets; after close() no
+    connection is left and a search is one line."""
+    from rag.postgres import search as pg_search
+
+    ingest(pg_url, docs, real_tokenizer, real_embedder)
+    index = PgIndex(pg_url, real_embedder)
+    assert pg_search.SEARCHES >= 2
+    together = threading.Barrier(2, timeout=20)  # the second search must start while the first is inside
+
+    def inside(pair) -> int:
+        pid = pair.conn().execute("SELECT pg_backend_pid()").fetchone()[0]
+        together.wait()
+        return pid
+
+    pids: list[int] = []
+    threads = [threading.Thread(target=lambda: pids.append(index._guarded(inside))) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(pids) == 2 and pids[0] != pids[1]
+
+    alone = {q: [(h.chunk_id, h.score) for h in index.search(q, k=5)] for q in QUERIES}
+    found: dict[str, list] = {}
+    errors: list[Exception] = []
+
+    def search(queries) -> None:
+        try:
+            for q in queries:
+                found[q] = [(h.chunk_id, h.score) for h in index.search(q, k=5)]
+        except Exception as exc:  # noqa: BLE001 - reported by the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=search, args=(QUERIES[i::3],)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and found == alone
+    assert 0 < _smoldocs_connections(pg_url) <= 2 * pg_search.SEARCHES
+    index.close()
+    assert _smoldocs_connections(pg_url) == 0
+    failure = _error(lambda: index.search("building the index"))
+    assert isinstance(failure, StoreUnavailable) and "was closed" in str(failure) and "\n" not in str(failure)
+
+
 class _Serialized:
     """The real embedder behind a lock: llama.cpp contexts are not thread-safe, the test's ingesters are threads."""
 

@@ -294,6 +294,41 @@ def paged_text(layout: Layout) -> str:
     return "\n".join(out) + "\n"
 
 
+class SharedCalls:
+    """A lock that calls hold together: `with` enters at once beside other calls; acquire() and release() are the
+    exclusive hold a stopping server takes (acquire(blocking=False) is False while a call is inside)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._inside = 0
+        self._held = False
+
+    def __enter__(self) -> None:
+        with self._cond:
+            while self._held:
+                self._cond.wait()
+            self._inside += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with self._cond:
+            self._inside -= 1
+            self._cond.notify_all()
+
+    def acquire(self, blocking: bool = True) -> bool:
+        with self._cond:
+            while blocking and (self._inside or self._held):
+                self._cond.wait()
+            if self._inside or self._held:
+                return False
+            self._held = True
+            return True
+
+    def release(self) -> None:
+        with self._cond:
+            self._held = False
+            self._cond.notify_all()
+
+
 class StoredDocs:
     """A shared PostgreSQL store (rag.postgres.search.PgIndex) in FolderIndex's place: one ingester keeps it fresh.
 
@@ -305,7 +340,9 @@ class StoredDocs:
         self.root = index.index_dir  # what the server says it serves: the store, password redacted
         self.tokenizer = tokenizer
         self.embedder = embedder
-        self.lock = threading.RLock()
+        # Calls run at once: each search reads one snapshot of the store on connections of its own (PgIndex runs
+        # up to SEARCHES together); what a session keeps is under its own lock (SessionState.lock).
+        self.lock = SharedCalls()
         self.only = only  # --collection: every call searches and lists only these
         if only:
             Within(index, only)  # an unknown name is one line before anything is served
@@ -333,10 +370,12 @@ class StoredDocs:
 
 @dataclass
 class SessionState:
-    """One MCP session: its ledger, and the text each number showed (to notice a chunk edited since)."""
+    """One MCP session: its ledger, and the text each number showed (to notice a chunk edited since); a call holds
+    `lock` while it reads or numbers them, so one session's calls never interleave."""
 
     ledger: Ledger = field(default_factory=Ledger)
     shown_text: dict[int, str] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def remember(self, citations: list[Citation], index: HybridIndex) -> None:
         for c in citations:
@@ -492,7 +531,7 @@ def build_server(
 
     @_store_errors_as_tool_errors
     def _search(state: SessionState, args: dict[str, Any], call: ToolCall) -> str:
-        with live.lock:
+        with live.lock, state.lock:
             index, note = _fresh()
             result = SearchDocsTool(index, state.ledger, live.counter, max_tokens, render=sourced_block)(args)
             if result.error is not None:
@@ -503,7 +542,7 @@ def build_server(
 
     @_store_errors_as_tool_errors
     def _document(state: SessionState, source_id: str, call: ToolCall) -> str:
-        with live.lock:
+        with live.lock, state.lock:
             index, note = _fresh()
             result = GetDocumentTool(index, state.ledger, live.counter, max_tokens)({"source_id": source_id})
             if result.error is not None:
@@ -514,7 +553,7 @@ def build_server(
 
     @_store_errors_as_tool_errors
     def _check(state: SessionState, answer: str, call: ToolCall) -> str:
-        with live.lock:
+        with live.lock, state.lock:
             index, note = _fresh()
             judge = embedder_for_checks if embedder_for_checks is not None else live.embedder
             report = check_citations(answer, state.shown(), index.chunk, judge, changed=state.changed(index))

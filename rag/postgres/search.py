@@ -10,10 +10,11 @@ document whole, old or new.
 
 from __future__ import annotations
 
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import TYPE_CHECKING, Self, Sequence
+from typing import TYPE_CHECKING, Callable, Self, Sequence, TypeVar
 
 from models.locate import SEMANTIC_OFF
 from models.protocols import Embedder
@@ -44,6 +45,11 @@ if TYPE_CHECKING:
     import psycopg
 
 S = SCHEMA
+_T = TypeVar("_T")
+# Searches one PgIndex runs at once, each on two connections of its own: about one per core, at most 8 (16
+# connections a process). `smoldocs serve` over a million real chunks, 16 clients, 2 cores (docs/results.md): 7.9-9.4
+# calls/s one at a time; 17.8 / 15.3 / 15.4 with 2 / 4 / 8 at once.
+SEARCHES = min(8, max(2, os.cpu_count() or 2))
 # Candidates an HNSW scan keeps (pgvector's default 40 is below CANDIDATE_DEPTH). Measured with
 # benchmarks.shared_store's 100k synthetic chunks (load 17): recall@10 0.685 at 100, 0.785 at 200, 0.887 at 400
 # (16 ms), 0.942 at 800 (32 ms). With iterative scans a filtered query keeps scanning until it has its rows.
@@ -297,6 +303,32 @@ def _chunk(row: Sequence) -> Chunk:
     return Chunk(chunk_id, doc_id, uri, body, tuple(heading), line_start, line_end, page_start, page_end)
 
 
+class _Pair:
+    """One search's connections, opened when first used: the statement's, and a hybrid search's second one, which
+    reads the vector half beside the BM25 half."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._conn: psycopg.Connection | None = None
+        self._side: psycopg.Connection | None = None
+
+    def conn(self) -> psycopg.Connection:
+        if self._conn is None or self._conn.closed or self._conn.broken:
+            self._conn = _configured(connect(self.url))
+        return self._conn
+
+    def side(self) -> psycopg.Connection:
+        if self._side is None or self._side.closed or self._side.broken:
+            self._side = _configured(connect(self.url))
+        return self._side
+
+    def close(self) -> None:
+        for conn in (self._conn, self._side):
+            if conn is not None:
+                conn.close()
+        self._conn = self._side = None
+
+
 class StoreVocabulary:
     """rag.retrieval.vocabulary.DocumentFrequencies read from the store's `terms` table, always current."""
 
@@ -348,21 +380,26 @@ class PgIndex(IndexDefaults):
         self.docs_dir = docs_dir
         self.index_dir = redact_url(url)  # where the index lives, as shown to people
         self.update = update  # rag.indexing.build.IndexUpdate of the ingest this process ran, if any
-        self._lock = threading.Lock()  # one search at a time (the TUI and MCP use threads)
-        self._conn: psycopg.Connection | None = None
-        self._side: psycopg.Connection | None = None  # a hybrid search's vector half runs on it, beside the BM25 half
+        # Up to SEARCHES searches at once (a server's clients, the TUI's threads), each on a pair of connections
+        # of its own; the pairs are kept for the next search.
+        self._lock = threading.Lock()  # guards the idle pairs and `_closed`, never held during a search
+        self._slots = threading.BoundedSemaphore(SEARCHES)
+        self._idle: list[_Pair] = []
+        self._closed = False
         self._worker: ThreadPoolExecutor | None = None
-        conn = self._connection()
+        pair = _Pair(url)
         try:
+            conn = pair.conn()
             check_version(conn, url)
             check_vector_version(conn, url)
             settings = read_settings(conn)
             dim = embedding_dim(conn)
         except Exception as exc:
-            self.close()
+            pair.close()
             if isinstance(exc, (StoreRefused, StoreUnavailable)):
                 raise
             raise unavailable(exc, url, during="while opening the index") from None
+        self._idle.append(pair)
         self.term_settings = TermSettings(**settings.get("bm25_terms", {}))
         self.settings = settings
         model = settings.get("embedding_model")
@@ -376,55 +413,59 @@ class PgIndex(IndexDefaults):
                                f"gives {embedder.dim}: use the same embedder as the ingester")
         self._vocabulary = StoreVocabulary(self)
 
-    # -- the connection --------------------------------------------------------------------------------------
-    def _connection(self) -> psycopg.Connection:
-        if self._conn is None or self._conn.closed or self._conn.broken:
-            self._conn = _configured(connect(self.url))
-        return self._conn
-
-    def _side_connection(self) -> psycopg.Connection:
-        if self._side is None or self._side.closed or self._side.broken:
-            self._side = _configured(connect(self.url))
-        return self._side
-
-    def _guarded(self, work, during: str = "during a search"):
-        """work() under the lock; a driver error is one line, and the next call starts on new connections (a
-        restarted server costs one failed search, not the session; no transaction is left open)."""
+    # -- the connections -------------------------------------------------------------------------------------
+    def _guarded(self, work: Callable[[_Pair], _T], during: str = "during a search") -> _T:
+        """work(pair) on a pair of connections of its own; a driver error is one line, and that pair and every
+        idle one are closed, so the next call starts on new connections (a restarted server costs one failed
+        search, not the session; no transaction is left open)."""
         import psycopg
 
-        with self._lock:
+        with self._slots:
+            with self._lock:
+                if self._closed:
+                    raise StoreUnavailable(f"the store {self.index_dir} was closed")
+                pair = self._idle.pop() if self._idle else _Pair(self.url)
             try:
-                return work()
+                result = work(pair)
             except psycopg.Error as exc:
-                self._drop_connections()
+                pair.close()
+                self._drop_idle()
                 raise unavailable(exc, self.url, during=during) from None
             except BaseException:  # an interrupt mid-search: no connection is left inside its transaction
-                self._drop_connections()
+                pair.close()
                 raise
+            with self._lock:
+                if self._closed:
+                    pair.close()
+                else:
+                    self._idle.append(pair)
+            return result
 
-    def _drop_connections(self) -> None:
-        for conn in (self._conn, self._side):
-            if conn is not None:
-                conn.close()
-        self._conn = self._side = None
+    def _drop_idle(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for pair in idle:
+            pair.close()
 
     def _rows(self, sql: str, params=None, during: str = "during a search") -> list[tuple]:
-        return self._guarded(lambda: self._connection().execute(sql, params).fetchall(), during)
+        return self._guarded(lambda pair: pair.conn().execute(sql, params).fetchall(), during)
 
     def _hybrid_rows(self, method: str, doc_ids: bool, params: dict, raw: bool = False) -> list[tuple]:
         """A hybrid search with its halves read at once on two connections, in one exported snapshot, then fused
         by a third statement in it: it costs about the slower half instead of their sum. `raw`: with each row's raw
         BM25 score and cosine (search_sql)."""
 
-        def work() -> list[tuple]:
-            conn, side = self._connection(), self._side_connection()
+        def work(pair: _Pair) -> list[tuple]:
+            conn, side = pair.conn(), pair.side()
             cursor = conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT pg_export_snapshot()")
             cursor.nextset()
             snapshot = cursor.fetchall()[0][0]
-            if self._worker is None:
-                self._worker = ThreadPoolExecutor(1, thread_name_prefix="smoldocs-pg")
+            with self._lock:
+                if self._worker is None:
+                    self._worker = ThreadPoolExecutor(SEARCHES, thread_name_prefix="smoldocs-pg")
+                worker = self._worker
             sem_sql = half_sql("sem", doc_ids, self.current_only)
-            vector_half = self._worker.submit(_in_snapshot, side, snapshot, sem_sql, params)
+            vector_half = worker.submit(_in_snapshot, side, snapshot, sem_sql, params)
             try:
                 lex = conn.execute(half_sql("lex", doc_ids, self.current_only), params).fetchall()
             finally:
@@ -441,11 +482,13 @@ class PgIndex(IndexDefaults):
         return rows[0][0] if rows else None
 
     def close(self) -> None:
+        """Closes the idle connections now and each busy one when its search ends; a later search is refused."""
         with self._lock:
-            self._drop_connections()
-            if self._worker is not None:
-                self._worker.shutdown()
-                self._worker = None
+            self._closed = True
+            worker, self._worker = self._worker, None
+        self._drop_idle()
+        if worker is not None:
+            worker.shutdown()
 
     # -- what callers ask of an index ------------------------------------------------------------------------
     def __len__(self) -> int:

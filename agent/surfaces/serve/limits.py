@@ -2,8 +2,8 @@
 clear error (an HTTP status where the HTTP layer refuses, an MCP tool error where the call does).
 
 The query and answer lengths are the tools' own (their schemas say so to every client); the others are the
-server's. Calls into the index still run one at a time (agent.surfaces.mcp_server's lock): the timeout bounds how long a
-client waits in that queue plus its own call.
+server's. Calls into a folder's index still run one at a time (agent.surfaces.mcp_server's lock), a store's up to
+rag.postgres.search.SEARCHES at once: the timeout bounds how long a client waits in that queue plus its own call.
 """
 
 from __future__ import annotations
