@@ -325,6 +325,42 @@ def test_searches_run_at_once_on_connections_of_their_own(pg_url, docs, real_tok
     assert isinstance(failure, StoreUnavailable) and "was closed" in str(failure) and "\n" not in str(failure)
 
 
+@pytest.mark.real
+def test_searches_share_the_connections_they_have_when_the_server_refuses_more(pg_server, pg_url, docs,
+                                                                                real_tokenizer, real_embedder):
+    """A role allowed three connections: the first search's pair takes two, the next pair cannot open both, so
+    searches from four threads take turns on what is open, and every one gets what it gets alone."""
+    import uuid
+
+    ingest(pg_url, docs, real_tokenizer, real_embedder)
+    role = f"few_{uuid.uuid4().hex[:8]}"
+    pg_server.admin(f"CREATE ROLE {role} LOGIN PASSWORD 'few-secret' CONNECTION LIMIT 3")
+    dbname = pg_url.rsplit("/", 1)[1]
+    pg_server.admin(f'GRANT CONNECT ON DATABASE "{dbname}" TO {role}; GRANT USAGE ON SCHEMA smoldocs TO {role}; '
+                    f"GRANT SELECT ON ALL TABLES IN SCHEMA smoldocs TO {role}", dbname=dbname)
+    index = PgIndex(pg_server.url(dbname, user=role, password="few-secret"), real_embedder)
+    alone = {q: [h.chunk_id for h in index.search(q, k=5)] for q in QUERIES}
+    found: dict[str, list] = {}
+    errors: list[Exception] = []
+    start = threading.Barrier(4, timeout=20)
+
+    def search(queries) -> None:
+        start.wait()
+        try:
+            for q in queries:
+                found[q] = [h.chunk_id for h in index.search(q, k=5)]
+        except Exception as exc:  # noqa: BLE001 - reported by the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=search, args=(QUERIES[i::2] * 2,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and found == alone, errors
+    index.close()
+
+
 class _Serialized:
     """The real embedder behind a lock: llama.cpp contexts are not thread-safe, the test's ingesters are threads."""
 

@@ -303,6 +303,10 @@ def _chunk(row: Sequence) -> Chunk:
     return Chunk(chunk_id, doc_id, uri, body, tuple(heading), line_start, line_end, page_start, page_end)
 
 
+class _NotOpened(StoreUnavailable):
+    """A new connection the server did not open (down, or too many connections): PgIndex shares open ones."""
+
+
 class _Pair:
     """One search's connections, opened when first used: the statement's, and a hybrid search's second one, which
     reads the vector half beside the BM25 half."""
@@ -314,13 +318,20 @@ class _Pair:
 
     def conn(self) -> psycopg.Connection:
         if self._conn is None or self._conn.closed or self._conn.broken:
-            self._conn = _configured(connect(self.url))
+            self._conn = self._open()
         return self._conn
 
     def side(self) -> psycopg.Connection:
         if self._side is None or self._side.closed or self._side.broken:
-            self._side = _configured(connect(self.url))
+            self._side = self._open()
         return self._side
+
+    def _open(self) -> psycopg.Connection:
+        try:
+            conn = connect(self.url)
+        except StoreUnavailable as exc:
+            raise _NotOpened(str(exc)) from None
+        return _configured(conn)
 
     def close(self) -> None:
         for conn in (self._conn, self._side):
@@ -381,10 +392,12 @@ class PgIndex(IndexDefaults):
         self.index_dir = redact_url(url)  # where the index lives, as shown to people
         self.update = update  # rag.indexing.build.IndexUpdate of the ingest this process ran, if any
         # Up to SEARCHES searches at once (a server's clients, the TUI's threads), each on a pair of connections
-        # of its own; the pairs are kept for the next search.
-        self._lock = threading.Lock()  # guards the idle pairs and `_closed`, never held during a search
-        self._slots = threading.BoundedSemaphore(SEARCHES)
+        # of its own; the pairs are kept for the next search. When the server refuses a new connection (its
+        # max_connections, or the role's limit, reached) while this index holds others, searches share those.
+        self._cond = threading.Condition()  # guards the fields below; never held during a search
         self._idle: list[_Pair] = []
+        self._busy = 0
+        self._cap = SEARCHES
         self._closed = False
         self._worker: ThreadPoolExecutor | None = None
         pair = _Pair(url)
@@ -420,30 +433,57 @@ class PgIndex(IndexDefaults):
         search, not the session; no transaction is left open)."""
         import psycopg
 
-        with self._slots:
-            with self._lock:
-                if self._closed:
-                    raise StoreUnavailable(f"the store {self.index_dir} was closed")
-                pair = self._idle.pop() if self._idle else _Pair(self.url)
+        while True:
+            pair = self._take()
             try:
                 result = work(pair)
+            except _NotOpened:
+                self._give(pair, keep=False)
+                with self._cond:
+                    if not self._busy and not self._idle:
+                        raise  # nothing to share: the server is down or refuses this index altogether
+                    self._cap = max(1, self._busy + len(self._idle))  # share what is open
+                continue
             except psycopg.Error as exc:
-                pair.close()
+                self._give(pair, keep=False)
                 self._drop_idle()
                 raise unavailable(exc, self.url, during=during) from None
             except BaseException:  # an interrupt mid-search: no connection is left inside its transaction
-                pair.close()
+                self._give(pair, keep=False)
                 raise
-            with self._lock:
-                if self._closed:
-                    pair.close()
-                else:
-                    self._idle.append(pair)
+            self._give(pair, keep=True)
             return result
 
+    def _take(self) -> _Pair:
+        """An idle pair, a new one while fewer than the cap are open, or the next one a search gives back."""
+        with self._cond:
+            while True:
+                if self._closed:
+                    raise StoreUnavailable(f"the store {self.index_dir} was closed")
+                if self._idle:
+                    pair = self._idle.pop()
+                    break
+                if self._busy < self._cap:
+                    pair = _Pair(self.url)
+                    break
+                self._cond.wait()
+            self._busy += 1
+            return pair
+
+    def _give(self, pair: _Pair, keep: bool) -> None:
+        with self._cond:
+            self._busy -= 1
+            if keep and not self._closed:
+                self._idle.append(pair)
+            else:
+                pair.close()
+            self._cond.notify()
+
     def _drop_idle(self) -> None:
-        with self._lock:
+        with self._cond:
             idle, self._idle = self._idle, []
+            self._cap = SEARCHES  # new connections next time (a restarted server may take more)
+            self._cond.notify_all()
         for pair in idle:
             pair.close()
 
@@ -460,7 +500,7 @@ class PgIndex(IndexDefaults):
             cursor = conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT pg_export_snapshot()")
             cursor.nextset()
             snapshot = cursor.fetchall()[0][0]
-            with self._lock:
+            with self._cond:
                 if self._worker is None:
                     self._worker = ThreadPoolExecutor(SEARCHES, thread_name_prefix="smoldocs-pg")
                 worker = self._worker
@@ -483,9 +523,10 @@ class PgIndex(IndexDefaults):
 
     def close(self) -> None:
         """Closes the idle connections now and each busy one when its search ends; a later search is refused."""
-        with self._lock:
+        with self._cond:
             self._closed = True
             worker, self._worker = self._worker, None
+            self._cond.notify_all()  # a search waiting for a pair is refused
         self._drop_idle()
         if worker is not None:
             worker.shutdown()
