@@ -126,3 +126,31 @@ def test_shared_calls_enter_together_and_a_stop_waits_for_none():
     calls.release()
     assert entered.wait(5)
     late.join(5)
+
+
+def test_a_session_keeps_a_digest_per_number_and_a_check_looks_up_only_the_numbers_it_cites():
+    """What a session remembers of each shown excerpt is 16 bytes, not its text; an answer's check reads only the
+    chunks its markers cite (it read every chunk the session was ever shown), and still names an edited one."""
+    from types import SimpleNamespace
+
+    from agent.surfaces.mcp_server import SessionState
+    from rag.citations import parse_citations
+
+    texts = {f"docs/page.md#{i}": f"Text of chunk {i}. " * 40 for i in range(200)}
+    looked_up: list[str] = []
+
+    class Index:
+        def chunk(self, chunk_id):
+            looked_up.append(chunk_id)
+            return SimpleNamespace(text=texts[chunk_id]) if chunk_id in texts else None
+
+    state = SessionState()
+    hits = [SimpleNamespace(chunk_id=c, doc_id="docs/page.md", uri="docs/page.md") for c in texts]
+    state.remember([state.ledger.cite(h) for h in hits], Index())
+    assert len(state.shown_digest) == 200 and all(len(d) == 16 for d in state.shown_digest.values())
+    texts["docs/page.md#4"] = "Edited since."  # [5]
+    looked_up.clear()
+    answer = "It is configured there [5], and also here [7]; [999] is made up."
+    assert state.changed(Index(), parse_citations(answer)) == {5}
+    assert sorted(looked_up) == ["docs/page.md#4", "docs/page.md#6"]
+    assert state.changed(Index()) == {5}  # every number, when none are given

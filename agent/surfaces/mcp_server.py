@@ -7,6 +7,7 @@ one chunk for the whole session; the index is checked for changed files before e
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import sys
 import threading
@@ -15,7 +16,7 @@ from urllib.parse import quote
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Protocol, cast
+from typing import Any, Awaitable, Callable, Iterable, Protocol, cast
 
 import anyio
 
@@ -32,7 +33,7 @@ from agent.opening import Models, docs_root, open_docs
 from agent.settings import Settings
 from models.protocols import Embedder, Tokenizer
 from rag.verification.answer_check import MAX_ANSWER_CHARS, check_citations, supported_share
-from rag.citations import Citation
+from rag.citations import Citation, parse_citations
 from rag.ingest.corpus import check_docs_dir, iter_candidate_files
 from rag.ingest.decoding import decode_text
 from rag.ingest.formats import SUFFIXES, Layout, is_file_format, parse_text
@@ -370,30 +371,41 @@ class StoredDocs:
 
 @dataclass
 class SessionState:
-    """One MCP session: its ledger, and the text each number showed (to notice a chunk edited since); a call holds
-    `lock` while it reads or numbers them, so one session's calls never interleave."""
+    """One MCP session: its ledger, and a digest of the text each number showed (to notice a chunk edited since); a
+    call holds `lock` while it reads or numbers them, so one session's calls never interleave."""
 
     ledger: Ledger = field(default_factory=Ledger)
-    shown_text: dict[int, str] = field(default_factory=dict)
+    # 16 bytes a number, not the text: a session that was shown thousands of excerpts stays small (50 clients of
+    # `smoldocs serve` over a million chunks grew the server by 2-3 MB every 30 s when the texts were kept).
+    shown_digest: dict[int, bytes] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def remember(self, citations: list[Citation], index: HybridIndex) -> None:
         for c in citations:
             chunk = index.chunk(c.chunk_id)
             if chunk is not None:
-                self.shown_text[c.n] = chunk.text
+                self.shown_digest[c.n] = _digest(chunk.text)
 
     def shown(self) -> dict[int, Citation]:
         return {c.n: c for c in self.ledger.citations()}
 
-    def changed(self, index: HybridIndex) -> set[int]:
-        """Numbers whose chunk is still indexed but reads differently from what this session was shown."""
+    def changed(self, index: HybridIndex, numbers: Iterable[int] | None = None) -> set[int]:
+        """Of `numbers` (None: every number shown), those whose chunk is still indexed but reads differently from
+        what this session was shown; an answer's check looks up only the numbers it cites."""
+        shown = self.shown()
         out = set()
-        for n, c in self.shown().items():
+        for n in shown if numbers is None else numbers:
+            c = shown.get(n)
+            if c is None or n not in self.shown_digest:
+                continue
             chunk = index.chunk(c.chunk_id)
-            if chunk is not None and n in self.shown_text and chunk.text != self.shown_text[n]:
+            if chunk is not None and _digest(chunk.text) != self.shown_digest[n]:
                 out.add(n)
         return out
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 class Sessions:
@@ -556,7 +568,8 @@ def build_server(
         with live.lock, state.lock:
             index, note = _fresh()
             judge = embedder_for_checks if embedder_for_checks is not None else live.embedder
-            report = check_citations(answer, state.shown(), index.chunk, judge, changed=state.changed(index))
+            report = check_citations(answer, state.shown(), index.chunk, judge,
+                                     changed=state.changed(index, parse_citations(answer)))
         out = verification_to_dict(report) | {"supported_share": supported_share(report)}
         call.hits = len(out["citations"])
         return _with_note(json.dumps(out, ensure_ascii=False), note)
