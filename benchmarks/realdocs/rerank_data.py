@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from benchmarks.realdocs.suite import Package
+from benchmarks.realdocs.suite import Package, fit_only
 from rag.answering.passages import passage_text
 from rag.answering.quote_features import candidates
 from rag.citations import Citation
@@ -140,9 +140,7 @@ def package_pairs(package: Package, folder: Path, tokenizer, cache: Path, seed: 
 def suite_pairs(packages: Sequence[Package], tokenizer, cache: Path, root: Path | None = None,
                 say: Callable[[str], None] = print, kind: str = "sentences") -> list[Pair]:
     """The pairs of every fit package given (a held package is refused: it is only ever reported)."""
-    held = [p.name for p in packages if p.split != "fit"]
-    if held:
-        raise ValueError(f"the reranker trains on fit packages only, not {', '.join(held)}")
+    fit_only(packages, "the reranker")
     return [pair for p in packages for pair in package_pairs(p, p.folder(root), tokenizer, cache, say=say, kind=kind)]
 
 

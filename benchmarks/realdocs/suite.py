@@ -66,6 +66,13 @@ def _package(row: dict, base: Path, questions_dirs: Sequence[Path]) -> Package:
     )
 
 
+def fit_only(packages: Sequence[Package], what: str) -> None:
+    """ValueError unless every package is a fit package: `what` (the reranker, an encoder) never trains on held ones."""
+    held = [p.name for p in packages if p.split != "fit"]
+    if held:
+        raise ValueError(f"{what} trains on fit packages only, not {', '.join(held)}")
+
+
 def load_packages(path: Path = PACKAGES_FILE, questions_dirs: Sequence[Path] = (QUESTIONS_DIR,),
                   base: Path = REPO) -> list[Package]:
     """Every package of packages.json; relative sources and question files are relative to `base`.

@@ -20,8 +20,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from benchmarks.realdocs.suite import Package
-from benchmarks.realdocs.train_reranker import batch_tensors, is_validation_id, layer_tensors, merge_weights, torch_model
+from benchmarks.realdocs.suite import Package, fit_only
+from benchmarks.realdocs.train_reranker import torch_ready, batch_tensors, is_validation_id, layer_tensors, merge_weights, torch_model
 from models.query_tower import PREFIX
 from models.reranker import RERANKER_FILE
 
@@ -172,15 +172,9 @@ def main(packages: Sequence[Package], tokenizer, out: Path = RERANKER_FILE, epoc
     from models.llama_cpp.bert_gguf import minilm_zip, source_sha256
     from models.llama_cpp.embedder import load_embedder
 
-    try:
-        import torch
-    except ImportError:
-        say("train-query-tower needs PyTorch: pip install -e '.[train]'")
+    if not torch_ready("train-query-tower", say):
         return 2
-    held = [p.name for p in packages if p.split != "fit"]
-    if held:
-        raise ValueError(f"the question encoder trains on fit packages only, not {', '.join(held)}")
-    torch.set_num_threads(max(1, torch.get_num_threads()))
+    fit_only(packages, "the question encoder")
     embedder = load_embedder()
     datasets = [package_data(p, p.folder(), tokenizer, embedder, limit) for p in packages]
     datasets = [d for d in datasets if d.questions]

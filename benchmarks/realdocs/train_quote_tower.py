@@ -24,9 +24,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from benchmarks.realdocs.suite import Package
+from benchmarks.realdocs.suite import Package, fit_only
 from benchmarks.realdocs.train_query_tower import TRAINED_FROM, share, tower_model, tuned_tensors
-from benchmarks.realdocs.train_reranker import is_validation_id, layer_tensors, merge_weights
+from benchmarks.realdocs.train_reranker import torch_ready, is_validation_id, layer_tensors, merge_weights
 from models.query_tower import PREFIX, QUOTE_PREFIX
 from models.reranker import RERANKER_FILE
 from rag.answering.extractive import QUOTE_TOWER_WEIGHT, OTHER_EXCERPT, RankedSentences, select
@@ -165,15 +165,9 @@ def main(packages: Sequence[Package], tokenizer, out: Path = RERANKER_FILE, epoc
     from models.reranker import read_reranker
     from models.errors import ModelNotFound
 
-    try:
-        import torch
-    except ImportError:
-        say("train-quote-tower needs PyTorch: pip install -e '.[train]'")
+    if not torch_ready("train-quote-tower", say):
         return 2
-    held = [p.name for p in packages if p.split != "fit"]
-    if held:
-        raise ValueError(f"the quote encoder trains on fit packages only, not {', '.join(held)}")
-    torch.set_num_threads(max(1, torch.get_num_threads()))
+    fit_only(packages, "the quote encoder")
     embedder = load_embedder()
     attach_tuned_queries(embedder)  # the first search as the agent runs it: the tuned search encoder
     embedder.quote_encoder = None  # the score the quote encoder learns beside is the one without it

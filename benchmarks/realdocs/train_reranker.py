@@ -322,6 +322,16 @@ def thresholds(groups: Sequence[list[Pair]], logits: Sequence[np.ndarray], say: 
             "answerable_declined": wrong}
 
 
+def torch_ready(command: str, say: Callable[[str], None]) -> bool:
+    """Whether PyTorch (the `train` extra) imports; if not, one line on how to install it."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        say(f"{command} needs PyTorch: pip install -e '.[train]'")
+        return False
+    return True
+
+
 def main(packages, tokenizer, cache: Path, out: Path = RERANKER_FILE, settings: TrainSettings = TrainSettings(),
          say: Callable[[str], None] = print) -> int:
     """Make (or read back) the pairs of the fit packages, train on nine tenths, choose the decline threshold on the
@@ -329,12 +339,8 @@ def main(packages, tokenizer, cache: Path, out: Path = RERANKER_FILE, settings: 
     from benchmarks.realdocs.rerank_data import suite_pairs
     from models.llama_cpp.embedder import load_embedder
 
-    try:
-        import torch
-    except ImportError:
-        say("train-reranker needs PyTorch: pip install -e '.[train]'")
+    if not torch_ready("train-reranker", say):
         return 2
-    torch.set_num_threads(max(1, torch.get_num_threads()))
     pairs = suite_pairs(packages, tokenizer, cache, say=say, kind=settings.kind)
     embedder = load_embedder()
     training = [p for p in pairs if not is_validation(p)]
