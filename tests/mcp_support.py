@@ -16,9 +16,14 @@ ROOT = Path(__file__).resolve().parent.parent
 HEADER = re.compile(r"^\[(\d+)\] (\S.*)\n\(source: (.+?); section: ", re.MULTILINE)
 
 
-def server_params(*args: str) -> StdioServerParameters:
+def server_params(*args: str, prelude: str = "") -> StdioServerParameters:
+    """`smoldocs mcp ARGS` in a subprocess; `prelude`: Python run in it first (a test's smaller limit)."""
     passed = ("SMOLDOCS_CACHE", "SMOLDOCS_DATA", "OPENBLAS_NUM_THREADS", "MANPATH", "INFOPATH")  # MANPATH: --man's trees
     env = {k: os.environ[k] for k in passed if k in os.environ}
+    if prelude:
+        run = (f"{prelude}; import runpy, sys; sys.argv = ['agent', 'mcp', *sys.argv[1:]]; "
+               "runpy.run_module('agent', run_name='__main__')")
+        return StdioServerParameters(command=sys.executable, args=["-c", run, *args], cwd=str(ROOT), env=env)
     return StdioServerParameters(command=sys.executable, args=["-m", "agent", "mcp", *args], cwd=str(ROOT), env=env)
 
 
@@ -39,7 +44,7 @@ class Client:
 
 
 @contextlib.contextmanager
-def mcp_client(*args: str, errlog=None, initialize_timeout: float | None = None):
+def mcp_client(*args: str, errlog=None, initialize_timeout: float | None = None, prelude: str = ""):
     """A started, initialized client session with a fresh `smoldocs mcp` subprocess (TimeoutError when the
     handshake takes longer than `initialize_timeout` seconds, counted from the process start)."""
 
@@ -48,7 +53,8 @@ def mcp_client(*args: str, errlog=None, initialize_timeout: float | None = None)
             return await session.initialize()
 
     with start_blocking_portal() as portal:
-        transport = portal.wrap_async_context_manager(stdio_client(server_params(*args), errlog=errlog or sys.stderr))
+        params = server_params(*args, prelude=prelude)
+        transport = portal.wrap_async_context_manager(stdio_client(params, errlog=errlog or sys.stderr))
         with transport as (read, write):
             with portal.wrap_async_context_manager(ClientSession(read, write)) as session:
                 portal.call(initialize, session)

@@ -154,3 +154,24 @@ def test_a_session_keeps_a_digest_per_number_and_a_check_looks_up_only_the_numbe
     assert state.changed(Index(), parse_citations(answer)) == {5}
     assert sorted(looked_up) == ["docs/page.md#4", "docs/page.md#6"]
     assert state.changed(Index()) == {5}  # every number, when none are given
+
+
+def test_a_session_holding_max_shown_numbers_gets_no_more_excerpts_and_a_new_session_does(real_index):
+    """What a session remembers is bounded: once it holds MAX_SHOWN_PER_SESSION numbers (3 here), search_docs and
+    get_document are one tool error saying to start a new session; its answers can still be checked, and a new
+    session searches again from [1]."""
+    prelude = "import agent.surfaces.mcp_server as m; m.MAX_SHOWN_PER_SESSION = 3"
+    with mcp_client(prelude=prelude) as c:
+        error, first = c.call("search_docs", {"query": "kv cache size", "k": 2})
+        assert not error and set(excerpts(first)) == {1, 2}
+        error, second = c.call("search_docs", {"query": "llama.cpp context window", "k": 2})
+        assert not error and max(excerpts(second)) >= 3
+        for name, arguments in (("search_docs", {"query": "tokenizer", "k": 1}),
+                                ("get_document", {"source_id": excerpts(first)[1]})):
+            error, text = c.call(name, arguments)
+            assert error and "start a new MCP session" in text and "(3)" in text, text
+        error, report = c.call("check_citations", {"answer": "The cache holds keys and values [1]."})
+        assert not error and "[1]" in report
+    with mcp_client(prelude=prelude) as fresh:
+        error, text = fresh.call("search_docs", {"query": "tokenizer", "k": 1})
+        assert not error and set(excerpts(text)) == {1}

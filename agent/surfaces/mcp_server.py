@@ -62,6 +62,10 @@ READ_DOCUMENT_NAME = "read_document"  # what a hook sees a resource read as
 # A call waits this long for a re-index of changed files, then answers from the index it has, saying so: longer
 # than any one slice of re-indexing (rag.indexing.live.REFRESH_SLICE, 5 s) plus the folder scan of 2,000 files.
 REFRESH_WAIT = 60.0
+# Excerpt numbers one session keeps (about 0.5 kB each: its citation and digest); at 5 a search, 1,000 searches. A
+# session that holds this many gets no more excerpts and is told to start a new one (SessionState.check_room), so
+# what sessions hold is bounded: at most limits.MAX_SESSIONS x this x 0.5 kB.
+MAX_SHOWN_PER_SESSION = 5000
 CHECK_CITATIONS_NAME = "check_citations"
 CHECK_CITATIONS_DESCRIPTION = (
     "Check an answer's [n] citations against the excerpts search_docs and get_document showed in this session. "
@@ -379,6 +383,16 @@ class SessionState:
     # `smoldocs serve` over a million chunks grew the server by 2-3 MB every 30 s when the texts were kept).
     shown_digest: dict[int, bytes] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    max_shown: int = MAX_SHOWN_PER_SESSION
+
+    def check_room(self) -> None:
+        """A ToolError once the session holds `max_shown` numbers: what a session remembers is bounded (about 0.5 kB
+        a number), so a client searching in one session forever cannot grow the server without end."""
+        if len(self.ledger) >= self.max_shown:
+            raise ToolError(
+                f"this session has been shown {len(self.ledger)} excerpts, the most one session keeps "
+                f"({self.max_shown}): start a new MCP session (its excerpt numbers start again at 1); "
+                "check_citations still checks this session's answers")
 
     def remember(self, citations: list[Citation], index: HybridIndex) -> None:
         for c in citations:
@@ -411,7 +425,8 @@ def _digest(text: str) -> bytes:
 class Sessions:
     """State per MCP session, forgotten with the session."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_shown: int | None = None) -> None:
+        self.max_shown = MAX_SHOWN_PER_SESSION if max_shown is None else max_shown
         self._lock = threading.Lock()
         self._by_session: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -422,7 +437,7 @@ class Sessions:
         with self._lock:
             state = self._by_session.get(key)
             if state is None:
-                state = self._by_session[key] = SessionState()
+                state = self._by_session[key] = SessionState(max_shown=self.max_shown)
             return state
 
 
@@ -525,10 +540,12 @@ def build_server(
     max_tokens: int = DEFAULT_MAX_TOKENS,
     embedder_for_checks: Embedder | None = None,
     around: CallHook | None = None,
+    max_shown: int | None = None,
 ) -> MCPServer:
     """The MCP server over `live`: search_docs, get_document, check_citations, and one resource per document;
-    `around` runs around every tool call (`smoldocs serve`'s limits and access log)."""
-    sessions = Sessions()
+    `around` runs around every tool call (`smoldocs serve`'s limits and access log); a session that holds
+    `max_shown` numbers (None: MAX_SHOWN_PER_SESSION) gets no more excerpts (SessionState.check_room)."""
+    sessions = Sessions(max_shown)
 
     def _fresh() -> tuple[HybridIndex, str | None]:
         try:
@@ -544,6 +561,7 @@ def build_server(
     @_store_errors_as_tool_errors
     def _search(state: SessionState, args: dict[str, Any], call: ToolCall) -> str:
         with live.lock, state.lock:
+            state.check_room()
             index, note = _fresh()
             result = SearchDocsTool(index, state.ledger, live.counter, max_tokens, render=sourced_block)(args)
             if result.error is not None:
@@ -555,6 +573,7 @@ def build_server(
     @_store_errors_as_tool_errors
     def _document(state: SessionState, source_id: str, call: ToolCall) -> str:
         with live.lock, state.lock:
+            state.check_room()
             index, note = _fresh()
             result = GetDocumentTool(index, state.ledger, live.counter, max_tokens)({"source_id": source_id})
             if result.error is not None:

@@ -14,7 +14,8 @@ from collections.abc import Awaitable, Callable
 import anyio
 from mcp.server.mcpserver.exceptions import ToolError
 
-from agent.surfaces.mcp_server import ToolCall
+# Re-exported: the excerpt numbers one session keeps are the MCP server's own limit (over stdio too).
+from agent.surfaces.mcp_server import MAX_SHOWN_PER_SESSION, ToolCall
 from agent.surfaces.serve.access_log import AccessLog, elapsed_ms
 
 # Re-exported: the query and answer limits are the tools' own (their schemas' maxLength).
@@ -29,7 +30,7 @@ SESSION_IDLE_S = 30 * 60  # an MCP session unused this long is closed, with its 
 TOKEN_SCOPE_KEY = "smoldocs.token"  # where the gate leaves the request's token name in the ASGI scope
 
 __all__ = ["CALL_TIMEOUT_S", "MAX_ANSWER_CHARS", "MAX_BODY_BYTES", "MAX_CONCURRENT_PER_TOKEN", "MAX_QUERY_CHARS",
-           "MAX_SESSIONS", "SESSION_IDLE_S", "TOKEN_SCOPE_KEY", "CallLimits", "token_name"]
+           "MAX_SESSIONS", "MAX_SHOWN_PER_SESSION", "SESSION_IDLE_S", "TOKEN_SCOPE_KEY", "CallLimits", "token_name"]
 
 
 def token_name(call: ToolCall) -> str | None:
