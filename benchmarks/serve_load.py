@@ -1,14 +1,20 @@
 """Load on `smoldocs serve`: N clients on loopback for T seconds, each its own token and MCP session, asking
 search_docs the bundled questions in a loop.
 
-Run: .venv/bin/python -m benchmarks.serve_load [--clients 16] [--seconds 30] [--docs DIR | --store URL] [--json]
+Run: .venv/bin/python -m benchmarks.serve_load [--clients 16] [--seconds 30] [--docs DIR | --store URL]
+     [--questions N] [--sample S] [--json]
 
 The server is a real `smoldocs serve` subprocess (default limits) over the bundled docs, --docs or the shared
 store at --store (a PostgreSQL URL, e.g. the one benchmarks.shared_store --keep leaves filled), with its access
 log in a temp folder; the clients are the SDK's streamable HTTP client, all in this process's event loop, on the
 same machine (they take CPU from the server: on 2 cores that is part of what is measured). The warm-up waits
 until the index is built and embedded (a first indexing is not what this measures); the server's RSS is read
-after it and again at the end. A call is an error when it raises or comes back as a tool error (429, timeout).
+after it, every --sample seconds during the load, and at the end. A call is an error when it raises or comes back
+as a tool error (429, timeout).
+
+Each MCP session remembers every excerpt number it was shown, so RSS grows while sessions still meet new excerpts.
+--questions N asks only the first N questions: after a few calls each session has seen all it will see, and what
+RSS does then is the server's own memory under load (flat, or a leak).
 """
 
 from __future__ import annotations
@@ -50,6 +56,9 @@ class LoadReport:
     error_kinds: dict[str, int]
     rss_start_mb: float
     rss_end_mb: float
+    rss_samples_mb: tuple[float, ...]  # every `sample_s` seconds of the load
+    sample_s: float
+    questions: int
     load_before: tuple[float, float, float]
     load_after: tuple[float, float, float]
 
@@ -134,11 +143,13 @@ async def _client(url: str, token: str, queries: list[str], offset: int, until: 
             i += 1
 
 
-def measure(clients: int = 16, seconds: float = 30, docs: Path | None = None, store: str | None = None) -> LoadReport:
-    """Start a server, warm it up, load it with `clients` for `seconds`, stop it; the figures."""
+def measure(clients: int = 16, seconds: float = 30, docs: Path | None = None, store: str | None = None,
+            questions: int | None = None, sample_s: float = 30.0) -> LoadReport:
+    """Start a server, warm it up, load it with `clients` for `seconds` (asking the first `questions` bundled
+    questions; None: all), reading its RSS every `sample_s` seconds, stop it; the figures."""
     from rag.evaluation import load_questions
 
-    queries = [q.q for q in load_questions()]
+    queries = [q.q for q in load_questions()][:questions]
     with tempfile.TemporaryDirectory(prefix="smoldocs-serve-load-") as tmp:
         proc, url, tokens = start_server(Path(tmp), docs, clients, store)
         try:
@@ -148,6 +159,16 @@ def measure(clients: int = 16, seconds: float = 30, docs: Path | None = None, st
             errors: Counter = Counter()
             before = load_average()
             begin = time.monotonic()
+            samples: list[float] = []
+            done = threading.Event()
+
+            def sample() -> None:
+                while not done.wait(sample_s):
+                    with contextlib.suppress(OSError, RuntimeError):  # the server gone: the run says why
+                        samples.append(round(rss_bytes(proc.pid) / 2**20, 1))
+
+            sampler = threading.Thread(target=sample, daemon=True)
+            sampler.start()
 
             async def load() -> None:
                 async with anyio.create_task_group() as tg:
@@ -156,6 +177,8 @@ def measure(clients: int = 16, seconds: float = 30, docs: Path | None = None, st
 
             anyio.run(load)
             elapsed = time.monotonic() - begin
+            done.set()
+            sampler.join()
             rss_end = rss_bytes(proc.pid)
             after = load_average()
         finally:
@@ -170,6 +193,7 @@ def measure(clients: int = 16, seconds: float = 30, docs: Path | None = None, st
         p50_ms=round(percentile(latencies, 50), 1), p95_ms=round(percentile(latencies, 95), 1),
         p99_ms=round(percentile(latencies, 99), 1), errors=sum(errors.values()), error_kinds=dict(errors),
         rss_start_mb=round(rss_start / 2**20, 1), rss_end_mb=round(rss_end / 2**20, 1),
+        rss_samples_mb=tuple(samples), sample_s=sample_s, questions=len(queries),
         load_before=tuple(round(x, 2) for x in before), load_after=tuple(round(x, 2) for x in after),
     )  # fmt: skip
 
@@ -181,6 +205,8 @@ def render(report: LoadReport) -> str:
         f"  latency p50/95/99  {report.p50_ms} / {report.p95_ms} / {report.p99_ms} ms",
         f"  calls, errors      {report.calls}, {report.errors} {report.error_kinds or ''}".rstrip(),
         f"  server RSS         {report.rss_start_mb} MB after warm-up, {report.rss_end_mb} MB at the end",
+        f"  RSS every {report.sample_s:g} s    {', '.join(f'{x:g}' for x in report.rss_samples_mb) or '-'} MB",
+        f"  questions          {report.questions}, in a loop from a different one for each client",
         f"  load average       {report.load_before} before, {report.load_after} after",
     ])  # fmt: skip
 
@@ -191,12 +217,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seconds", type=float, default=30)
     p.add_argument("--docs", type=Path, default=None, help="docs folder to serve (default: the bundled docs)")
     p.add_argument("--store", default=None, help="serve this PostgreSQL store instead of a folder")
+    p.add_argument("--questions", type=int, default=None,
+                   help="ask only the first N bundled questions (sessions then stop meeting new excerpts)")
+    p.add_argument("--sample", type=float, default=30.0, help="read the server's RSS every S seconds (default 30)")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
     if args.docs and args.store:
         p.error("give --docs or --store, not both")
+    if args.questions is not None and args.questions < 1:
+        p.error("--questions must be at least 1")
+    if args.sample <= 0:
+        p.error("--sample must be above 0")
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    report = measure(args.clients, args.seconds, args.docs, args.store)
+    report = measure(args.clients, args.seconds, args.docs, args.store, args.questions, args.sample)
     print(json.dumps(asdict(report)) if args.json else render(report))
     return 0
 

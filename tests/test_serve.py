@@ -272,11 +272,13 @@ def test_a_remote_host_needs_the_flag_and_is_told_tls_is_a_proxys_job(tmp_path):
 def test_the_load_benchmark_reports_two_clients_for_two_seconds(real_index):
     from benchmarks.serve_load import measure, render
 
-    report = measure(clients=2, seconds=2)
+    report = measure(clients=2, seconds=2, questions=3, sample_s=0.5)
     assert report.calls > 0 and report.errors == 0 and report.calls_per_s > 0
     assert report.p50_ms <= report.p95_ms <= report.p99_ms
     assert report.rss_start_mb > 50 and report.rss_end_mb > 50  # the models are loaded in the server
-    assert "2 clients" in render(report)
+    assert report.questions == 3 and 2 <= len(report.rss_samples_mb) <= 4 and min(report.rss_samples_mb) > 50
+    text = render(report)
+    assert "2 clients" in text and "RSS every 0.5 s" in text and "questions          3," in text
 
 
 @pytest.mark.real
