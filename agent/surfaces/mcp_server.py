@@ -379,11 +379,10 @@ class SessionState:
     call holds `lock` while it reads or numbers them, so one session's calls never interleave."""
 
     ledger: Ledger = field(default_factory=Ledger)
-    # 16 bytes a number, not the text: a session that was shown thousands of excerpts stays small (50 clients of
-    # `smoldocs serve` over a million chunks grew the server by 2-3 MB every 30 s when the texts were kept).
+    # 16 bytes a number, not the chunk's text (622 characters on average in a million chunks of real docs).
     shown_digest: dict[int, bytes] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-    max_shown: int = MAX_SHOWN_PER_SESSION
+    max_shown: int = field(default_factory=lambda: MAX_SHOWN_PER_SESSION)  # read when the session starts
 
     def check_room(self) -> None:
         """A ToolError once the session holds `max_shown` numbers: what a session remembers is bounded (about 0.5 kB
@@ -425,8 +424,7 @@ def _digest(text: str) -> bytes:
 class Sessions:
     """State per MCP session, forgotten with the session."""
 
-    def __init__(self, max_shown: int | None = None) -> None:
-        self.max_shown = MAX_SHOWN_PER_SESSION if max_shown is None else max_shown
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._by_session: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -437,7 +435,7 @@ class Sessions:
         with self._lock:
             state = self._by_session.get(key)
             if state is None:
-                state = self._by_session[key] = SessionState(max_shown=self.max_shown)
+                state = self._by_session[key] = SessionState()
             return state
 
 
@@ -540,12 +538,10 @@ def build_server(
     max_tokens: int = DEFAULT_MAX_TOKENS,
     embedder_for_checks: Embedder | None = None,
     around: CallHook | None = None,
-    max_shown: int | None = None,
 ) -> MCPServer:
     """The MCP server over `live`: search_docs, get_document, check_citations, and one resource per document;
-    `around` runs around every tool call (`smoldocs serve`'s limits and access log); a session that holds
-    `max_shown` numbers (None: MAX_SHOWN_PER_SESSION) gets no more excerpts (SessionState.check_room)."""
-    sessions = Sessions(max_shown)
+    `around` runs around every tool call (`smoldocs serve`'s limits and access log)."""
+    sessions = Sessions()
 
     def _fresh() -> tuple[HybridIndex, str | None]:
         try:
