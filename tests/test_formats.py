@@ -119,6 +119,53 @@ def test_html_chunks_cite_lines_of_the_html_source():
     assert all(1 <= c.line_start <= c.line_end <= len(src_lines) for c in chunks)
 
 
+_VIM_LIKE = """<HTML><BODY><H1>usr_05</H1>
+<PRE>
+
+*usr_05.txt*	For Vim version 9.0.
+
+You probably got tired of typing commands that you use very often.  To start
+Vim with all your favorite option settings, you write them in the vimrc file.
+If you already have a vimrc file, you can edit it this way:
+	:edit $MYVIMRC
+
+|05.1|	The vimrc file
+|05.2|	The example vimrc file explained
+
+The vimrc file can contain all the commands that you type after a colon.
+</PRE></BODY></HTML>"""
+
+
+def test_html_pre_that_is_mostly_prose_gives_paragraphs_and_keeps_its_code_fenced():
+    blocks = html_blocks(_VIM_LIKE)
+    assert [(b.kind, b.text) for b in blocks] == [
+        ("heading", "usr_05"),
+        ("pre", "*usr_05.txt*\tFor Vim version 9.0."),
+        ("para", "You probably got tired of typing commands that you use very often. To start Vim with all your "
+                 "favorite option settings, you write them in the vimrc file. If you already have a vimrc file, "
+                 "you can edit it this way:"),
+        ("pre", "\t:edit $MYVIMRC\n\n|05.1|\tThe vimrc file\n|05.2|\tThe example vimrc file explained"),
+        ("para", "The vimrc file can contain all the commands that you type after a colon."),
+    ]
+    src = _VIM_LIKE.split("\n")  # each block cites the source line it starts on
+    assert [src[b.line - 1].strip()[:12] for b in blocks[1:]] == [
+        "*usr_05.txt*", "You probably", ":edit $MYVIM", "The vimrc fi"]
+    layout = parse_text("usr_05.html", _VIM_LIKE)
+    assert "```\n\t:edit $MYVIMRC" in layout.text and "you can edit it this way:\n\n```" in layout.text
+
+
+@pytest.mark.parametrize("pre", [
+    "from django.conf import settings  # This reads the settings module you point it at.\nprint(settings.DEBUG)",
+    "def dst(self, dt):\n    # Code to set dston and dstoff to the time zone's DST\n    # transition times.\n    return x",
+    "ERROR:  cannot drop table products because other objects depend on it\nHINT:  Use DROP ... CASCADE too.",
+    "$ pytest --markers\n@pytest.mark.webtest: mark a test as a webtest.",
+    "root        : INFO     Jackdaws love my big sphinx of quartz and the rest of it.",
+])
+def test_html_pre_of_code_output_or_comments_stays_one_fenced_block(pre):
+    blocks = html_blocks(f"<html><body><p>Intro.</p><pre>{pre}</pre></body></html>")
+    assert [b.kind for b in blocks] == ["para", "pre"] and blocks[1].text == pre
+
+
 def test_html_without_headings_takes_its_title_and_malformed_html_still_reads():
     blocks = html_blocks((DATA / "no-headings.html").read_text())
     assert (blocks[0].kind, blocks[0].text) == ("heading", "Release notes")

@@ -135,6 +135,30 @@ def test_a_tiny_package_is_indexed_searched_and_answered_with_the_real_parts(tmp
     assert cold["first_search_seconds"] >= cold["chunked_seconds"] > 0
 
 
+def test_prose_inside_an_html_pre_is_quoted_in_the_answer_with_the_real_parts(tmp_path, real_tokenizer, real_embedder):
+    # Vim's help pages and HAProxy's manuals are running text inside <pre>: before CHUNKER_VERSION 5 all of it was
+    # fenced code, which quotes never use, so no question about them got the sentence that answers it.
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "usr_05.html").write_text(
+        "<html><body><h1>usr_05</h1><pre>\n*usr_05.txt*\tFor Vim version 9.0.\n\n"
+        "You probably got tired of typing commands that you use very often.  To start\n"
+        "Vim with all your favorite option settings, you write them in the vimrc file.\n"
+        "Vim executes the commands in this file when it starts up.\n\n"
+        "\t:edit $MYVIMRC\n\n"
+        "The swap file is kept in the same directory as the file you are editing.\n</pre></body></html>\n")
+    (docs / "usr_06.html").write_text(
+        "<html><body><h1>usr_06</h1><pre>\nSyntax highlighting colours the text by its meaning.\n"
+        "Switch it on with the syntax command in your vimrc file, and off again the same way.\n\n"
+        "\t:syntax enable\n</pre></body></html>\n")
+    rows = [{"id": "v1", "q": "Where do I write my favorite option settings so that Vim starts with them?",
+             "doc": "usr_05.html", "evidence": "you write them in the vimrc file", "difficulty": "paraphrase"}]
+    package = _package(tmp_path, questions=_questions(tmp_path / "q.jsonl", rows))
+    score = score_package(package, docs, real_tokenizer, real_embedder, say=lambda line: None)
+    (answer,) = score.answers
+    assert answer.evidence_shown and answer.evidence_sentence and not answer.declined
+
+
 def test_refit_fits_on_the_fit_packages_only_and_reports_every_package_before_and_after(tmp_path, real_tokenizer, real_embedder):
     from benchmarks.realdocs.refit import CURRENT, figures, package_cases, refit, table
     from rag.answering.quote_features import FEATURES

@@ -3,6 +3,8 @@
 Parsed by BeautifulSoup with Python's html.parser, which never fails on malformed markup (it only guesses where
 unclosed tags end) and records the source line of every tag, so chunks cite lines of the .html file.
 The text chunks are cut from is Markdown-like: `## Title` for an h2, `- ` for a list item, ``` around a <pre>.
+A <pre> that is mostly running prose (Vim's help pages are one <pre> each; HAProxy's manuals keep their 80-column
+text in <pre class="text">) gives its prose paragraphs as paragraphs, so they can be quoted; the rest stays fenced.
 """
 
 from __future__ import annotations
@@ -29,6 +31,12 @@ BLOCKS = frozenset({
 _SPACE = re.compile(r"[ \t\r\n\f\v\u00a0]+")
 _END = object()  # the end of a node's children
 _PERMALINK = "\u00b6"  # Sphinx's ¶ after every heading and signature
+# A line that opens code, a prompt, a comment, a list or a table rather than a sentence.
+_NOT_PROSE_LINE = re.compile(r"^(?:#|//|;|--|%|\$|>>>|\.\.\.|<|\{|\}|\[|\*|\d+\.|-|\+|@|\|)")
+_CODE_CHARS = frozenset("(){}[]=;<>$_#/\\|*`@")
+_SENTENCE_END = re.compile(r"[a-z]{2}[.?!:](?:\s|$)")
+_FIELD = re.compile(r"^[A-Z][\w-]*:\s")  # "ERROR: ...", "Comment: ...": program output and control fields
+PROSE_SHARE = 0.3  # of a <pre>'s words in prose paragraphs, for them to be read as paragraphs
 
 
 class _Walker:
@@ -83,9 +91,11 @@ class _Walker:
                     self.blocks.append(Block("heading", title, line, HEADINGS[name]))
             elif name in PREFORMATTED:
                 self.flush()
-                text = child.get_text().strip("\n").rstrip()
+                raw = child.get_text()
+                text = raw.strip("\n").rstrip()
                 if text.strip():
-                    self.blocks.append(Block("pre", text, line, self.depth))
+                    start = line + raw[: len(raw) - len(raw.lstrip("\n"))].count("\n")
+                    self.blocks.extend(preformatted_blocks(text, start, self.depth))
             elif name == "br":
                 self.words.append("\n")
             elif name in ("li", "dt"):
@@ -103,6 +113,57 @@ class _Walker:
                 stack.append((iter(child.children), child, True))
             else:
                 stack.append((iter(child.children), child, False))
+
+
+def is_prose_paragraph(text: str) -> bool:
+    """Running sentences, not code: at least 8 words opening with a capital (not a "Field:" of program output), most
+    lines flush left and opening no code, comment, prompt or list, few code characters, ending as a sentence ends."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if len(text.split()) < 8 or not text[:1].isupper() or _FIELD.match(text):
+        return False
+    plain = [line for line in lines if not line[:1].isspace() and not _NOT_PROSE_LINE.match(line)]
+    if len(plain) < 0.7 * len(lines) or sum(ch in _CODE_CHARS for ch in text) > 0.02 * len(text):
+        return False
+    if sum(ch.isalpha() or ch.isspace() for ch in text) < 0.9 * len(text):
+        return False
+    return text.rstrip().endswith((".", "?", "!", ":")) and bool(_SENTENCE_END.search(text))
+
+
+def preformatted_blocks(text: str, line: int, depth: int) -> list[Block]:
+    """A <pre> starting at source `line`: one fenced block, or, when at least PROSE_SHARE of its words are prose
+    (is_prose_paragraph over each paragraph's runs of flush-left and of indented lines), the prose as paragraphs
+    (lines joined) and each run of the rest fenced."""
+    pieces: list[tuple[str, int]] = []  # (a paragraph, or a run of its flush-left or indented lines; first line)
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        if not lines[i].strip():
+            i += 1
+            continue
+        j, indented = i, lines[i][:1].isspace()
+        while j < len(lines) and lines[j].strip() and lines[j][:1].isspace() == indented:
+            j += 1
+        pieces.append(("\n".join(lines[i:j]).rstrip(), line + i))
+        i = j
+    prose = [is_prose_paragraph(p) for p, _ in pieces]
+    words = sum(len(p.split()) for p, _ in pieces)
+    if not any(prose) or sum(len(p.split()) for (p, _), ok in zip(pieces, prose) if ok) < PROSE_SHARE * words:
+        return [Block("pre", text, line, depth)]
+    blocks: list[Block] = []
+    run: list[str] = []
+    run_line = line
+    for (part, first), ok in zip(pieces, prose):
+        if ok:
+            if run:
+                blocks.append(Block("pre", "\n\n".join(run), run_line, depth))
+                run = []
+            blocks.append(Block("para", _SPACE.sub(" ", part).strip(), first, depth))
+        else:
+            run_line = first if not run else run_line
+            run.append(part)
+    if run:
+        blocks.append(Block("pre", "\n\n".join(run), run_line, depth))
+    return blocks
 
 
 def _dropped(tag: Tag) -> bool:
