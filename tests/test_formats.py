@@ -154,6 +154,30 @@ def test_html_pre_that_is_mostly_prose_gives_paragraphs_and_keeps_its_code_fence
     assert "```\n\t:edit $MYVIMRC" in layout.text and "you can edit it this way:\n\n```" in layout.text
 
 
+def test_html_pre_reads_indented_prose_and_list_items_as_paragraphs_and_keeps_indented_code():
+    pre = ("3.3.6. Stickiness\n\n"
+           "  - an innovative mechanism to set a maximum idle time and duration on cookies\n"
+           "    ensures that stickiness can be smoothly stopped on devices which are never closed.\n"
+           "  - using ACL-based rules it is also possible to selectively ignore or enforce\n"
+           "    stickiness regardless of the server's state.\n\n"
+           "maxidle &lt;idle&gt;\n"
+           "          This option allows inserted cookies to be ignored after some idle time.\n"
+           "          It only works with insert-mode cookies.\n\n"
+           "    backend app\n        cookie SRV insert maxidle 30m\n")
+    blocks = html_blocks(f"<html><body><pre>{pre}</pre></body></html>")
+    assert [(b.kind, b.text) for b in blocks] == [
+        ("pre", "3.3.6. Stickiness"),
+        ("para", "- an innovative mechanism to set a maximum idle time and duration on cookies ensures that stickiness "
+                 "can be smoothly stopped on devices which are never closed."),
+        ("para", "- using ACL-based rules it is also possible to selectively ignore or enforce stickiness regardless "
+                 "of the server's state."),
+        ("pre", "maxidle <idle>"),
+        ("para", "This option allows inserted cookies to be ignored after some idle time. It only works with "
+                 "insert-mode cookies."),
+        ("pre", "    backend app\n        cookie SRV insert maxidle 30m"),
+    ]
+
+
 @pytest.mark.parametrize("pre", [
     "from django.conf import settings  # This reads the settings module you point it at.\nprint(settings.DEBUG)",
     "def dst(self, dt):\n    # Code to set dston and dstoff to the time zone's DST\n    # transition times.\n    return x",

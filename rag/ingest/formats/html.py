@@ -10,6 +10,7 @@ text in <pre class="text">) gives its prose paragraphs as paragraphs, so they ca
 from __future__ import annotations
 
 import re
+import textwrap
 import warnings
 from typing import Iterator
 
@@ -115,11 +116,12 @@ class _Walker:
                 stack.append((iter(child.children), child, False))
 
 
-def is_prose_paragraph(text: str) -> bool:
-    """Running sentences, not code: at least 8 words opening with a capital (not a "Field:" of program output), most
-    lines flush left and opening no code, comment, prompt or list, few code characters, ending as a sentence ends."""
+def is_prose_paragraph(text: str, item: bool = False) -> bool:
+    """Running sentences, not code: at least 8 words opening with a capital (a list item's may be small; never a
+    "Field:" of program output), most lines flush left and opening no code, comment, prompt or list, few code
+    characters, ending as a sentence ends."""
     lines = [line for line in text.splitlines() if line.strip()]
-    if len(text.split()) < 8 or not text[:1].isupper() or _FIELD.match(text):
+    if len(text.split()) < 8 or not (text[:1].isupper() or item and text[:1].islower()) or _FIELD.match(text):
         return False
     plain = [line for line in lines if not line[:1].isspace() and not _NOT_PROSE_LINE.match(line)]
     if len(plain) < 0.7 * len(lines) or sum(ch in _CODE_CHARS for ch in text) > 0.02 * len(text):
@@ -131,9 +133,10 @@ def is_prose_paragraph(text: str) -> bool:
 
 def preformatted_blocks(text: str, line: int, depth: int) -> list[Block]:
     """A <pre> starting at source `line`: one fenced block, or, when at least PROSE_SHARE of its words are prose
-    (is_prose_paragraph over each paragraph's runs of flush-left and of indented lines), the prose as paragraphs
-    (lines joined) and each run of the rest fenced."""
-    pieces: list[tuple[str, int]] = []  # (a paragraph, or a run of its flush-left or indented lines; first line)
+    (is_prose_paragraph over each paragraph's runs of flush-left lines and of indented ones, an indented run taken
+    without its indent and item by item where it is a "- " or "* " list), the prose as paragraphs (lines joined; an
+    item keeps its "- ") and each run of the rest fenced as it was."""
+    pieces: list[tuple[int, int, str | None]] = []  # (first and end index into lines, the paragraph it reads as)
     lines = text.split("\n")
     i = 0
     while i < len(lines):
@@ -143,27 +146,47 @@ def preformatted_blocks(text: str, line: int, depth: int) -> list[Block]:
         j, indented = i, lines[i][:1].isspace()
         while j < len(lines) and lines[j].strip() and lines[j][:1].isspace() == indented:
             j += 1
-        pieces.append(("\n".join(lines[i:j]).rstrip(), line + i))
+        if not indented:
+            part = "\n".join(lines[i:j])
+            pieces.append((i, j, _SPACE.sub(" ", part).strip() if is_prose_paragraph(part) else None))
+        else:
+            pieces.extend(_indented_pieces(lines, i, j))
         i = j
-    prose = [is_prose_paragraph(p) for p, _ in pieces]
-    words = sum(len(p.split()) for p, _ in pieces)
-    if not any(prose) or sum(len(p.split()) for (p, _), ok in zip(pieces, prose) if ok) < PROSE_SHARE * words:
+    words = len(text.split())
+    prose = sum(len("\n".join(lines[a:b]).split()) for a, b, said in pieces if said is not None)
+    if not prose or prose < PROSE_SHARE * words:
         return [Block("pre", text, line, depth)]
     blocks: list[Block] = []
-    run: list[str] = []
-    run_line = line
-    for (part, first), ok in zip(pieces, prose):
-        if ok:
-            if run:
-                blocks.append(Block("pre", "\n\n".join(run), run_line, depth))
-                run = []
-            blocks.append(Block("para", _SPACE.sub(" ", part).strip(), first, depth))
-        else:
-            run_line = first if not run else run_line
-            run.append(part)
+    run: tuple[int, int] | None = None  # the code between prose paragraphs, as it was
+    for a, b, said in pieces:
+        if said is None:
+            run = (run[0] if run else a, b)
+            continue
+        if run:
+            blocks.append(Block("pre", "\n".join(lines[run[0] : run[1]]).rstrip(), line + run[0], depth))
+            run = None
+        blocks.append(Block("para", said, line + a, depth))
     if run:
-        blocks.append(Block("pre", "\n\n".join(run), run_line, depth))
+        blocks.append(Block("pre", "\n".join(lines[run[0] : run[1]]).rstrip(), line + run[0], depth))
     return blocks
+
+
+_ITEM = re.compile(r"^[-*] +(?=\S)")
+
+
+def _indented_pieces(lines: list[str], i: int, j: int) -> list[tuple[int, int, str | None]]:
+    """The indented run lines[i:j] of a <pre>, split at "- " or "* " items, each with the paragraph it reads as."""
+    plain = textwrap.dedent("\n".join(lines[i:j])).split("\n")
+    starts = [k for k, row in enumerate(plain) if _ITEM.match(row)] or [0]
+    if starts[0] != 0:
+        starts.insert(0, 0)
+    out: list[tuple[int, int, str | None]] = []
+    for a, b in zip(starts, starts[1:] + [len(plain)]):
+        marker = _ITEM.match(plain[a])
+        body = "\n".join([plain[a][marker.end():] if marker else plain[a], *(r.strip() for r in plain[a + 1 : b])])
+        said = ("- " if marker else "") + _SPACE.sub(" ", body).strip() if is_prose_paragraph(body, bool(marker)) else None
+        out.append((i + a, i + b, said))
+    return out
 
 
 def _dropped(tag: Tag) -> bool:
