@@ -95,8 +95,8 @@ class _Walker:
                 raw = child.get_text()
                 text = raw.strip("\n").rstrip()
                 if text.strip():
-                    start = line + raw[: len(raw) - len(raw.lstrip("\n"))].count("\n")
-                    self.blocks.extend(preformatted_blocks(text, start, self.depth))
+                    leading = len(raw) - len(raw.lstrip("\n"))  # blank lines before the text: its first line
+                    self.blocks.extend(preformatted_blocks(text, line + leading, self.depth))
             elif name == "br":
                 self.words.append("\n")
             elif name in ("li", "dt"):
