@@ -74,6 +74,14 @@ def test_identifiers_are_indexed_whole_and_split():
     assert index_terms("x86_64") == ["x86_64", "x86", "64"]
 
 
+def test_an_acronyms_plural_is_the_acronym():
+    assert identifier_parts("PDFs") == ["pdf"] and identifier_parts("getURLsFor") == ["get", "url", "for"]
+    for plural, one in [("PDFs", "PDF"), ("VMs", "VM"), ("CPUs", "CPU"), ("URLs", "URL"), ("SERVFAILs", "SERVFAIL")]:
+        assert index_terms(f"Convert the {plural}") == index_terms(f"Convert the {one}")  # Snowball keeps "pdfs", "cpus"
+    assert index_terms("HTTPServer") == ["httpserver", "http", "server"]  # a capital S starts the next word
+    assert index_terms("DNSsec") == ["dnssec", "dn", "ssec"]  # a lowercase word after the s: humps as before
+
+
 def test_dotted_names_whole_on_request():
     token = TermSettings(wholes="token")
     assert index_terms("fs.readFile", token) == ["fs.readfile", "fs", "readfile", "read", "file"]

@@ -56,6 +56,23 @@ def test_reopening_loads_the_stored_bm25_postings_unless_term_settings_differ(do
     assert not plain.update.modified and plain.bm25.scores(["weight"]).max() == 0  # built unstemmed, in memory
 
 
+def test_postings_of_an_older_terms_version_are_rebuilt_from_the_chunks_and_saved(docs, tmp_path, monkeypatch):
+    from rag.indexing import build, hybrid
+
+    open_(docs, tmp_path / "idx")
+    monkeypatch.setattr(build, "TERMS_VERSION", 99)  # this smoldocs splits words another way than the stored index
+    built = []
+    real = hybrid.BM25Index
+    monkeypatch.setattr(hybrid, "BM25Index", lambda *a, **kw: built.append(1) or real(*a, **kw))
+    embedder = CountingEmbedder(512)
+    newer, _ = open_(docs, tmp_path / "idx", embedder)
+    assert built and embedder.seen == []  # postings rebuilt, no chunk embedded again
+    assert store.load(tmp_path / "idx").bm25_terms["version"] == 99
+    built.clear()
+    open_(docs, tmp_path / "idx")
+    assert not built  # saved: the next start loads them
+
+
 def test_editing_one_file_reembeds_only_its_chunks_and_keeps_other_ids(docs, tmp_path):
     before, _ = open_(docs, tmp_path / "idx")
     (docs / "guide.md").write_text("# Install guide\n\nA new first paragraph.\n\n## Extra\n\nMore words here.\n")

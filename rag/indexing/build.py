@@ -24,7 +24,7 @@ from rag.indexing.hybrid import CANDIDATE_DEPTH, HybridIndex
 from rag.indexing.dense import embedded_rows
 from rag.indexing.fill import fill_missing
 from rag.ingest.sources import source_info
-from rag.retrieval.terms import TermSettings
+from rag.retrieval.terms import TERMS_VERSION, TermSettings
 from rag.types import Chunk
 
 EMBEDDED_TEXT = "heading-path+text/v1"  # what each embedding row was computed from; part of the settings
@@ -182,7 +182,7 @@ def open_index(
     for doc_id, info in sources.items():
         if info.notice:
             emit(IndexProgress("notice", message=f"{doc_id}: {info.notice}"))
-    terms_wanted = search_options.get("term_settings", TermSettings()).to_dict() | {"idf": IDF_NAME}
+    terms_wanted = search_options.get("term_settings", TermSettings()).to_dict() | {"idf": IDF_NAME, "version": TERMS_VERSION}
     same_chunks = stored is not None and not fresh and set(old_files) == set(files)
     reusable = stored is not None and same_chunks and stored.bm25_terms == terms_wanted
     bm25 = stored.bm25 if stored is not None and reusable else None  # else HybridIndex builds it from the chunks

@@ -16,8 +16,10 @@ from rag.text import INDEX_STOPWORDS, STEMMERS, index_tokens, stem
 WHOLES = ("segment", "token")
 _SEPARATORS = re.compile(r"[.\-_]+")
 _CHAIN = re.compile(r"[.\-]+")
-# camelCase humps: "readFile" -> read|File, "HTTPServer" -> HTTP|Server, "utf8Decode" -> utf8|Decode.
-_HUMP = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+\d*|[A-Z]+\d*|\d+[a-z]*")
+# camelCase humps: "readFile" -> read|File, "HTTPServer" -> HTTP|Server, "utf8Decode" -> utf8|Decode; an acronym's
+# plural is the acronym: "PDFs" -> PDF (not PD|Fs), "getURLsFor" -> get|URL|For.
+_HUMP = re.compile(r"(?P<plural>[A-Z]{2,})s(?![a-z])|[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+\d*|[A-Z]+\d*|\d+[a-z]*")
+TERMS_VERSION = 2  # bump whenever a text's terms change, so stored BM25 postings are rebuilt; 2: acronyms' plurals
 
 
 @dataclass(frozen=True)
@@ -44,12 +46,13 @@ class TermSettings:
 def identifier_parts(token: str) -> list[str]:
     """The lowercase parts of an identifier: split at dots, dashes, underscores and camelCase humps.
 
-    "fs.readFile" -> ["fs", "read", "file"]; "HTTPServer" -> ["http", "server"]; "n_ctx" -> ["n", "ctx"].
+    "fs.readFile" -> ["fs", "read", "file"]; "HTTPServer" -> ["http", "server"]; "n_ctx" -> ["n", "ctx"];
+    "PDFs" -> ["pdf"] (Snowball leaves "pdfs", "cpus" and "vms" as they are, so the plural's "s" goes here).
     """
     parts: list[str] = []
     for segment in _SEPARATORS.split(token):
         if segment.isascii():
-            parts.extend(m.group().lower() for m in _HUMP.finditer(segment))
+            parts.extend((m.group("plural") or m.group()).lower() for m in _HUMP.finditer(segment))
         else:  # case rules of other scripts are not camelCase: keep the segment whole
             parts.append(segment.lower())
     return [p for p in parts if p]
