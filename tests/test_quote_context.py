@@ -89,6 +89,35 @@ def test_a_sentence_that_points_back_brings_the_sentence_before():
     assert found["This paragraph stands alone."].before == ""  # the sentence before is in another paragraph
 
 
+def test_a_sentence_brings_the_next_one_when_it_goes_on_from_it():
+    text = ("Running the jobs inside the request blocks the worker for minutes. Instead, use a task queue such as "
+            "Celery. The queue needs a broker.\n\nA worker can be restarted by its supervisor process. To do this, send the supervisor a SIGHUP signal.\n\n"
+            "Old rows are kept. This is the default, and it can be changed with the retention setting, which takes a "
+            "number of days, a size, or both of them, and applies to every table of every database on the server at once, whatever its owner says.\n\n"
+            "The pool holds ten connections. That limit applies to each database separately.")
+    shown, lookup = _shown(_chunk("docs/jobs.md", text))
+    found = {c.sentence: c for c in candidates(shown, lookup)}
+    blocking = found["Running the jobs inside the request blocks the worker for minutes."]
+    assert blocking.after == "Instead, use a task queue such as Celery."
+    assert blocking.passage == (blocking.sentence, "Instead, use a task queue such as Celery.")
+    assert found["Instead, use a task queue such as Celery."].after == ""  # "The queue needs ..." is a new point
+    restart = found["A worker can be restarted by its supervisor process."]
+    assert restart.after == "To do this, send the supervisor a SIGHUP signal."
+    assert found["Old rows are kept."].after == ""  # too long to be the end of this sentence
+    assert found["The queue needs a broker."].after == ""  # the next sentence is in another paragraph
+    assert found["That limit applies to each database separately."].before == "The pool holds ten connections."
+    assert found["The pool holds ten connections."].after == "That limit applies to each database separately."
+
+
+def test_a_quote_shows_the_sentence_that_goes_on_from_it_with_its_citation():
+    text = ("Long jobs inside a request block the worker for minutes. Instead, use a task queue such as Celery.\n\n"
+            "Workers are processes.")
+    shown, lookup = _shown(_chunk("docs/jobs.md", text))
+    text, numbers = extractive_answer("My long jobs block the worker inside a request, what should I do?", shown, lookup, None)
+    assert numbers == (1,) and "> Long jobs inside a request block the worker for minutes. [1]" in text
+    assert "Instead, use a task queue such as Celery. [1]" in text
+
+
 def test_a_colon_sentence_brings_the_list_it_introduces_under_a_cap():
     items = "\n".join(f"- variation number {i} changes the key of the cache entry" for i in range(1, 10))
     text = f"Small variations destroy the match:\n\n{items}\n\nAfter the list, prose again."

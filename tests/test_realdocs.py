@@ -87,16 +87,16 @@ def test_quoted_sentences_are_read_back_from_the_quoted_answer():
     assert quoted_sentences(text) == ["Green tea steeps for two minutes.", "Use water at 80 degrees."]
 
 
-def _answer(qid, answerable, declined, hit=False, seconds=1.0):
-    return Answered(qid, answerable, declined, hit, hit, answerable, seconds, evidence_shown=answerable)
+def _answer(qid, answerable, declined, hit=False, seconds=1.0, words=0):
+    return Answered(qid, answerable, declined, hit, hit, answerable, seconds, evidence_shown=answerable, words=words)
 
 
 def test_figures_and_pools_count_declines_and_quoted_evidence_per_kind_of_question():
-    answers = [_answer("a", True, False, hit=True, seconds=1.0), _answer("b", True, True, seconds=3.0),
-               _answer("c", False, True, seconds=2.0), _answer("d", False, False, seconds=5.0)]
+    answers = [_answer("a", True, False, hit=True, seconds=1.0, words=30), _answer("b", True, True, seconds=3.0),
+               _answer("c", False, True, seconds=2.0), _answer("d", False, False, seconds=5.0, words=11)]
     f = answer_rates(answers)
     assert f == {"evidence_shown": 1.0, "evidence_sentence": 0.5, "evidence_exact": 0.5, "unanswerable_declined": 0.5,
-                 "answerable_declined": 0.5, "p50_seconds": 2.5}
+                 "answerable_declined": 0.5, "answer_words": 20.5, "p50_seconds": 2.5}  # words: answers shown only
     one = PackageScore("one", "held", 4, 2, {"bm25": 1.0, "dense": 0.5, "hybrid": 0.5, "rrf": 0.0}, 2, answers)
     two = PackageScore("two", "held", 1, 1, {"bm25": 0.0, "dense": 1.0, "hybrid": 1.0, "rrf": 1.0}, 2,
                        [_answer("e", True, False, hit=True)])
@@ -129,6 +129,8 @@ def test_a_tiny_package_is_indexed_searched_and_answered_with_the_real_parts(tmp
     assert [a.id for a in score.answers] == ["t1", "t2", "t3"]
     by_id = {a.id: a for a in score.answers}
     assert by_id["t1"].evidence_shown and by_id["t1"].evidence_sentence and not by_id["t1"].declined  # the one sentence that answers is quoted
+    assert by_id["t1"].words >= len("Green tea should steep for two minutes in water at 80 degrees.".split())
+    assert all(a.words == 0 for a in score.answers if a.declined)
     assert all(a.seconds > 0 for a in score.answers)
     cold = cold_start(docs, real_tokenizer, real_embedder)
     assert cold["files"] == 3 and cold["chunks"] == score.index["chunks"]

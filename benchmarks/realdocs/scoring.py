@@ -54,6 +54,7 @@ class Answered:
     has_evidence: bool
     seconds: float
     evidence_shown: bool = False  # the evidence string is in the shown excerpts at all (search found it)
+    words: int = 0  # words of the quoted text shown (0: declined), what the reader has to read
 
 
 @dataclass
@@ -76,16 +77,19 @@ def _share(hits: int, n: int) -> float | None:
 
 
 def answer_rates(answers: Sequence[Answered]) -> dict[str, float | None]:
-    """Evidence quoted (sentence / exact), unanswerable declined, answerable declined, answer p50 seconds."""
+    """Evidence quoted (sentence / exact), unanswerable declined, answerable declined, the mean words of a shown
+    answer (declines left out), answer p50 seconds."""
     graded = [a for a in answers if a.answerable and a.has_evidence]
     answerable = [a for a in answers if a.answerable]
     unanswerable = [a for a in answers if not a.answerable]
+    shown = [a.words for a in answers if not a.declined]
     return {
         "evidence_shown": _share(sum(a.evidence_shown for a in graded), len(graded)),
         "evidence_sentence": _share(sum(a.evidence_sentence for a in graded), len(graded)),
         "evidence_exact": _share(sum(a.evidence_exact for a in graded), len(graded)),
         "unanswerable_declined": _share(sum(a.declined for a in unanswerable), len(unanswerable)),
         "answerable_declined": _share(sum(a.declined for a in answerable), len(answerable)),
+        "answer_words": statistics.mean(shown) if shown else None,
         "p50_seconds": statistics.median([a.seconds for a in answers]) if answers else None,
     }
 
@@ -115,6 +119,7 @@ def answer_question(index, tokenizer, embedder, question: Question, reranker=Non
         evidence_sentence=any(evidence_sentence(s, evidence) for s in sentences),
         evidence_exact=holds_evidence(" ".join(sentences), evidence),
         has_evidence=bool(evidence), seconds=seconds, evidence_shown=holds_evidence(excerpts, evidence),
+        words=sum(len(s.split()) for s in sentences),
     )
 
 
@@ -196,8 +201,8 @@ def _cell(value: float | None, digits: int = 2) -> str:
 def score_table(scores: Sequence[PackageScore]) -> str:
     """The per-package and pooled table, as Markdown."""
     head = ("| package | split | questions | R@5 bm25 | R@5 dense | R@5 default | R@5 rrf | evidence in excerpts "
-            "| evidence sentence | evidence exact | unanswerable declined | answerable declined | answer p50 s |")
-    lines = [head, "|" + "---|" * 13]
+            "| evidence sentence | evidence exact | unanswerable declined | answerable declined | answer words | answer p50 s |")
+    lines = [head, "|" + "---|" * 14]
     rows = list(scores) + [p for p in (pooled(scores, "fit"), pooled(scores, "held")) if p is not None]
     for s in rows:
         f = s.rates()
@@ -206,7 +211,7 @@ def score_table(scores: Sequence[PackageScore]) -> str:
             f"| {s.package} | {s.split} | {s.questions} ({s.questions - s.answerable} unanswerable) | "
             + " | ".join(r)
             + f" | {_cell(f['evidence_shown'])} | {_cell(f['evidence_sentence'])} | {_cell(f['evidence_exact'])} | {_cell(f['unanswerable_declined'])}"
-            f" | {_cell(f['answerable_declined'])} | {_cell(f['p50_seconds'])} |"
+            f" | {_cell(f['answerable_declined'])} | {_cell(f['answer_words'], 1)} | {_cell(f['p50_seconds'])} |"
         )
     return "\n".join(lines)
 
@@ -290,7 +295,8 @@ def results_markdown(scores: Sequence[PackageScore], packages: Sequence[Package]
         "Evidence sentence: a quoted sentence carries the evidence (rag.evaluation.evidence_sentence); evidence exact: the "
         "evidence string whole in the quoted text; evidence in excerpts: the evidence string anywhere in the five "
         "shown excerpts (what search found, before quoting). R@5 is doc level (gold doc or an alternative). Pooled rows: "
-        "recall weighted by graded questions, the other figures over all the split's questions.\n\n"
+        "recall weighted by graded questions, the other figures over all the split's questions. Answer words: the mean "
+        "words of the quoted text of an answer shown (declines left out).\n\n"
         f"{score_table(scores)}\n\n## Indexing\n\n{index_table(scores)}\n\n## Question files\n\n{sources}\n"
     )
 
