@@ -341,7 +341,8 @@ def test_extractive_decoding_quotes_without_calling_the_model():
     assert model.calls == []
     assert answer.status == "answered" and answer.quoted and answer.model_text == ""
     assert answer.text.startswith("Quoted from the docs:\n\n> the kv cache stores keys and values")
-    assert [c.verdict for c in answer.claims] == ["supported"]
+    # every quote verifies (with three chunks, the order's first three sentences pass the quote gate once one does)
+    assert answer.claims and all(c.verdict == "supported" for c in answer.claims)
 
 
 def test_extractive_decoding_declines_a_question_no_excerpt_comes_close_to():

@@ -7,7 +7,7 @@ import pytest
 from fakes import HashEmbedder
 from rag.citations import Citation
 from rag.verification.claims import split_claims
-from rag.answering.extractive import QUOTE_LABEL, best_quotes, extractive_answer
+from rag.answering.extractive import QUOTE_LABEL, best_quotes, extractive_answer, rank_sentences, scores_of, select
 from rag.types import Chunk
 from rag.verification.verifier import verify_answer
 
@@ -68,6 +68,21 @@ def test_headings_and_code_are_not_quoted():
 def test_max_sentences_and_min_score_bound_the_quote():
     assert len(best_quotes("cache", SHOWN, INDEX.get, None, max_sentences=1)) == 1
     assert extractive_answer("quantum chromodynamics", SHOWN, INDEX.get, None) == ("", ())
+
+
+def test_the_orders_first_sentences_pass_the_gate_once_any_sentence_reaches_it():
+    ranked = rank_sentences("when is the cache freed?", SHOWN, INDEX.get, None)
+    close = scores_of(ranked.features, False, only=("coverage", "cosine"))
+    freed = "The cache is freed when the model is closed."
+    assert [c.sentence for c, v in zip(ranked.candidates, close) if v >= 0.5] == [freed]
+    assert [q.sentence for q in select(ranked, False, min_score=0.5, exempt=0)] == [freed]
+    # the order's first three: freed, then the two KV sentences (the second shown as the first one's context);
+    # BM25's sentence, fourth, stays out
+    opened = select(ranked, False, min_score=0.5, exempt=3)
+    assert [q.sentence for q in opened] == [freed, "The KV cache stores the keys and values of every processed token."]
+    assert opened[1].passage[1] == "Its size grows linearly with the context length n_ctx."
+    # none reaches the gate: nothing is quoted, exempt or not (the gate is still a decline)
+    assert select(ranked, False, min_score=float(close.max()) + 0.01, exempt=3) == []
 
 
 def test_when_the_best_few_share_an_excerpt_the_best_of_another_excerpt_follows():

@@ -56,7 +56,8 @@ def test_a_free_answer_is_judged_once_and_its_shown_sentences_keep_the_verdicts_
 def test_a_free_answer_that_falls_back_to_quotes_judges_the_model_and_the_quotes_once_each():
     answer, texts = ask(["Zebras are purple [1]."], decoding="free", fallback=True)
     assert answer.quoted and texts == ["Zebras are purple [1].", answer.text]
-    assert [c.verdict for c in answer.claims] == ["unsupported", "supported"]
+    verdicts = [c.verdict for c in answer.claims]
+    assert verdicts[0] == "unsupported" and len(verdicts) > 1 and set(verdicts[1:]) == {"supported"}
 
 
 def test_a_declined_free_answer_judges_only_what_the_model_wrote():
