@@ -194,7 +194,7 @@ def select(
         close = scores_of(ranked.features, with_cosine, weights, only=("coverage", "cosine"))
     order = sorted(range(len(found)), key=lambda i: (-ranking[i], found[i].n, i))
     # only where some sentence passes: with none, the gate stays a decline
-    first = set(order[:exempt]) if any(c >= min_score for c in close) else set()
+    first = set(order[:exempt]) if exempt and bool((np.asarray(close) >= min_score).any()) else set()
     chosen: list[Quote] = []
 
     def fits(i: int) -> bool:
