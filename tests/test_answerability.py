@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from rag.answering.answerability import SIGNALS, assess, decide, signals, unknown_names, unknown_share
+from rag.answering.answerability import SIGNALS, assess, decide, signals, unknown_names, unknown_share, unshown_names
 from rag.retrieval.vocabulary import PREFIX, TermCounts
 from rag.retrieval.terms import index_terms
 
@@ -41,16 +41,34 @@ def test_unknown_share_weights_each_missing_term_by_its_idf_and_forgives_morphol
 
 
 def test_decide_is_the_logistic_of_the_weighted_signals():
-    values = dict(zip(SIGNALS, (1.0, 0.5, 0.25, 0.5)))
-    z = 0.1 + 2.0 * 1.0 + 1.0 * 0.5 - 2.0 * 0.25 - 1.0 * 0.5
-    assert decide(values, (2.0, 1.0, -2.0, -1.0), 0.1) == pytest.approx(1 / (1 + math.exp(-z)))
+    values = dict(zip(SIGNALS, (1.0, 0.5, 0.25, 0.5, 1.0)))
+    z = 0.1 + 2.0 * 1.0 + 1.0 * 0.5 - 2.0 * 0.25 - 1.0 * 0.5 + 0.75 * 1.0
+    assert decide(values, (2.0, 1.0, -2.0, -1.0, 0.75), 0.1) == pytest.approx(1 / (1 + math.exp(-z)))
 
 
 def test_signals_take_the_best_score_and_cosine():
     assert signals("Is Docker a cache?", [0.2, 0.7], [0.9, 0.1], VOCAB) == {
         "unknown_name": 1.0, "unknown_share": pytest.approx(unknown_share("Is Docker a cache?", VOCAB)),
-        "best_score": 0.7, "best_cosine": 0.9,
+        "best_score": 0.7, "best_cosine": 0.9, "unshown_name": 1.0,
     }
+
+
+def test_a_name_the_docs_hold_but_no_shown_excerpt_mentions_is_unshown():
+    shown = ["The cache holds keys.", "The cache is freed."]
+    # SmolLM2 is in the index (DOCS[1]) but not in these two excerpts; BM25 neither; "Why" opens a sentence.
+    assert unknown_names("Does SmolLM2 use the cache?", VOCAB) == ()
+    assert unshown_names("Does SmolLM2 use the cache? Why BM25?", shown) == ("SmolLM2", "BM25")
+    assert unshown_names("Does SmolLM2 use the cache?", [*shown, "SmolLM2 is small."]) == ()
+    assert unshown_names("Is the cache freed?", shown) == ()  # no name asked, nothing unshown
+    assert unshown_names("Does SmolLM2 cache?", []) == ("SmolLM2",)
+
+
+def test_the_unshown_signal_reads_the_shown_excerpts_and_without_them_falls_back_to_the_index():
+    question = "Does SmolLM2 use the cache?"
+    assert signals(question, [0.5], [0.5], VOCAB, ["The cache holds keys."])["unshown_name"] == 1.0
+    assert signals(question, [0.5], [0.5], VOCAB, ["SmolLM2 is small; the cache holds keys."])["unshown_name"] == 0.0
+    assert signals(question, [0.5], [0.5], VOCAB)["unshown_name"] == 0.0  # excerpts not known: as unknown_name
+    assert signals("Does LoRA use the cache?", [0.5], [0.5], VOCAB)["unshown_name"] == 1.0
 
 
 def test_no_shown_sentence_is_never_answerable_and_an_unknown_name_with_weak_quotes_is_declined():
@@ -59,6 +77,18 @@ def test_no_shown_sentence_is_never_answerable_and_an_unknown_name_with_weak_quo
     assert not declined.answerable and declined.reason == "the docs never mention Docker, Qdrant"
     answered = assess("What does the b parameter in BM25 control?", [0.8], [0.7], VOCAB)
     assert answered.answerable and answered.reason == ""
+
+
+def test_a_decline_for_a_name_no_shown_excerpt_mentions_says_so(monkeypatch):
+    import rag.answering.answerability as ab
+
+    # only the unshown name counts: the decline is for it alone, and its reason names it
+    monkeypatch.setattr(ab.decide, "__defaults__", ((0.0, 0.0, 0.0, 0.0, 2.0), -1.0))
+    declined = assess("Does SmolLM2 use the cache?", [0.8], [0.7], VOCAB, ["The cache holds keys."])
+    assert not declined.answerable and declined.unshown_names == ("SmolLM2",) and declined.unknown_names == ()
+    assert declined.reason == "no shown excerpt mentions SmolLM2"
+    answered = assess("Does SmolLM2 use the cache?", [0.8], [0.7], VOCAB, ["SmolLM2 is small; the cache holds keys."])
+    assert answered.answerable and answered.unshown_names == () and answered.reason == ""
 
 
 def test_the_hybrid_index_gives_its_term_counts_as_a_vocabulary():

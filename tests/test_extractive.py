@@ -165,3 +165,15 @@ def test_the_quote_encoder_orders_the_quotes_and_nothing_else(monkeypatch):
     assert plain is not None and tuned is not None
     assert plain.quotes[0].sentence != favourite and tuned.quotes[0].sentence == favourite
     assert assess_ranked(question, ranked, None, None) == assess_ranked(question, without, None, None)
+
+
+def test_the_ranked_sentences_carry_the_shown_excerpts_texts_for_the_answerability_rule():
+    from rag.answering.extractive import assess_ranked
+
+    gone = Citation(3, "docs/gone.md#0", "docs/gone.md", "docs/gone.md")  # no longer in the index: not read
+    ranked = rank_sentences("Does the KV cache hold BM25 scores?", {**SHOWN, 3: gone}, INDEX.get, None)
+    assert ranked.excerpts == (KV.text, BM25.text)
+    # BM25 is in the second excerpt; a name in neither is unshown
+    assert assess_ranked("Does the KV cache hold BM25 scores?", ranked, None, None).signals["unshown_name"] == 0.0
+    unshown = assess_ranked("Does the KV cache hold FAISS scores?", ranked, None, None)
+    assert unshown.signals["unshown_name"] == 1.0 and unshown.unshown_names == ("FAISS",)

@@ -162,7 +162,8 @@ def test_prose_inside_an_html_pre_is_quoted_in_the_answer_with_the_real_parts(tm
 
 
 def test_refit_fits_on_the_fit_packages_only_and_reports_every_package_before_and_after(tmp_path, real_tokenizer, real_embedder):
-    from benchmarks.realdocs.refit import CURRENT, figures, package_cases, refit, table
+    from benchmarks.realdocs.refit import CURRENT, answered, figures, package_cases, refit, refit_declines, table
+    from rag.answering.answerability import SIGNALS
     from rag.answering.quote_features import FEATURES
 
     packages = []
@@ -190,7 +191,12 @@ def test_refit_fits_on_the_fit_packages_only_and_reports_every_package_before_an
 
     after = refit({"kettle": cases["kettle"]})
     assert set(after.weights) == set(FEATURES) and sum(after.weights.values()) == pytest.approx(1.0, abs=0.02)
-    assert len(after.ab_weights) == 4 and all(w >= 0 for w in after.weights.values())
+    assert len(after.ab_weights) == len(SIGNALS) and all(w >= 0 for w in after.weights.values())
+    # the declines alone: the quote weights kept, the fit package's answerable questions declined as often as now
+    declines = refit_declines({"kettle": cases["kettle"]})
+    assert declines.weights == CURRENT.weights and len(declines.ab_weights) == len(SIGNALS)
+    assert [answered(c, declines)[0] for c in cases["kettle"] if c.question.answerable] == [
+        answered(c, CURRENT)[0] for c in cases["kettle"] if c.question.answerable]
     held = figures(cases["toaster"], CURRENT)
     assert held["answerable"] == 1 and held["unanswerable"] == 1 and 0.0 <= held["evidence_sentence"] <= 1.0
     lines = table(packages, cases, CURRENT, after).splitlines()

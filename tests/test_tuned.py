@@ -78,15 +78,15 @@ def test_the_writer_writes_rag_tuned_exactly_as_it_is(tmp_path):
 def test_a_refit_round_trips_through_the_file_and_prints_its_diff(tmp_path):
     path = copy_of_tuned(tmp_path)
     before = tuning.read(path)
-    new = refit.Constants({"coverage": 0.3, "cosine": 0.4, "rank": 0.2, "number": 0.1}, (0.5, np.float64(1.25), -0.5, -1.0), -0.125)
+    new = refit.Constants({"coverage": 0.3, "cosine": 0.4, "rank": 0.2, "number": 0.1}, (0.5, np.float64(1.25), -0.5, -1.0, 0.75), -0.125)
     diff = refit.write_constants(new, ["bash-doc", "docs_corpus"], path)
     after = tuning.read(path)
     assert after["QUOTE_WEIGHTS"] == new.weights and after["ANSWERABILITY_BIAS"] == -0.125
-    assert after["ANSWERABILITY_WEIGHTS"] == dict(zip(answerability.SIGNALS, (0.5, 1.25, -0.5, -1.0)))
+    assert after["ANSWERABILITY_WEIGHTS"] == dict(zip(answerability.SIGNALS, (0.5, 1.25, -0.5, -1.0, 0.75)))
     assert after["QUOTE_FIT"].packages == ("bash-doc", "docs_corpus") and after["QUOTE_FIT"].command.endswith("refit")
     assert {k: v for k, v in after.items() if k not in before["QUOTE_FIT"].constants + ("QUOTE_FIT",)} == {
         k: v for k, v in before.items() if k not in before["QUOTE_FIT"].constants + ("QUOTE_FIT",)}
-    assert "-ANSWERABILITY_BIAS = 0.58\n" in diff and "+ANSWERABILITY_BIAS = -0.125\n" in diff
+    assert f"-ANSWERABILITY_BIAS = {tuned.ANSWERABILITY_BIAS}\n" in diff and "+ANSWERABILITY_BIAS = -0.125\n" in diff
     assert "+    packages=(\"bash-doc\", \"docs_corpus\"),\n" in diff
     assert refit.write_constants(new, ["bash-doc", "docs_corpus"], path) == ""  # written once, nothing left to change
     assert max(len(line) for line in path.read_text(encoding="utf-8").splitlines()) <= tuning.WIDTH
@@ -114,3 +114,36 @@ def test_a_fit_on_a_reserved_package_or_of_an_unknown_constant_is_refused(tmp_pa
     with pytest.raises(KeyError, match="NO_SUCH_CONSTANT"):
         tuning.rewrite({"NO_SUCH_CONSTANT": 1.0}, path)
     assert path.read_text(encoding="utf-8") == tuning.TUNED_FILE.read_text(encoding="utf-8")
+
+
+def _case(package: str, i: int, answerable: bool, unshown: float, score: float):
+    from benchmarks.fitting.quote_eval import Case
+    from rag.answering.extractive import RankedSentences
+    from rag.answering.quote_features import Candidate
+    from rag.evaluation import Question
+
+    question = Question(f"{package}{i}", "Does it?", "a.md" if answerable else None, None, "paraphrase")
+    features = np.array([[score, score, 1.0, 0.0]], dtype=np.float32)
+    ranked = RankedSentences([Candidate(1, 1, "It does.")], features, extractive.scores_of(features, True), None, ("It does.",))
+    return Case(question, 0, ranked, np.array([False]), np.zeros(1), [score],
+                {"unknown_name": 0.0, "unknown_share": 0.0, "unshown_name": unshown})
+
+
+def test_refitting_the_declines_alone_keeps_how_often_answerable_questions_are_declined():
+    # Two packages; an unshown name marks most unanswerable questions (and a few answerable ones), scores overlap.
+    rng = np.random.default_rng(3)
+    fit = {}
+    for package in ("one", "two"):
+        cases = [_case(package, i, True, float(i % 10 == 0), float(rng.uniform(0.2, 0.8))) for i in range(60)]
+        cases += [_case(package, 60 + i, False, float(i % 4 != 0), float(rng.uniform(0.1, 0.6))) for i in range(20)]
+        fit[package] = cases
+    current = refit.Constants(dict(extractive.WEIGHTS), (0.78, 1.36, -0.82, -1.07, 0.0), 0.58)
+    after = refit.refit_declines(fit, current)
+    assert after.weights == current.weights and after.ab_weights[4] > 0  # the unshown name now counts for a decline
+    rows = [(refit.answerability_signals(c, current.weights), c.question.answerable) for cases in fit.values() for c in cases]
+
+    def declined(constants, answerable):
+        return sum(answerability.decide(r, constants.ab_weights, constants.ab_bias) >= 0.5 for r, a in rows if a == answerable)
+
+    assert declined(after, True) == declined(current, True)
+    assert declined(after, False) > declined(current, False)

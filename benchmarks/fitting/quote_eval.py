@@ -62,7 +62,8 @@ def collect(index, tokenizer, embedder, questions: Sequence[Question]) -> list[C
         ranked = rank_sentences(q.q, result.citations, index.chunk, embedder)
         hits = np.array([evidence_sentence(c.sentence, q.evidence) for c in ranked.candidates], dtype=bool)
         cosines = ab.sentence_cosines(q.q, [c.sentence for c in ranked.candidates], embedder)
-        cases.append(Case(q, position, ranked, hits, _baseline(q.q, ranked, cosines), cosines, _vocabulary(q.q, index)))
+        cases.append(Case(q, position, ranked, hits, _baseline(q.q, ranked, cosines), cosines,
+                          _vocabulary(q.q, index, ranked.excerpts)))
     return cases
 
 
@@ -76,10 +77,10 @@ def _baseline(question: str, ranked: RankedSentences, cosines: Sequence[float]) 
     return np.array(out)
 
 
-def _vocabulary(question: str, index) -> dict:
-    vocabulary = index.vocabulary
-    return {"unknown_name": float(bool(ab.unknown_names(question, vocabulary))),
-            "unknown_share": ab.unknown_share(question, vocabulary)}
+def _vocabulary(question: str, index, excerpts) -> dict:
+    """The signals that read the index's vocabulary and the shown excerpts' words, not the scored sentences."""
+    values = ab.signals(question, [], [], index.vocabulary, excerpts)
+    return {name: values[name] for name in ("unknown_name", "unknown_share", "unshown_name")}
 
 
 # -- selection --------------------------------------------------------------------------------------------------
@@ -141,13 +142,23 @@ def answerability_signals(case: Case, weights: dict[str, float]) -> dict[str, fl
             "best_cosine": max(case.cosines, default=0.0)}
 
 
-def fit_answerability(rows: Sequence[tuple[dict, bool]], l2: float = 1.0, steps: int = 3000, rate: float = 0.5):
-    """Class-balanced logistic regression for "unanswerable" over ab.SIGNALS; (weights, bias) on raw signals."""
+def fit_answerability(rows: Sequence[tuple[dict, bool]], l2: float = 1.0, steps: int = 3000, rate: float = 0.5,
+                      groups: Sequence[str] | None = None):
+    """Class-balanced logistic regression for "unanswerable" over ab.SIGNALS; (weights, bias) on raw signals.
+    `groups` (one name per row, a package): each group's answerable and unanswerable rows weigh the same in all."""
     x = np.array([[r[name] for name in ab.SIGNALS] for r, _ in rows], dtype=np.float64)
     y = np.array([0.0 if answerable else 1.0 for _, answerable in rows])
     mu, sd = x.mean(0), x.std(0) + 1e-9
     z = (x - mu) / sd
-    balance = np.where(y == 1, (len(y) - y.sum()) / max(y.sum(), 1), 1.0)
+    if groups is None:
+        balance = np.where(y == 1, (len(y) - y.sum()) / max(y.sum(), 1), 1.0)
+    else:
+        names = np.asarray(groups)
+        balance = np.zeros(len(y))
+        for name in set(groups):
+            for label in (0.0, 1.0):
+                part = (names == name) & (y == label)
+                balance[part] = 1.0 / max(part.sum(), 1)
     balance /= balance.mean()
     w, b = np.zeros(x.shape[1]), 0.0
     for _ in range(steps):

@@ -43,6 +43,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cases-cache", type=Path, default=None,
                         help="refit, train-quote-tower: keep each package's scored sentences in this folder and reuse them")
     parser.add_argument("--dry-run", action="store_true", help="refit, fit-order: print the diff, leave rag/tuned.py as it is")
+    parser.add_argument("--declines", action="store_true",
+                        help="refit: the answerability rule alone, declining the fit packages' answerable questions as "
+                             "often as now")
     parser.add_argument("--rerank", choices=("on", "off", "quotes", "passages"), default="off",
                         help="score: the cross-encoder (models/reranker.safetensors) on quotes and declines, on "
                              "passages before packing, or on both (on)")
@@ -92,7 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from benchmarks.realdocs.refit import main as refit_main
         from models.llama_cpp.embedder import load_embedder
 
-        return refit_main(packages, load_tokenizer(), load_embedder(), args.cases_cache, write=not args.dry_run)
+        return refit_main(packages, load_tokenizer(), load_embedder(), args.cases_cache, write=not args.dry_run,
+                          declines=args.declines)
     if args.command == "train-reranker":
         return _train(packages, args)
     if args.command == "fit-order":

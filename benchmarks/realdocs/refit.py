@@ -1,5 +1,6 @@
 """Refit the quote scorer and the answerability rule on the suite's fit packages; report every package, before
 and after, and write the new constants to rag/tuned.py with a diff: `python -m benchmarks.realdocs refit [--dry-run]`.
+`--declines`: the answerability rule alone (refit_declines), the quote scorer's weights kept.
 
 Each question is searched as the agent's first step does (benchmarks.fitting.quote_eval.collect: hybrid index, k=5,
 the evidence budget), and every quotable sentence of the shown excerpts is scored. Fitting sees the fit packages
@@ -96,6 +97,21 @@ def balanced(by_package: dict[str, list[Case]]) -> list[Case]:
     return out
 
 
+def refit_declines(fit: dict[str, list[Case]], current: Constants = CURRENT) -> Constants:
+    """The answerability rule alone, over every signal, with the quote scorer's weights kept: each package's
+    answerable and unanswerable questions weigh the same, then the bias moves so that the fit packages' answerable
+    questions are declined as often as under `current`, and the gain is in unanswerable ones declined."""
+    named = [(name, c) for name, cases in fit.items() for c in cases if len(c.ranked.candidates)]
+    rows = [(answerability_signals(c, current.weights), c.question.answerable) for _, c in named]
+    weights, _ = fit_answerability(rows, l2=1e-3, steps=4000, groups=[name for name, _ in named])
+    declined_now = sum(ab.decide(r, current.ab_weights, current.ab_bias) >= 0.5 for r, answerable in rows if answerable)
+    z = sorted((sum(w * r[name] for w, name in zip(weights, ab.SIGNALS)) for r, answerable in rows if answerable), reverse=True)
+    # declined where bias + z >= 0: the `declined_now` highest answerable z stay declined, the next one is not
+    above = z[declined_now - 1] if declined_now else z[0] + 0.02
+    below = z[declined_now] if declined_now < len(z) else z[-1] - 0.02
+    return Constants(dict(current.weights), weights, round(-(above + below) / 2, 2))
+
+
 def refit(fit: dict[str, list[Case]]) -> Constants:
     """Quote weights (listwise softmax), then the answerability rule over them, on the fit packages."""
     cases = balanced(fit)
@@ -123,25 +139,34 @@ def table(packages: Sequence[Package], cases: dict[str, list[Case]], before: Con
     return "\n".join(lines)
 
 
-def write_constants(constants: Constants, packages: Sequence[str], path: Path = tuning.TUNED_FILE, write: bool = True) -> str:
+COMMAND = "python -m benchmarks.realdocs refit"
+
+
+def write_constants(constants: Constants, packages: Sequence[str], path: Path = tuning.TUNED_FILE, write: bool = True,
+                    command: str = COMMAND) -> str:
     """The refitted constants and their record (QUOTE_FIT) into the tuned file; the diff, "" when unchanged."""
     values = {"QUOTE_WEIGHTS": dict(constants.weights), "ANSWERABILITY_WEIGHTS": dict(zip(ab.SIGNALS, constants.ab_weights)),
               "ANSWERABILITY_BIAS": constants.ab_bias}
-    return tuning.rewrite(tuning.record("QUOTE_FIT", "python -m benchmarks.realdocs refit", packages, values), path, write)
+    return tuning.rewrite(tuning.record("QUOTE_FIT", command, packages, values), path, write)
 
 
-def main(packages: Sequence[Package], tokenizer, embedder, cache: Path | None = None, write: bool = True) -> int:
+def main(packages: Sequence[Package], tokenizer, embedder, cache: Path | None = None, write: bool = True,
+         declines: bool = False) -> int:
+    from models.query_tower import attach_tuned_queries
+
+    attach_tuned_queries(embedder)  # the first search as the agent runs it: the tuned question encoder
     cases = {}
     for p in packages:
         cases[p.name] = package_cases(p, tokenizer, embedder, cache)
         print(f"{p.name}: {len(cases[p.name])} questions", flush=True)
     fit = {p.name: cases[p.name] for p in packages if p.split == "fit"}
-    after = refit(fit)
+    after = refit_declines(fit) if declines else refit(fit)
     print(f"before: quote weights {CURRENT.weights}; answerability {dict(zip(ab.SIGNALS, CURRENT.ab_weights))} "
           f"bias {CURRENT.ab_bias}")
     print(f"after (fit on {', '.join(fit)}): quote weights {after.weights}; answerability "
           f"{dict(zip(ab.SIGNALS, after.ab_weights))} bias {after.ab_bias}")
     print(table(packages, cases, CURRENT, after))
-    print(write_constants(after, list(fit), write=write) or "rag/tuned.py: unchanged")
+    command = f"{COMMAND} --declines" if declines else COMMAND
+    print(write_constants(after, list(fit), write=write, command=command) or "rag/tuned.py: unchanged")
     return 0
 

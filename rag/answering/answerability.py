@@ -4,7 +4,9 @@ Signals (`python -m benchmarks.fitting.quote_eval` measures them; docs/decisions
 - unknown_name: the question names something (LoRA, FAISS, Docker, WebSocket) that no indexed chunk mentions;
 - unknown_share: the idf-weighted share of the question's terms that no indexed chunk holds;
 - best_score: the quote scorer's best sentence (rag.answering.extractive);
-- best_cosine: the closest sentence by MiniLM cosine, the sentence alone.
+- best_cosine: the closest sentence by MiniLM cosine, the sentence alone;
+- unshown_name: the question names something that no shown excerpt mentions (the docs may, elsewhere): "Can a
+  stick table be backed by Redis?" when the excerpts about stick tables never say Redis.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from rag.retrieval.vocabulary import DocumentFrequencies
 from rag.text import ends_sentence, name_words
 from rag.verification.support import embed_cached
 
-SIGNALS = ("unknown_name", "unknown_share", "best_score", "best_cosine")
+SIGNALS = ("unknown_name", "unknown_share", "best_score", "best_cosine", "unshown_name")
 # Logistic weights over SIGNALS and the bias, fitted (rag.tuned); answerable when P(unanswerable) < 0.5.
 WEIGHTS = tuple(tuned.ANSWERABILITY_WEIGHTS[name] for name in SIGNALS)
 BIAS = tuned.ANSWERABILITY_BIAS
@@ -35,12 +37,17 @@ class Answerability:
     probability: float  # that the question is NOT answerable from the docs
     signals: dict[str, float]
     unknown_names: tuple[str, ...] = ()
+    unshown_names: tuple[str, ...] = ()  # named in the question, in no shown excerpt (the unknown ones among them)
 
     @property
     def reason(self) -> str:
         if self.unknown_names:
             return f"the docs never mention {', '.join(self.unknown_names)}"
-        return "no shown sentence comes close to the question" if not self.answerable else ""
+        if self.answerable:
+            return ""
+        if self.unshown_names:
+            return f"no shown excerpt mentions {', '.join(self.unshown_names)}"
+        return "no shown sentence comes close to the question"
 
 
 def _question_terms(question: str, settings: TermSettings) -> set[str]:
@@ -48,19 +55,33 @@ def _question_terms(question: str, settings: TermSettings) -> set[str]:
     return set(index_terms(re.sub(r"n't\b", " not", text), settings))
 
 
-def unknown_names(question: str, vocabulary: DocumentFrequencies | None) -> tuple[str, ...]:
-    """Name-like words of the question with a term that no indexed chunk holds (exact match, no prefix)."""
-    if vocabulary is None:
-        return ()
+def _names(question: str) -> list[str]:
+    """The question's name-like words: capitalised inside a sentence, acronyms, camel case, with a digit."""
     found = []
     for m in name_words(question):
         word = m.group(1)
         starts = m.start() == 0 or ends_sentence(question[: m.start()])
         nameish = bool(_NAMEISH.search(word)) or (word[0].isupper() and not starts)
-        if not nameish or (starts and not _NAMEISH.search(word)):
-            continue
-        if any(len(t) >= 2 and not vocabulary.frequency(t, prefix=False) for t in index_terms(word, vocabulary.settings)):
+        if nameish and not (starts and not _NAMEISH.search(word)):
             found.append(word)
+    return found
+
+
+def unknown_names(question: str, vocabulary: DocumentFrequencies | None) -> tuple[str, ...]:
+    """Name-like words of the question with a term that no indexed chunk holds (exact match, no prefix)."""
+    if vocabulary is None:
+        return ()
+    found = [word for word in _names(question)
+             if any(len(t) >= 2 and not vocabulary.frequency(t, prefix=False) for t in index_terms(word, vocabulary.settings))]
+    return tuple(dict.fromkeys(found))
+
+
+def unshown_names(question: str, excerpts: Sequence[str], settings: TermSettings = TermSettings()) -> tuple[str, ...]:
+    """Name-like words of the question with a term that none of the shown excerpts' texts holds."""
+    shown: set[str] = set()
+    for text in excerpts:
+        shown.update(index_terms(text, settings))
+    found = [word for word in _names(question) if any(len(t) >= 2 and t not in shown for t in index_terms(word, settings))]
     return tuple(dict.fromkeys(found))
 
 
@@ -75,14 +96,22 @@ def unknown_share(question: str, vocabulary: DocumentFrequencies | None) -> floa
     return sum(w for t, w in weights.items() if vocabulary.frequency(t) == 0) / total if total else 0.0
 
 
-def signals(question: str, scores: Sequence[float], cosines: Sequence[float], vocabulary: DocumentFrequencies | None) -> dict[str, float]:
-    """SIGNALS for one question, from the quote scorer's scores and cosines of the shown sentences."""
+def signals(question: str, scores: Sequence[float], cosines: Sequence[float], vocabulary: DocumentFrequencies | None,
+            excerpts: Sequence[str] | None = None) -> dict[str, float]:
+    """SIGNALS for one question, from the quote scorer's scores and cosines of the shown sentences and the shown
+    excerpts' texts (None: not known, and a name counts as unshown only where the index lacks it)."""
+    unknown = float(bool(unknown_names(question, vocabulary)))
     return {
-        "unknown_name": float(bool(unknown_names(question, vocabulary))),
+        "unknown_name": unknown,
         "unknown_share": unknown_share(question, vocabulary),
         "best_score": max(scores, default=0.0),
         "best_cosine": max(cosines, default=0.0),
+        "unshown_name": unknown if excerpts is None else float(bool(unshown_names(question, excerpts, _settings(vocabulary)))),
     }
+
+
+def _settings(vocabulary: DocumentFrequencies | None) -> TermSettings:
+    return vocabulary.settings if vocabulary is not None else TermSettings()
 
 
 def decide(values: Mapping[str, float], weights: Sequence[float] = WEIGHTS, bias: float = BIAS) -> float:
@@ -99,10 +128,13 @@ def sentence_cosines(question: str, sentences: Sequence[str], embedder) -> list[
     return [float(vectors[s] @ vectors[question]) for s in sentences]
 
 
-def assess(question: str, scores: Sequence[float], cosines: Sequence[float], vocabulary: DocumentFrequencies | None) -> Answerability:
-    """Answerable unless the signals say the docs do not cover the question; no shown sentence at all: not."""
-    values = signals(question, scores, cosines, vocabulary)
+def assess(question: str, scores: Sequence[float], cosines: Sequence[float], vocabulary: DocumentFrequencies | None,
+           excerpts: Sequence[str] | None = None) -> Answerability:
+    """Answerable unless the signals say the docs do not cover the question; no shown sentence at all: not.
+    `excerpts`: the shown excerpts' texts (see signals)."""
+    values = signals(question, scores, cosines, vocabulary, excerpts)
     if not len(scores):
         return Answerability(False, 1.0, values)
     p = decide(values)
-    return Answerability(p < 0.5, p, values, unknown_names(question, vocabulary))
+    unshown = unshown_names(question, excerpts, _settings(vocabulary)) if excerpts is not None and values["unshown_name"] else ()
+    return Answerability(p < 0.5, p, values, unknown_names(question, vocabulary), unshown)

@@ -15,7 +15,7 @@ from rag.verification.claims import split_claims
 from rag.answering.overrides import CHANGED, overrides
 from rag.answering.quote_features import FEATURES, Candidate, candidates, feature_matrix, tuned_cosines
 from rag.retrieval.vocabulary import DocumentFrequencies
-from rag.citations import CitationLike, Lookup
+from rag.citations import CitationLike, Lookup, chunk_of
 
 QUOTE_LABEL = "Quoted from the docs:"
 _LABEL_EDGES = " \t*_>#:`\"'"  # markup and punctuation around a line that only repeats the label
@@ -137,7 +137,7 @@ def assess_ranked(
 ) -> Answerability:
     """rag.answering.answerability's decision over sentences the quote scorer has already ranked."""
     cosines = sentence_cosines(question, [c.sentence for c in ranked.candidates], embedder)
-    return assess(question, ranked.scores.tolist(), cosines, vocabulary)
+    return assess(question, ranked.scores.tolist(), cosines, vocabulary, ranked.excerpts)
 
 
 def quoted(quotes: list[Quote]) -> tuple[str, tuple[int, ...]]:
@@ -253,6 +253,7 @@ class RankedSentences:
     features: np.ndarray  # one row per candidate, columns FEATURES
     scores: np.ndarray
     tuned: np.ndarray | None = None  # each candidate's quote-encoder cosine (quote_features.tuned_cosines); None: none
+    excerpts: tuple[str, ...] | None = None  # the shown, resolvable excerpts' texts (the answerability rule reads them)
 
     @property
     def order(self) -> np.ndarray:
@@ -265,10 +266,12 @@ def rank_sentences(
     embedder: Embedder | None,
 ) -> RankedSentences:
     """The quote scorer's view of the shown excerpts: each sentence's features and weighted score."""
-    found = [c for c in candidates(shown_citations, lookup) if not is_own_label(c.sentence)]
+    citations = list(shown_citations.values() if isinstance(shown_citations, Mapping) else shown_citations)
+    found = [c for c in candidates(citations, lookup) if not is_own_label(c.sentence)]
     features = feature_matrix(question, found, embedder)
+    chunks = [chunk_of(c, lookup) for c in citations]
     return RankedSentences(found, features, scores_of(features, embedder is not None),
-                           tuned_cosines(question, found, embedder))
+                           tuned_cosines(question, found, embedder), tuple(c.text for c in chunks if not isinstance(c, str)))
 
 
 def scores_of(
