@@ -25,7 +25,8 @@ class Fit(NamedTuple):
 # score stays in [0, 1]), and the answerability rule: logistic weights over rag.answering.answerability.SIGNALS and
 # a bias; answerable when P(unanswerable) < 0.5. Each fit package weighs the same (benchmarks/realdocs/refit.py).
 # `refit --declines` refits the rule alone and keeps QUOTE_WEIGHTS, fitted 2026-12-02 on postgresql-doc-15,
-# docutils-doc, bash-doc and docs_corpus.
+# docutils-doc, bash-doc and docs_corpus. The lexical rule decides where no embedder gives cosines; fitted on the same
+# questions' hybrid excerpts with the cosine left out of the score, its bias set the same way.
 QUOTE_FIT = Fit(
     command="python -m benchmarks.realdocs refit --declines",
     date="2026-12-05",
@@ -35,7 +36,10 @@ QUOTE_FIT = Fit(
         "python-pytest-doc", "sphinx-doc", "bind9-doc", "exim4-doc-html", "vim-doc", "haproxy-doc", "python-click-doc",
         "python-jinja2-doc",
     ),
-    constants=("QUOTE_WEIGHTS", "ANSWERABILITY_WEIGHTS", "ANSWERABILITY_BIAS"),
+    constants=(
+        "QUOTE_WEIGHTS", "ANSWERABILITY_WEIGHTS", "ANSWERABILITY_BIAS", "ANSWERABILITY_LEXICAL_WEIGHTS",
+        "ANSWERABILITY_LEXICAL_BIAS",
+    ),
 )
 QUOTE_WEIGHTS = {"coverage": 0.35, "cosine": 0.38, "rank": 0.19, "number": 0.07}
 ANSWERABILITY_WEIGHTS = {
@@ -46,6 +50,14 @@ ANSWERABILITY_WEIGHTS = {
     "unshown_name": 2.04,
 }
 ANSWERABILITY_BIAS = 2.05
+ANSWERABILITY_LEXICAL_WEIGHTS = {
+    "unknown_name": 0.66,
+    "unknown_share": 5.45,
+    "best_score": -3.7,
+    "best_cosine": 0.0,
+    "unshown_name": 2.05,
+}
+ANSWERABILITY_LEXICAL_BIAS = -0.23
 
 # The quote encoder's weight in the score that orders quotes (rag.answering.extractive.QUOTE_TOWER_WEIGHT), with
 # the quote encoder trained beside it to add what QUOTE_WEIGHTS' score lacks; chosen on the tenth of the fit

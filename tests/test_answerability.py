@@ -134,3 +134,16 @@ def test_a_chat_judges_answerability_by_the_live_index_after_a_reindex(tmp_path)
         assert status("What does the frobnicator clean?") == "answered"  # was: the docs do not cover this
     finally:
         live.close()
+
+
+def test_without_cosines_the_lexical_rule_decides():
+    from rag.answering.answerability import BIAS, LEXICAL_BIAS, LEXICAL_WEIGHTS, WEIGHTS
+
+    question = "What does the b parameter in BM25 control?"
+    lexical = assess(question, [0.6], [], VOCAB)  # no embedder: no sentence has a cosine
+    values = signals(question, [0.6], [], VOCAB)
+    assert values["best_cosine"] == 0.0 and LEXICAL_WEIGHTS[SIGNALS.index("best_cosine")] == 0.0
+    assert lexical.probability == pytest.approx(decide(values, LEXICAL_WEIGHTS, LEXICAL_BIAS))
+    assert assess(question, [0.6], [0.0], VOCAB).probability == pytest.approx(decide(values, WEIGHTS, BIAS))
+    # with no cosine the embedder's rule would decline a question its words answer; the lexical rule does not
+    assert decide(values, WEIGHTS, BIAS) >= 0.5 and lexical.answerable

@@ -154,12 +154,19 @@ SHOWN = {1: Citation(1, "a.md#0", "a.md", "a.md"), 2: Citation(2, "b.md#0", "b.m
 def test_by_default_the_answerability_rule_declines_and_the_reranker_only_orders(monkeypatch):
     import rag.answering.extractive as extractive
 
+    from collections import Counter
+
+    from rag.retrieval.terms import index_terms
+    from rag.retrieval.vocabulary import TermCounts
+
     monkeypatch.setattr(extractive, "DECLINE_BY", "rule")
     fake = FakeReranker()
     fake.answer_logit = 100.0  # would decline everything if it decided
-    answer = QuoteFallback(None, None, fake)("how long is the cache timeout by default?", SHOWN, CHUNKS.get)
+    # the index's term counts, as every session gives the rule
+    vocabulary = TermCounts.of(Counter(t for c in CHUNKS.values() for t in set(index_terms(c.text))), len(CHUNKS))
+    answer = QuoteFallback(None, vocabulary, fake)("how long is the cache timeout by default?", SHOWN, CHUNKS.get)
     assert answer is not None and "cache timeout is ten minutes" in answer.text.split("\n\n")[1]
-    assert QuoteFallback(None, None, fake)("what is the capital of peru?", SHOWN, CHUNKS.get) is None  # the rule's no
+    assert QuoteFallback(None, vocabulary, fake)("what is the capital of peru?", SHOWN, CHUNKS.get) is None  # the rule's no
 
 
 def test_the_reranker_orders_the_quotes():

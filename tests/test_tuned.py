@@ -140,6 +140,7 @@ def test_refitting_the_declines_alone_keeps_how_often_answerable_questions_are_d
     current = refit.Constants(dict(extractive.WEIGHTS), (0.78, 1.36, -0.82, -1.07, 0.0), 0.58)
     after = refit.refit_declines(fit, current)
     assert after.weights == current.weights and after.ab_weights[4] > 0  # the unshown name now counts for a decline
+    assert after.lexical_weights[answerability.SIGNALS.index("best_cosine")] == 0.0  # no cosine without an embedder
     rows = [(refit.answerability_signals(c, current.weights), c.question.answerable) for cases in fit.values() for c in cases]
 
     def declined(constants, answerable):

@@ -136,10 +136,11 @@ def quoted_hits(cases: Sequence[Case], other_excerpt: int, weights: dict[str, fl
 
 # -- answerability ----------------------------------------------------------------------------------------------
 
-def answerability_signals(case: Case, weights: dict[str, float]) -> dict[str, float]:
-    scores = scores_of(case.ranked.features, True, weights)
+def answerability_signals(case: Case, weights: dict[str, float], lexical: bool = False) -> dict[str, float]:
+    """ab.SIGNALS of the case; `lexical`: as without an embedder (the score without its cosine, no best cosine)."""
+    scores = scores_of(case.ranked.features, not lexical, weights)
     return {**case.vocabulary_signals, "best_score": float(scores.max(initial=0.0)),
-            "best_cosine": max(case.cosines, default=0.0)}
+            "best_cosine": 0.0 if lexical else max(case.cosines, default=0.0)}
 
 
 def fit_answerability(rows: Sequence[tuple[dict, bool]], l2: float = 1.0, steps: int = 3000, rate: float = 0.5,

@@ -31,11 +31,13 @@ from rag.evaluation import MemoEmbedder, evidence_sentence, load_questions
 
 @dataclass(frozen=True)
 class Constants:
-    """What is refitted: the quote scorer's weights and the answerability rule."""
+    """What is refitted: the quote scorer's weights and the answerability rule (with its lexical twin)."""
 
     weights: dict
     ab_weights: tuple
     ab_bias: float
+    lexical_weights: tuple = tuple(ab.LEXICAL_WEIGHTS)
+    lexical_bias: float = ab.LEXICAL_BIAS
 
 
 CURRENT = Constants(dict(WEIGHTS), tuple(ab.WEIGHTS), ab.BIAS)
@@ -102,18 +104,28 @@ def refit_declines(fit: dict[str, list[Case]], current: Constants = CURRENT) -> 
     answerable and unanswerable questions weigh the same, then the bias moves so that the fit packages' answerable
     questions are declined as often as under `current`, and the gain is in unanswerable ones declined."""
     named = [(name, c) for name, cases in fit.items() for c in cases if len(c.ranked.candidates)]
+    groups = [name for name, _ in named]
     rows = [(answerability_signals(c, current.weights), c.question.answerable) for _, c in named]
-    weights, _ = fit_answerability(rows, l2=1e-3, steps=4000, groups=[name for name, _ in named])
     declined_now = sum(ab.decide(r, current.ab_weights, current.ab_bias) >= 0.5 for r, answerable in rows if answerable)
+    weights, bias = _pinned(rows, groups, declined_now)
+    # without an embedder: the same questions and the same count of answerable ones declined
+    lexical = [(answerability_signals(c, current.weights, lexical=True), c.question.answerable) for _, c in named]
+    return Constants(dict(current.weights), weights, bias, *_pinned(lexical, groups, declined_now))
+
+
+def _pinned(rows: Sequence[tuple[dict, bool]], groups: Sequence[str], declined: int) -> tuple[tuple, float]:
+    """The rule's weights fitted on `rows`, and the bias that declines `declined` of their answerable questions."""
+    weights, _ = fit_answerability(rows, l2=1e-3, steps=4000, groups=groups)
     z = sorted((sum(w * r[name] for w, name in zip(weights, ab.SIGNALS)) for r, answerable in rows if answerable), reverse=True)
-    # declined where bias + z >= 0: the `declined_now` highest answerable z stay declined, the next one is not
-    above = z[declined_now - 1] if declined_now else z[0] + 0.02
-    below = z[declined_now] if declined_now < len(z) else z[-1] - 0.02
-    return Constants(dict(current.weights), weights, round(-(above + below) / 2, 2))
+    # declined where bias + z >= 0: the `declined` highest answerable z stay declined, the next one is not
+    above = z[declined - 1] if declined else z[0] + 0.02
+    below = z[declined] if declined < len(z) else z[-1] - 0.02
+    return weights, round(-(above + below) / 2, 2)
 
 
 def refit(fit: dict[str, list[Case]]) -> Constants:
-    """Quote weights (listwise softmax), then the answerability rule over them, on the fit packages."""
+    """Quote weights (listwise softmax), then the answerability rule over them, on the fit packages (the lexical
+    rule kept)."""
     cases = balanced(fit)
     weights = fit_weights(cases)
     rows = [(answerability_signals(c, weights), c.question.answerable) for c in cases]
@@ -146,7 +158,9 @@ def write_constants(constants: Constants, packages: Sequence[str], path: Path = 
                     command: str = COMMAND) -> str:
     """The refitted constants and their record (QUOTE_FIT) into the tuned file; the diff, "" when unchanged."""
     values = {"QUOTE_WEIGHTS": dict(constants.weights), "ANSWERABILITY_WEIGHTS": dict(zip(ab.SIGNALS, constants.ab_weights)),
-              "ANSWERABILITY_BIAS": constants.ab_bias}
+              "ANSWERABILITY_BIAS": constants.ab_bias,
+              "ANSWERABILITY_LEXICAL_WEIGHTS": dict(zip(ab.SIGNALS, constants.lexical_weights)),
+              "ANSWERABILITY_LEXICAL_BIAS": constants.lexical_bias}
     return tuning.rewrite(tuning.record("QUOTE_FIT", command, packages, values), path, write)
 
 

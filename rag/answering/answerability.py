@@ -26,6 +26,10 @@ SIGNALS = ("unknown_name", "unknown_share", "best_score", "best_cosine", "unshow
 # Logistic weights over SIGNALS and the bias, fitted (rag.tuned); answerable when P(unanswerable) < 0.5.
 WEIGHTS = tuple(tuned.ANSWERABILITY_WEIGHTS[name] for name in SIGNALS)
 BIAS = tuned.ANSWERABILITY_BIAS
+# Without an embedder (BM25 only: no MiniLM) no sentence has a cosine and the score is its words alone: a rule fitted
+# the same way with best_cosine 0 (rag.tuned), since the one above then declines every question.
+LEXICAL_WEIGHTS = tuple(tuned.ANSWERABILITY_LEXICAL_WEIGHTS[name] for name in SIGNALS)
+LEXICAL_BIAS = tuned.ANSWERABILITY_LEXICAL_BIAS
 
 # A word that names something: capitalised inside the question, an acronym, camel case, or with a digit.
 _NAMEISH = re.compile(r"[A-Z].*[A-Z]|[a-z][A-Z]|\d")
@@ -131,10 +135,10 @@ def sentence_cosines(question: str, sentences: Sequence[str], embedder) -> list[
 def assess(question: str, scores: Sequence[float], cosines: Sequence[float], vocabulary: DocumentFrequencies | None,
            excerpts: Sequence[str] | None = None) -> Answerability:
     """Answerable unless the signals say the docs do not cover the question; no shown sentence at all: not.
-    `excerpts`: the shown excerpts' texts (see signals)."""
+    `excerpts`: the shown excerpts' texts (see signals); no `cosines` (no embedder): the lexical rule decides."""
     values = signals(question, scores, cosines, vocabulary, excerpts)
     if not len(scores):
         return Answerability(False, 1.0, values)
-    p = decide(values)
+    p = decide(values) if len(cosines) else decide(values, LEXICAL_WEIGHTS, LEXICAL_BIAS)
     unshown = unshown_names(question, excerpts, _settings(vocabulary)) if excerpts is not None and values["unshown_name"] else ()
     return Answerability(p < 0.5, p, values, unknown_names(question, vocabulary), unshown)
