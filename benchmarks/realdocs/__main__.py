@@ -16,7 +16,8 @@ USAGE = """\
   cold    time a first search on each package's folder as if never indexed (chunked, nothing embedded yet)
   score   index each package and print Recall@5 per retriever, quoted evidence, declines and timing (default)
   refit   fit the quote scorer and the answerability rule on the fit packages; print every package before/after;
-          write the constants to rag/tuned.py and print the diff (--dry-run: only the diff)
+          write the constants to rag/tuned.py and print the diff (--dry-run: only the diff; --declines: the
+          answerability rule alone, declining the fit packages' answerable questions as often as before)
   train-reranker  train the cross-encoder on the fit packages (PyTorch, the training extra) and write its file
   train-query-tower  tune the question side of dense search on the fit packages (PyTorch) into the same file
   train-quote-tower  tune the quote scorer's question encoder on the fit packages (PyTorch) into the same file
