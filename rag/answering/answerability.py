@@ -104,13 +104,24 @@ def signals(question: str, scores: Sequence[float], cosines: Sequence[float], vo
             excerpts: Sequence[str] | None = None) -> dict[str, float]:
     """SIGNALS for one question, from the quote scorer's scores and cosines of the shown sentences and the shown
     excerpts' texts (None: not known, and a name counts as unshown only where the index lacks it)."""
-    unknown = float(bool(unknown_names(question, vocabulary)))
+    return _values(question, scores, cosines, vocabulary, *_named(question, vocabulary, excerpts))
+
+
+def _named(question: str, vocabulary: DocumentFrequencies | None,
+           excerpts: Sequence[str] | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The question's unknown names and its unshown ones (without excerpts: the unknown ones), each found once."""
+    unknown = unknown_names(question, vocabulary)
+    return unknown, unknown if excerpts is None else unshown_names(question, excerpts, _settings(vocabulary))
+
+
+def _values(question: str, scores: Sequence[float], cosines: Sequence[float], vocabulary: DocumentFrequencies | None,
+            unknown: tuple[str, ...], unshown: tuple[str, ...]) -> dict[str, float]:
     return {
-        "unknown_name": unknown,
+        "unknown_name": float(bool(unknown)),
         "unknown_share": unknown_share(question, vocabulary),
         "best_score": max(scores, default=0.0),
         "best_cosine": max(cosines, default=0.0),
-        "unshown_name": unknown if excerpts is None else float(bool(unshown_names(question, excerpts, _settings(vocabulary)))),
+        "unshown_name": float(bool(unshown)),
     }
 
 
@@ -136,9 +147,9 @@ def assess(question: str, scores: Sequence[float], cosines: Sequence[float], voc
            excerpts: Sequence[str] | None = None) -> Answerability:
     """Answerable unless the signals say the docs do not cover the question; no shown sentence at all: not.
     `excerpts`: the shown excerpts' texts (see signals); no `cosines` (no embedder): the lexical rule decides."""
-    values = signals(question, scores, cosines, vocabulary, excerpts)
+    unknown, unshown = _named(question, vocabulary, excerpts)
+    values = _values(question, scores, cosines, vocabulary, unknown, unshown)
     if not len(scores):
         return Answerability(False, 1.0, values)
     p = decide(values) if len(cosines) else decide(values, LEXICAL_WEIGHTS, LEXICAL_BIAS)
-    unshown = unshown_names(question, excerpts, _settings(vocabulary)) if excerpts is not None and values["unshown_name"] else ()
-    return Answerability(p < 0.5, p, values, unknown_names(question, vocabulary), unshown)
+    return Answerability(p < 0.5, p, values, unknown, unshown if excerpts is not None else ())
