@@ -88,6 +88,11 @@ def chunk_of(citation: CitationLike, lookup: Lookup) -> Chunk | str:
     return chunk
 
 
+def resolved_texts(citations: Iterable[CitationLike], lookup: Lookup) -> tuple[str, ...]:
+    """The texts of the chunks `citations` stand for, as shown, leaving out those that do not resolve."""
+    return tuple(chunk.text for c in citations if not isinstance(chunk := chunk_of(c, lookup), str))
+
+
 def unresolved(citations: Citations, lookup: Lookup | ChunkSource) -> list[CitationLike]:
     """Each citation whose chunk is missing from the store, or whose stored doc id or uri differs."""
     listed = citations.values() if isinstance(citations, Mapping) else citations

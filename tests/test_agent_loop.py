@@ -351,3 +351,17 @@ def test_extractive_decoding_declines_a_question_no_excerpt_comes_close_to():
     assert model.calls == []
     assert answer.status == "insufficient_evidence" and not answer.quoted
     assert answer.text == "The docs do not cover this."
+
+
+def test_a_decline_names_what_the_question_asks_about_that_no_shown_excerpt_mentions():
+    # The fake retriever has no term counts, so nothing is "never mentioned"; no excerpt shown says Farm.
+    question = FAR_QUESTION.replace("farm", "Farm")
+    session, model, _ = make_session(["never used"], decoding="extractive", embedder=HashEmbedder(FEW_COLLISIONS))
+    answer = final(session.ask(question))
+    assert answer.status == "insufficient_evidence" and answer.decline == "not_answerable"
+    assert answer.text == "The docs do not cover this. None of the excerpts found mentions Farm."
+    written = ChatSession(ScriptedChatModel(["Zebras on the farm are striped purple [1]."]), MemoryRetriever(CHUNKS),
+                          embedder=HashEmbedder(FEW_COLLISIONS), settings=AgentSettings(policy="search-first"))
+    answer = final(written.ask(question))
+    assert answer.decline == "nothing_supported" and answer.text.endswith(
+        "the docs may not cover it. None of the excerpts found mentions Farm.)")

@@ -7,7 +7,9 @@ from collections import Counter
 
 import pytest
 
-from rag.answering.answerability import SIGNALS, assess, decide, signals, unknown_names, unknown_share, unshown_names
+from rag.answering.answerability import (
+    SIGNALS, absent_names, assess, decide, signals, unknown_names, unknown_share, unshown_names,
+)
 from rag.retrieval.vocabulary import PREFIX, TermCounts
 from rag.retrieval.terms import index_terms
 
@@ -61,6 +63,13 @@ def test_a_name_the_docs_hold_but_no_shown_excerpt_mentions_is_unshown():
     assert unshown_names("Does SmolLM2 use the cache?", [*shown, "SmolLM2 is small."]) == ()
     assert unshown_names("Is the cache freed?", shown) == ()  # no name asked, nothing unshown
     assert unshown_names("Does SmolLM2 cache?", []) == ("SmolLM2",)
+
+
+def test_a_decline_names_each_absent_name_once_as_unknown_to_the_docs_or_only_unshown():
+    shown = ["The cache holds keys."]
+    assert absent_names("Does SmolLM2 cache with LoRA?", shown, VOCAB) == (("LoRA",), ("SmolLM2",))
+    assert absent_names("Does SmolLM2 cache with LoRA?", [*shown, "SmolLM2 is small."], VOCAB) == (("LoRA",), ())
+    assert absent_names("Does SmolLM2 cache with LoRA?", shown, None) == ((), ("SmolLM2", "LoRA"))  # no term counts
 
 
 def test_the_unshown_signal_reads_the_shown_excerpts_and_without_them_falls_back_to_the_index():

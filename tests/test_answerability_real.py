@@ -51,3 +51,9 @@ def test_the_far_question_of_the_fake_loop_tests_is_declined_with_minilm_over_th
                           settings=AgentSettings(policy="search-first", decoding="extractive"))
     answer = _answer(session, FAR_QUESTION)
     assert answer.status == "insufficient_evidence" and not answer.quoted
+
+
+def test_a_decline_says_which_name_the_docs_never_mention(session):
+    answer = _answer(session, "How do I back the KV cache with Redis?")
+    assert answer.status == "insufficient_evidence" and not answer.quoted
+    assert answer.text == "The docs do not cover this. The docs never mention Redis."

@@ -83,3 +83,26 @@ def test_the_ask_schema_lists_every_decline_reason(reason):
     jsonschema.validate(data["decline"], decline)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate("declined", decline)
+
+
+def test_a_decline_names_what_the_question_asks_about_that_the_docs_or_the_excerpts_never_mention():
+    assert decide(Facts(wrote=False, unknown=("Redis",))).text == "The docs do not cover this. The docs never mention Redis."
+    assert decide(Facts(wrote=False, unshown=("Redis", "LoRA"))).text == (
+        "The docs do not cover this. None of the excerpts found mentions Redis or LoRA.")
+    both = decide(Facts(abstained=True, unknown=("A", "B", "C"), unshown=("Django",)))
+    assert both.decline is Decline.MODEL_DECLINED
+    assert both.text == "The docs do not cover this. The docs never mention A, B or C. None of the excerpts found mentions Django."
+    # smoldocs' parenthesised note keeps its parentheses round the names
+    assert decide(Facts(unknown=("Redis",))).text == (
+        "(smoldocs: no excerpt supports this answer, and none comes close to the question; the docs may not cover it."
+        " The docs never mention Redis.)")
+
+
+def test_excerpts_not_shown_are_never_said_to_lack_a_name_and_an_empty_question_names_nothing():
+    # no excerpt: "none of the excerpts" would say nothing; what the index lacks still helps
+    assert decide(Facts(shown=False, unknown=("Redis",), unshown=("Django",))).text == (
+        "The docs do not cover this. search_docs found no excerpt for this question. The docs never mention Redis.")
+    assert decide(Facts(offered=False, unshown=("Django",))).text == decline_text(Decline.NO_CLOSE_SENTENCE)
+    assert decide(Facts(asked=False, unknown=("Redis",))).text == "Ask a question about the docs."
+    # names never touch an answer that is shown
+    assert decide(Facts(wrote=False, quotes=QUOTES, unknown=("Redis",))) == Outcome(QUOTES, AnswerStatus.ANSWERED, quoted=True)

@@ -21,6 +21,26 @@ TEXT = {
 }
 
 
-def decline_text(reason: Decline) -> str:
-    """What the answer shows for `reason`."""
-    return TEXT[reason]
+# Reasons given once excerpts were shown: a name the question asks about that none of them mentions is worth saying.
+_AFTER_EXCERPTS = (Decline.NOT_ANSWERABLE, Decline.MODEL_DECLINED, Decline.NOTHING_SUPPORTED)
+
+
+def decline_text(reason: Decline, unknown: tuple[str, ...] = (), unshown: tuple[str, ...] = ()) -> str:
+    """What the answer shows for `reason`; `unknown`: names the question asks about that the docs never mention,
+    `unshown`: names the docs mention but none of the shown excerpts does (said only once excerpts were shown)."""
+    said = []
+    if unknown and reason is not Decline.EMPTY_QUESTION:
+        said.append(f"The docs never mention {_listed(unknown)}.")
+    if unshown and reason in _AFTER_EXCERPTS:
+        said.append(f"None of the excerpts found mentions {_listed(unshown)}.")
+    text = TEXT[reason]
+    if not said:
+        return text
+    if text.endswith(")"):  # smoldocs' own parenthesised note keeps its parentheses round all it says
+        return f"{text[:-1]} {' '.join(said)})"
+    return f"{text} {' '.join(said)}"
+
+
+def _listed(names: tuple[str, ...]) -> str:
+    """"A", "A or B", "A, B or C"."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"

@@ -38,7 +38,9 @@ from models.llama_cpp.grammar import json_schema_grammar
 from models.protocols import CancelToken, ChatModel, GenerationOptions
 from rag import markers
 from rag.excerpts.conflicts import find_conflicts
+from rag.answering.answerability import absent_names
 from rag.answering.extractive import Quoter
+from rag.citations import CitationLike, resolved_texts
 from rag.excerpts.document_tool import GET_DOCUMENT_DESCRIPTION, GET_DOCUMENT_NAME, GET_DOCUMENT_SCHEMA, get_document_tool
 from rag.excerpts.packing import Ledger, block
 from rag.excerpts.search_tool import (
@@ -236,7 +238,8 @@ class Agent:
         if blocks:
             spans, blocks = self.mode.offer(self, question, ledger, blocks)
             if not blocks:
-                yield self.concluded(Facts(offered=False), Answer(question, "", AnswerStatus.ANSWERED, n_ctx=self.window.budgets.n_ctx))
+                empty = Answer(question, "", AnswerStatus.ANSWERED, n_ctx=self.window.budgets.n_ctx)
+                yield self.concluded(self.absent(Facts(offered=False), question), empty)
                 return
         order = list(blocks.items()) if self.mode.quoting else sorted(blocks.items())  # quote blocks: best candidate first
         messages, built, shown_numbers = self.window.build(prepared, order)
@@ -245,11 +248,18 @@ class Agent:
         base = Answer(question, "", AnswerStatus.ANSWERED, prompt_tokens=built.prompt_tokens, n_ctx=built.n_ctx, conflicts=conflicts)
         shown = shown_excerpts(ledger.citations(), shown_numbers)
         if not shown:
-            yield self.concluded(Facts(shown=False), base)
+            yield self.concluded(self.absent(Facts(shown=False), question), base)
             return
         yield from self.mode.respond(self, Turn(question, messages, built.reserve, shown, spans, base, cancel))
 
     # -- what modes use -------------------------------------------------------------------------------------
+
+    def absent(self, facts: Facts, question: str, shown: Mapping[int, CitationLike] | None = None) -> Facts:
+        """`facts` with what a decline names: the question's names that the docs never mention, and, once excerpts
+        were shown, those that none of them mentions (rag.answering.answerability.absent_names)."""
+        excerpts = resolved_texts(shown.values(), self.retriever.chunk) if shown else ()
+        unknown, unshown = absent_names(question, excerpts, self.retriever.vocabulary)
+        return replace(facts, unknown=unknown, unshown=unshown if shown else ())
 
     @staticmethod
     def concluded(facts: Facts, base: Answer, verification: Verification | None = None) -> AnswerFinished:
@@ -295,6 +305,8 @@ class Agent:
         facts = Facts(status=status, abstained=abstained, verified=display.text)
         quotes, quotes_checked = self._quotes(turn, facts)
         outcome = decide(replace(facts, quotes=quotes))
+        if outcome.decline is not None:
+            outcome = decide(self.absent(replace(facts, quotes=quotes), turn.question, turn.shown))
         # Every number the model wrote keeps its verdict (a made-up one is reported, and the eval counts them all)
         # though only supported claims are shown; a number used twice shows its weaker use.
         written = display.written or Verification((), ())

@@ -25,6 +25,8 @@ class Facts:
     abstained: bool = False  # the model said the docs do not cover the question
     verified: str = ""  # what the verifier supports of the model's words, as shown
     quotes: str = ""  # smoldocs' own quotes of the shown excerpts that the verifier holds ("": none, or not sought)
+    unknown: tuple[str, ...] = ()  # names the question asks about that the docs never mention (a decline says them)
+    unshown: tuple[str, ...] = ()  # names the docs mention but none of the shown excerpts does
 
 
 @dataclass(frozen=True)
@@ -42,20 +44,20 @@ def decide(facts: Facts) -> Outcome:
     if not facts.asked:
         return declined(Decline.EMPTY_QUESTION)
     if not facts.offered:
-        return declined(Decline.NO_CLOSE_SENTENCE)
+        return declined(Decline.NO_CLOSE_SENTENCE, facts)
     if not facts.shown:
-        return declined(Decline.NO_EXCERPT)
+        return declined(Decline.NO_EXCERPT, facts)
     status = ended(facts)
     if facts.verified:
         return Outcome(facts.verified, status)
     if status is AnswerStatus.INSUFFICIENT_EVIDENCE:
-        return declined(Decline.MODEL_DECLINED)  # anything more the model said stays in the draft
+        return declined(Decline.MODEL_DECLINED, facts)  # anything more the model said stays in the draft
     if status is not AnswerStatus.ANSWERED:
         return Outcome("", status)  # cancelled, failed or interrupted: what streamed stays the draft
     if facts.quotes:
         return Outcome(facts.quotes, status, quoted=True)
     # Nothing the model wrote holds and no quote comes close; with no model call, the quotes were the answer.
-    return declined(Decline.NOTHING_SUPPORTED if facts.wrote else Decline.NOT_ANSWERABLE)
+    return declined(Decline.NOTHING_SUPPORTED if facts.wrote else Decline.NOT_ANSWERABLE, facts)
 
 
 def ended(facts: Facts) -> AnswerStatus:
@@ -70,6 +72,7 @@ def wants_quotes(facts: Facts) -> bool:
     return decide(replace(facts, quotes="")).decline in (Decline.NOTHING_SUPPORTED, Decline.NOT_ANSWERABLE)
 
 
-def declined(reason: Decline) -> Outcome:
-    """smoldocs' own note for `reason`, ending the turn with insufficient evidence."""
-    return Outcome(decline_text(reason), AnswerStatus.INSUFFICIENT_EVIDENCE, decline=reason)
+def declined(reason: Decline, facts: Facts = Facts()) -> Outcome:
+    """smoldocs' own note for `reason` (naming what the question asks about that `facts` say is missing), ending
+    the turn with insufficient evidence."""
+    return Outcome(decline_text(reason, facts.unknown, facts.unshown), AnswerStatus.INSUFFICIENT_EVIDENCE, decline=reason)

@@ -114,6 +114,14 @@ def _named(question: str, vocabulary: DocumentFrequencies | None,
     return unknown, unknown if excerpts is None else unshown_names(question, excerpts, _settings(vocabulary))
 
 
+def absent_names(question: str, excerpts: Sequence[str], vocabulary: DocumentFrequencies | None
+                 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What a decline can tell its reader: the question's names that no indexed chunk holds (none without the
+    index's term counts), and the others that none of the shown excerpts' texts holds."""
+    unknown, unshown = _named(question, vocabulary, excerpts)
+    return unknown, tuple(name for name in unshown if name not in unknown)
+
+
 def _values(question: str, scores: Sequence[float], cosines: Sequence[float], vocabulary: DocumentFrequencies | None,
             unknown: tuple[str, ...], unshown: tuple[str, ...]) -> dict[str, float]:
     return {

@@ -15,7 +15,7 @@ from rag.verification.claims import split_claims
 from rag.answering.overrides import CHANGED, overrides
 from rag.answering.quote_features import FEATURES, Candidate, candidates, feature_matrix, tuned_cosines
 from rag.retrieval.vocabulary import DocumentFrequencies
-from rag.citations import CitationLike, Lookup, chunk_of
+from rag.citations import CitationLike, Lookup, resolved_texts
 
 QUOTE_LABEL = "Quoted from the docs:"
 _LABEL_EDGES = " \t*_>#:`\"'"  # markup and punctuation around a line that only repeats the label
@@ -269,9 +269,8 @@ def rank_sentences(
     citations = list(shown_citations.values() if isinstance(shown_citations, Mapping) else shown_citations)
     found = [c for c in candidates(citations, lookup) if not is_own_label(c.sentence)]
     features = feature_matrix(question, found, embedder)
-    chunks = [chunk_of(c, lookup) for c in citations]
     return RankedSentences(found, features, scores_of(features, embedder is not None),
-                           tuned_cosines(question, found, embedder), tuple(c.text for c in chunks if not isinstance(c, str)))
+                           tuned_cosines(question, found, embedder), resolved_texts(citations, lookup))
 
 
 def scores_of(

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from rag.types import Retriever
     from agent.turn.outcome import Facts
     from rag.verification.verdicts import Judge, Verification
-    from rag.citations import Citation
+    from rag.citations import Citation, CitationLike
     from rag.excerpts.packing import Ledger
 
 
@@ -51,6 +51,8 @@ class Answerer(Protocol):
     candidates: "QuoteCandidates | None"
 
     def concluded(self, facts: "Facts", base: Answer, verification: "Verification | None" = None) -> "AnswerFinished": ...
+
+    def absent(self, facts: "Facts", question: str, shown: "Mapping[int, CitationLike] | None" = None) -> "Facts": ...
 
     def answer_options(self, reserve: int) -> "GenerationOptions": ...
 

@@ -24,4 +24,5 @@ class Extractive:
         quoted, verification = verified_quotes(quoted, agent.judge, turn.shown, lookup)
         if quoted:
             yield TextDelta(quoted.text)
-        yield agent.concluded(Facts(wrote=False, quotes=quoted.text if quoted else ""), turn.base, verification)
+        facts = Facts(wrote=False, quotes=quoted.text) if quoted else agent.absent(Facts(wrote=False), turn.question, turn.shown)
+        yield agent.concluded(facts, turn.base, verification)
