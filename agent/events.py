@@ -128,6 +128,8 @@ class Answer:
     stop_reason: str | None = None  # why generation was cut short by the agent (a loop guard), if it was
     conflicts: tuple[dict, ...] = ()  # rag.excerpts.conflicts.Conflict.to_json() of the excerpts shown: sources disagree
     decline: Decline | None = None  # why smoldocs' own note is shown instead of an answer (agent.turn.outcome)
+    missing_from_docs: tuple[str, ...] = ()  # with a decline: names the question asks about that the docs never mention
+    missing_from_excerpts: tuple[str, ...] = ()  # with a decline: names the docs hold but no shown excerpt does
 
     @property
     def unknown(self) -> tuple[int, ...]:

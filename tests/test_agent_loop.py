@@ -360,6 +360,7 @@ def test_a_decline_names_what_the_question_asks_about_that_no_shown_excerpt_ment
     answer = final(session.ask(question))
     assert answer.status == "insufficient_evidence" and answer.decline == "not_answerable"
     assert answer.text == "The docs do not cover this. None of the excerpts found mentions Farm."
+    assert answer.missing_from_docs == () and answer.missing_from_excerpts == ("Farm",)
     written = ChatSession(ScriptedChatModel(["Zebras on the farm are striped purple [1]."]), MemoryRetriever(CHUNKS),
                           embedder=HashEmbedder(FEW_COLLISIONS), settings=AgentSettings(policy="search-first"))
     answer = final(written.ask(question))

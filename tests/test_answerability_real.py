@@ -57,3 +57,4 @@ def test_a_decline_says_which_name_the_docs_never_mention(session):
     answer = _answer(session, "How do I back the KV cache with Redis?")
     assert answer.status == "insufficient_evidence" and not answer.quoted
     assert answer.text == "The docs do not cover this. The docs never mention Redis."
+    assert answer.missing_from_docs == ("Redis",) and answer.missing_from_excerpts == ()

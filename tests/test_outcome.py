@@ -91,6 +91,7 @@ def test_a_decline_names_what_the_question_asks_about_that_the_docs_or_the_excer
         "The docs do not cover this. None of the excerpts found mentions Redis or LoRA.")
     both = decide(Facts(abstained=True, unknown=("A", "B", "C"), unshown=("Django",)))
     assert both.decline is Decline.MODEL_DECLINED
+    assert (both.missing_from_docs, both.missing_from_excerpts) == (("A", "B", "C"), ("Django",))
     assert both.text == "The docs do not cover this. The docs never mention A, B or C. None of the excerpts found mentions Django."
     # smoldocs' parenthesised note keeps its parentheses round the names
     assert decide(Facts(unknown=("Redis",))).text == (
@@ -102,7 +103,29 @@ def test_excerpts_not_shown_are_never_said_to_lack_a_name_and_an_empty_question_
     # no excerpt: "none of the excerpts" would say nothing; what the index lacks still helps
     assert decide(Facts(shown=False, unknown=("Redis",), unshown=("Django",))).text == (
         "The docs do not cover this. search_docs found no excerpt for this question. The docs never mention Redis.")
+    assert decide(Facts(shown=False, unknown=("Redis",), unshown=("Django",))).missing_from_excerpts == ()
     assert decide(Facts(offered=False, unshown=("Django",))).text == decline_text(Decline.NO_CLOSE_SENTENCE)
     assert decide(Facts(asked=False, unknown=("Redis",))).text == "Ask a question about the docs."
     # names never touch an answer that is shown
     assert decide(Facts(wrote=False, quotes=QUOTES, unknown=("Redis",))) == Outcome(QUOTES, AnswerStatus.ANSWERED, quoted=True)
+
+
+def test_the_missing_names_travel_through_json_and_saved_chats():
+    from agent.turn.loop import shown_answer
+
+    base = Answer("Can I back it with Redis?", "", AnswerStatus.ANSWERED)
+    answer = shown_answer(base, decide(Facts(wrote=False, unknown=("Redis",), unshown=("Django",))))
+    assert (answer.missing_from_docs, answer.missing_from_excerpts) == (("Redis",), ("Django",))
+    data = answer_to_dict(answer)
+    assert data["missing_from_docs"] == ["Redis"] and data["missing_from_excerpts"] == ["Django"]
+    schema = json_output.schema("ask")["properties"]
+    for key in ("missing_from_docs", "missing_from_excerpts"):
+        jsonschema.validate(data[key], schema[key])
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate([1], schema[key])
+    assert answer_from_dict(data) == answer
+    older = {k: v for k, v in data.items() if not k.startswith("missing_")}  # a chat saved before them
+    assert answer_from_dict(older).missing_from_docs == () and answer_from_dict(older).missing_from_excerpts == ()
+    answered = shown_answer(base, decide(Facts(wrote=False, quotes=QUOTES, unknown=("Redis",))))
+    assert "missing_from_docs" not in answer_to_dict(answered)  # only a decline names what is missing
+    assert "missing_from_docs" not in answer_to_dict(shown_answer(base, decide(Facts(wrote=False))))

@@ -69,10 +69,16 @@ def omission_from(data: Any) -> Omission | None:
 
 
 def answer_to_dict(answer: Answer) -> dict:
-    """A JSON-ready dict of `answer`: every field, nested verdicts, and the made-up and unresolved numbers."""
+    """A JSON-ready dict of `answer`: every field (the missing names only when there are some: an answer without
+    them reads as before they existed), nested verdicts, and the made-up and unresolved numbers."""
     data = dataclasses.asdict(answer)
     data["unknown"] = list(answer.unknown)
     data["unresolved"] = list(answer.unresolved)
+    for key in ("missing_from_docs", "missing_from_excerpts"):  # only with a decline that names something
+        if data[key]:
+            data[key] = list(data[key])
+        else:
+            del data[key]
     return data
 
 
@@ -101,6 +107,8 @@ def answer_from_dict(data: dict) -> Answer:
     )
     fields["status"] = AnswerStatus.of(str(data.get("status", "")))
     fields["decline"] = Decline.of(data.get("decline"))
+    for key in ("missing_from_docs", "missing_from_excerpts"):
+        fields[key] = tuple(name for name in data.get(key, ()) if isinstance(name, str))
     fields["conflicts"] = tuple(c for c in data.get("conflicts", ()) if isinstance(c, dict))
     if not data.get("stop_reason") and any("stopped" in t for t in data.get("trace", ()) if isinstance(t, dict)):
         fields["stop_reason"] = next(t["stopped"] for t in data["trace"] if isinstance(t, dict) and "stopped" in t)

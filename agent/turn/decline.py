@@ -25,13 +25,20 @@ TEXT = {
 _AFTER_EXCERPTS = (Decline.NOT_ANSWERABLE, Decline.MODEL_DECLINED, Decline.NOTHING_SUPPORTED)
 
 
+def named(reason: Decline, unknown: tuple[str, ...], unshown: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The names a decline for `reason` says are missing: `unknown`, names the question asks about that the docs
+    never mention (not for an empty question), and `unshown`, names the docs mention but none of the shown excerpts
+    does (only once excerpts were shown)."""
+    return (unknown if reason is not Decline.EMPTY_QUESTION else ()), (unshown if reason in _AFTER_EXCERPTS else ())
+
+
 def decline_text(reason: Decline, unknown: tuple[str, ...] = (), unshown: tuple[str, ...] = ()) -> str:
-    """What the answer shows for `reason`; `unknown`: names the question asks about that the docs never mention,
-    `unshown`: names the docs mention but none of the shown excerpts does (said only once excerpts were shown)."""
+    """What the answer shows for `reason`, with the missing names `named` keeps for it."""
+    unknown, unshown = named(reason, unknown, unshown)
     said = []
-    if unknown and reason is not Decline.EMPTY_QUESTION:
+    if unknown:
         said.append(f"The docs never mention {_listed(unknown)}.")
-    if unshown and reason in _AFTER_EXCERPTS:
+    if unshown:
         said.append(f"None of the excerpts found mentions {_listed(unshown)}.")
     text = TEXT[reason]
     if not said:

@@ -345,6 +345,7 @@ def shown_answer(base: Answer, outcome: Outcome, verification: Verification | No
     verification = verification or Verification((), ())
     return replace(
         base, text=outcome.text, status=outcome.status, quoted=outcome.quoted, decline=outcome.decline,
+        missing_from_docs=outcome.missing_from_docs, missing_from_excerpts=outcome.missing_from_excerpts,
         citations=verification.citations, claims=verification.claims,
     )
 

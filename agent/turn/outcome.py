@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from agent.events import AnswerStatus
-from agent.turn.decline import Decline, decline_text
+from agent.turn.decline import Decline, decline_text, named
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,8 @@ class Outcome:
     status: AnswerStatus
     quoted: bool = False
     decline: Decline | None = None  # set exactly when `text` is smoldocs' own note for it
+    missing_from_docs: tuple[str, ...] = ()  # names the decline says the docs never mention
+    missing_from_excerpts: tuple[str, ...] = ()  # names it says the docs hold but no shown excerpt does
 
 
 def decide(facts: Facts) -> Outcome:
@@ -75,4 +77,6 @@ def wants_quotes(facts: Facts) -> bool:
 def declined(reason: Decline, facts: Facts = Facts()) -> Outcome:
     """smoldocs' own note for `reason` (naming what the question asks about that `facts` say is missing), ending
     the turn with insufficient evidence."""
-    return Outcome(decline_text(reason, facts.unknown, facts.unshown), AnswerStatus.INSUFFICIENT_EVIDENCE, decline=reason)
+    unknown, unshown = named(reason, facts.unknown, facts.unshown)
+    return Outcome(decline_text(reason, unknown, unshown), AnswerStatus.INSUFFICIENT_EVIDENCE, decline=reason,
+                   missing_from_docs=unknown, missing_from_excerpts=unshown)
