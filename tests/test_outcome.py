@@ -93,6 +93,8 @@ def test_a_decline_names_what_the_question_asks_about_that_the_docs_or_the_excer
     assert both.decline is Decline.MODEL_DECLINED
     assert (both.missing_from_docs, both.missing_from_excerpts) == (("A", "B", "C"), ("Django",))
     assert both.text == "The docs do not cover this. The docs never mention A, B or C. None of the excerpts found mentions Django."
+    many = decide(Facts(wrote=False, unknown=tuple("ABCDEFG")))
+    assert many.text.endswith("The docs never mention A, B, C, D or 3 more.") and many.missing_from_docs == tuple("ABCDEFG")
     # smoldocs' parenthesised note keeps its parentheses round the names
     assert decide(Facts(unknown=("Redis",))).text == (
         "(smoldocs: no excerpt supports this answer, and none comes close to the question; the docs may not cover it."

@@ -48,6 +48,11 @@ def decline_text(reason: Decline, unknown: tuple[str, ...] = (), unshown: tuple[
     return f"{text} {' '.join(said)}"
 
 
+MAX_NAMED = 4  # a question listing many names gets the first few said and the rest counted (--json lists them all)
+
+
 def _listed(names: tuple[str, ...]) -> str:
-    """"A", "A or B", "A, B or C"."""
+    """"A", "A or B", "A, B or C"; past MAX_NAMED, "A, B, C, D or 3 more"."""
+    if len(names) > MAX_NAMED:
+        return f"{', '.join(names[:MAX_NAMED])} or {len(names) - MAX_NAMED} more"
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
