@@ -12,10 +12,12 @@ import pytest
 from benchmarks.realdocs.checking import check_package
 from benchmarks.realdocs.gather import copy_package, source_files
 from benchmarks.realdocs.scoring import (
-    Answered, PackageScore, answer_rates, cold_start, pooled, quoted_sentences, score_package, score_table,
+    Answered, PackageScore, answer_question, answer_rates, cold_start, pooled, quoted_sentences, score_package, score_table,
 )
 from benchmarks.realdocs.suite import Package, choose_packages, load_packages
 from rag.answering.extractive import QUOTE_LABEL
+from rag.evaluation import Question
+from rag.indexing.build import open_index
 
 
 def _package(tmp_path, name="tiny", questions=(), **changes) -> Package:
@@ -132,6 +134,13 @@ def test_a_tiny_package_is_indexed_searched_and_answered_with_the_real_parts(tmp
     assert by_id["t1"].words >= len("Green tea should steep for two minutes in water at 80 degrees.".split())
     assert all(a.words == 0 for a in score.answers if a.declined)
     assert all(a.seconds > 0 for a in score.answers)
+    # score --k and --budget: what the first search may show
+    both = Question(id="b1", q="How long should green tea steep, and how coarse a grind does a French press need?",
+                    doc="tea.md", evidence="Green tea should steep for two minutes", difficulty="keyword")
+    index = open_index(docs, real_tokenizer, real_embedder)
+    assert answer_question(index, real_tokenizer, real_embedder, both).excerpts == 2  # tea and coffee
+    assert answer_question(index, real_tokenizer, real_embedder, both, k=1).excerpts == 1
+    assert answer_question(index, real_tokenizer, real_embedder, both, budget=5).excerpts == 0  # no chunk fits 5 tokens
     cold = cold_start(docs, real_tokenizer, real_embedder)
     assert cold["files"] == 3 and cold["chunks"] == score.index["chunks"]
     assert cold["first_search_seconds"] >= cold["chunked_seconds"] > 0

@@ -58,6 +58,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="score: quotes ordered with the quote encoder (models.query_tower) or by the quote scorer alone")
     parser.add_argument("--order", choices=ORDERS, default=ORDER,
                         help="score: hybrid search's order of hits, learned (rag.indexing.ordering) or fused (before it)")
+    parser.add_argument("--k", type=int, default=None,
+                        help="score: excerpts the first search shows (default: the agent's, 5)")
+    parser.add_argument("--budget", type=int, default=None,
+                        help="score: the tokens those excerpts may take (default: the agent's, 1024)")
     parser.add_argument("--out", type=Path, default=None,
                         help="train-reranker, train-query-tower, train-quote-tower: write the model here (default: the shipped file)")
     parser.add_argument("--epochs", type=int, default=None,
@@ -125,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     return score_suite(packages, load_tokenizer(), limit=args.limit, as_json=args.json, write=args.write,
                        rerank=args.rerank, reranker_file=args.reranker, tuned_queries=args.queries == "tuned",
-                       order=args.order, tuned_quotes=args.quotes == "tuned")
+                       order=args.order, tuned_quotes=args.quotes == "tuned", **_excerpts(args))
 
 
 def _train(packages, args) -> int:
@@ -145,5 +149,11 @@ def _train(packages, args) -> int:
     return train_main(fit, load_tokenizer(), cache, args.out or RERANKER_FILE, settings)
 
 
+def _excerpts(args) -> dict:
+    """score's --k and --budget, where given (otherwise the agent's defaults)."""
+    return {name: value for name, value in (("k", args.k), ("budget", args.budget)) if value is not None}
+
+
 if __name__ == "__main__":
     sys.exit(main())
+

@@ -32,7 +32,7 @@ from rag.answering.extractive import QuoteFallback
 from rag.evaluation import MemoEmbedder, Question, evaluate, evidence_sentence, holds_evidence, load_questions
 from benchmarks.fitting.quote_eval import K
 from rag.excerpts.packing import Ledger
-from rag.excerpts.search_tool import search_first
+from rag.excerpts.search_tool import DEFAULT_MAX_TOKENS, search_first
 from rag.markers import MARKER_PATTERN
 from rag.indexing.build import IndexProgress, open_index
 from rag.indexing.ordering import ORDER
@@ -55,6 +55,7 @@ class Answered:
     seconds: float
     evidence_shown: bool = False  # the evidence string is in the shown excerpts at all (search found it)
     words: int = 0  # words of the quoted text shown (0: declined), what the reader has to read
+    excerpts: int = 0  # excerpts the first search showed
 
 
 @dataclass
@@ -100,12 +101,14 @@ def quoted_sentences(text: str) -> list[str]:
     return [m.group("sentence") for b in blocks if (m := _QUOTE.match(b.strip()))]
 
 
-def answer_question(index, tokenizer, embedder, question: Question, reranker=None, passages=None) -> Answered:
+def answer_question(index, tokenizer, embedder, question: Question, reranker=None, passages=None, k: int = K,
+                    budget: int = DEFAULT_MAX_TOKENS) -> Answered:
     """The default answer with no model call: the agent's first search, then the quoted fallback, verified.
     `reranker`: the cross-encoder that orders the quotes and decides declines (None: the quote scorer alone);
-    `passages`: what reorders the hits before packing (rag.answering.passages.PassageReranker; None: the hybrid's order)."""
+    `passages`: what reorders the hits before packing (rag.answering.passages.PassageReranker; None: the hybrid's order);
+    `k`, `budget`: the excerpts the first search shows and their tokens (the agent's defaults)."""
     started = time.perf_counter()
-    result = search_first(index, Ledger(), tokenizer, question.q, K, reorder=passages)
+    result = search_first(index, Ledger(), tokenizer, question.q, k, budget, reorder=passages)
     shown = {c.n: c for c in result.citations}
     quoted = QuoteFallback(embedder, index.vocabulary, reranker)(question.q, shown, index.chunk) if shown else None
     if quoted is not None:
@@ -119,13 +122,14 @@ def answer_question(index, tokenizer, embedder, question: Question, reranker=Non
         evidence_sentence=any(evidence_sentence(s, evidence) for s in sentences),
         evidence_exact=holds_evidence(" ".join(sentences), evidence),
         has_evidence=bool(evidence), seconds=seconds, evidence_shown=holds_evidence(excerpts, evidence),
-        words=sum(len(s.split()) for s in sentences),
+        words=sum(len(s.split()) for s in sentences), excerpts=len(result.citations),
     )
 
 
 def score_package(package: Package, folder: Path, tokenizer, embedder, limit: int | None = None,
-                  say: Callable[[str], None] = print, reranker=None, passages=None, order: str = ORDER) -> PackageScore:
-    """Index (or load) one package's folder and score its questions."""
+                  say: Callable[[str], None] = print, reranker=None, passages=None, order: str = ORDER, k: int = K,
+                  budget: int = DEFAULT_MAX_TOKENS) -> PackageScore:
+    """Index (or load) one package's folder and score its questions (`k`, `budget`: see answer_question)."""
     questions = [q for path in package.questions for q in load_questions(path)][:limit]
     memo = MemoEmbedder(embedder)
     started = time.perf_counter()
@@ -149,7 +153,7 @@ def score_package(package: Package, folder: Path, tokenizer, embedder, limit: in
         recall_at_5={m: doc_rows[m].recall_at_5 for m in RETRIEVERS if m in doc_rows},
         graded=doc_rows[RETRIEVERS[0]].n if RETRIEVERS[0] in doc_rows else 0, index=info,
     )
-    score.answers = [answer_question(index, tokenizer, memo, q, reranker, passages) for q in questions]
+    score.answers = [answer_question(index, tokenizer, memo, q, reranker, passages, k, budget) for q in questions]
     return score
 
 
@@ -230,11 +234,12 @@ def index_table(scores: Sequence[PackageScore]) -> str:
 def score_suite(packages: Sequence[Package], tokenizer, root: Path | None = None, limit: int | None = None,
         as_json: bool = False, write: Path | None = None, say: Callable[[str], None] = print,
         rerank: str = "off", reranker_file: Path | None = None, tuned_queries: bool = True, order: str = ORDER,
-        tuned_quotes: bool = True) -> int:
+        tuned_quotes: bool = True, k: int = K, budget: int = DEFAULT_MAX_TOKENS) -> int:
     """Score every package that has its folder; print the tables (or JSON), and with `write` save them as
     Markdown with the date, commit and load average. 1 when a package could not be scored. `order`: hybrid
     search's order of hits (rag.indexing.ordering: "learned", or "fused" as before it); `tuned_quotes` False: the
-    quote scorer without the quote encoder (models.query_tower), as before it."""
+    quote scorer without the quote encoder (models.query_tower), as before it; `k`, `budget`: the excerpts the first
+    search shows and their tokens (the agent's defaults: 5 and 1,024)."""
     load_before = load_average()
     started = time.perf_counter()
     from models.query_tower import attach_tuned_queries
@@ -258,7 +263,7 @@ def score_suite(packages: Sequence[Package], tokenizer, root: Path | None = None
             say(f"{package.name}: no folder {folder}: run `python -m benchmarks.realdocs build` first")
             status = 1
             continue
-        scores.append(score_package(package, folder, tokenizer, embedder, limit, say, reranker, passages, order))
+        scores.append(score_package(package, folder, tokenizer, embedder, limit, say, reranker, passages, order, k, budget))
     if as_json:
         say(json.dumps([{**asdict(s), "rates": s.rates()} for s in scores], indent=1))
     elif scores:
@@ -267,7 +272,8 @@ def score_suite(packages: Sequence[Package], tokenizer, root: Path | None = None
         say("")
         say(index_table(scores))
     if write is not None and scores:
-        write.write_text(results_markdown(scores, packages, load_before, time.perf_counter() - started), encoding="utf-8")
+        write.write_text(results_markdown(scores, packages, load_before, time.perf_counter() - started, k, budget),
+                         encoding="utf-8")
         say(f"wrote {write}")
     return status
 
@@ -281,7 +287,8 @@ def _commit() -> str:
     return out.stdout.strip() or "unknown"
 
 
-def results_markdown(scores: Sequence[PackageScore], packages: Sequence[Package], load_before, seconds: float) -> str:
+def results_markdown(scores: Sequence[PackageScore], packages: Sequence[Package], load_before, seconds: float,
+                     k: int = K, budget: int = DEFAULT_MAX_TOKENS) -> str:
     """RESULTS.md: when and where it was measured, then both tables and where each package's questions came from."""
     load_after = load_average()
     sources = "\n".join(f"- {p.name}: " + ", ".join(_shown_path(q) for q in p.questions) for p in packages)
@@ -291,9 +298,9 @@ def results_markdown(scores: Sequence[PackageScore], packages: Sequence[Package]
         "`python -m benchmarks.realdocs score`, on "
         f"{os.cpu_count()} cores shared with other jobs: load average {_load(load_before)} before, "
         f"{_load(load_after)} after; {seconds / 60:.1f} minutes in all (indexes loaded from the cache when built).\n\n"
-        "Default answer = the agent's first search (k=5, 1,024 evidence tokens) and the quoted fallback, no model call. "
+        f"Default answer = the agent's first search (k={k}, {budget:,} evidence tokens) and the quoted fallback, no model call. "
         "Evidence sentence: a quoted sentence carries the evidence (rag.evaluation.evidence_sentence); evidence exact: the "
-        "evidence string whole in the quoted text; evidence in excerpts: the evidence string anywhere in the five "
+        f"evidence string whole in the quoted text; evidence in excerpts: the evidence string anywhere in the {k} "
         "shown excerpts (what search found, before quoting). R@5 is doc level (gold doc or an alternative). Pooled rows: "
         "recall weighted by graded questions, the other figures over all the split's questions. Answer words: the mean "
         "words of the quoted text of an answer shown (declines left out).\n\n"
