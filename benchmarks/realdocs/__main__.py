@@ -156,4 +156,3 @@ def _excerpts(args) -> dict:
 
 if __name__ == "__main__":
     sys.exit(main())
-
