@@ -238,6 +238,13 @@ def test_train_reranker_runs_end_to_end_on_a_tiny_fit_package(tmp_path, real_tok
     assert all(p.label == 0 for p in pairs if p.qid == "k5") and all(p.unanswerable == (p.qid == "k5") for p in pairs)
     assert any(p.label and "switches itself off" in p.text for p in pairs)
     assert all(p.text.startswith(("Kettle: ", "Lid: ", "Toaster: ")) for p in pairs)  # read under the heading path
+    hybrid = package_pairs(package, docs, real_tokenizer, cache, say=lambda line: None, pools="hybrid",
+                           embedder=real_embedder)
+    assert {p.qid for p in hybrid} == {f"k{i}" for i in range(6)}
+    assert any(p.label and "switches itself off" in p.text for p in hybrid)
+    assert len(list(cache.glob("tiny-*.jsonl"))) == 2  # the hybrid pools are cached apart from BM25's
+    with pytest.raises(ValueError, match="hybrid pools need an embedder"):
+        package_pairs(package, docs, real_tokenizer, cache, pools="hybrid")
     with pytest.raises(ValueError, match="fit packages only"):
         suite_pairs([_package(tmp_path, name="held-one", split="held")], real_tokenizer, cache)
 

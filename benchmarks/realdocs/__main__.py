@@ -72,6 +72,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--per-package", type=int, default=None, help="train-reranker: questions a package gives at most")
     parser.add_argument("--kind", choices=("sentences", "passages"), default=None,
                         help="train-reranker: train on sentences (quotes) or whole chunks (passages)")
+    parser.add_argument("--pools", choices=("bm25", "hybrid"), default=None,
+                        help="train-reranker: candidates from BM25's first hits (default) or the hybrid search's")
     args = parser.parse_args(argv)
     try:
         packages = choose_packages(load_packages(questions_dirs=[QUESTIONS_DIR, *args.questions_dir]), args.packages, args.split)
@@ -142,7 +144,7 @@ def _train(packages, args) -> int:
 
     fit = [p for p in packages if p.split == "fit"]
     given = (("epochs", args.epochs), ("layers", args.layers), ("limit", args.limit), ("max_tokens", args.max_tokens),
-             ("negatives", args.negatives), ("per_package", args.per_package), ("kind", args.kind))
+             ("negatives", args.negatives), ("per_package", args.per_package), ("kind", args.kind), ("pools", args.pools))
     changes = {k: v for k, v in given if v is not None}
     settings = dataclasses.replace(TrainSettings(), **changes)
     cache = args.cases_cache or suite_dir() / "rerank-pairs"

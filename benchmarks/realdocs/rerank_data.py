@@ -1,8 +1,10 @@
 """The reranker's training pairs, from the fit packages only: (question, sentence in context, label).
 
 For each question of a fit package, the sentences a quote could be chosen from are made as the answer path makes
-them (rag.answering.quote_features.candidates) over the package's first BM25 hits and the chunks of the gold page
-that hold the evidence. A sentence is positive when it carries the evidence (rag.evaluation, the
+them (rag.answering.quote_features.candidates) over the package's first hits and the chunks of the gold page
+that hold the evidence. The hits are BM25's (`pools="bm25"`, the shipped model's recipe) or the hybrid search's as
+search_docs makes them, the tuned question encoder and the learned order included (`pools="hybrid"`: the package is
+embedded first, if it is not yet). A sentence is positive when it carries the evidence (rag.evaluation, the
 scorer's own test); every other sentence is a negative, those of the gold page and the first hits first (hard
 negatives). An unanswerable question's sentences are all negatives: nothing there answers it.
 
@@ -28,6 +30,7 @@ from rag.evaluation import Question, evidence_sentence, holds_evidence, load_que
 SEARCH_K = 8  # first BM25 hits whose sentences are candidates (the answer path shows 5)
 NEGATIVES = 9  # negatives kept per question, hard ones first (training cost grows with every pair)
 DATA_VERSION = 2  # bump when the rows' making changes, so old caches are not reused
+POOLS = ("bm25", "hybrid")  # which search's first hits give the candidates
 
 
 @dataclass(frozen=True)
@@ -107,8 +110,9 @@ def passage_pairs(index, question: Question, package: str, rng: random.Random, k
 KINDS = {"sentences": question_pairs, "passages": passage_pairs}
 
 
-def _cache_key(package: Package, kind: str = "sentences") -> str:
+def _cache_key(package: Package, kind: str = "sentences", pools: str = "bm25") -> str:
     extra = "" if kind == "sentences" else f" {kind} k{PASSAGE_K} n{PASSAGE_NEGATIVES}"
+    extra += "" if pools == "bm25" else f" {pools}"
     digest = hashlib.sha256(f"v{DATA_VERSION} k{SEARCH_K} n{NEGATIVES}{extra}".encode())
     for path in package.questions:
         digest.update(Path(path).read_bytes())
@@ -116,15 +120,19 @@ def _cache_key(package: Package, kind: str = "sentences") -> str:
 
 
 def package_pairs(package: Package, folder: Path, tokenizer, cache: Path, seed: int = 0,
-                  say: Callable[[str], None] = print, kind: str = "sentences") -> list[Pair]:
-    """Every pair of one package, from the cache when its question files are unchanged."""
+                  say: Callable[[str], None] = print, kind: str = "sentences", pools: str = "bm25",
+                  embedder=None) -> list[Pair]:
+    """Every pair of one package, from the cache when its question files are unchanged (`embedder`: the question
+    encoder the hybrid pools search with; only read when `pools` is "hybrid")."""
+    if pools not in POOLS or (pools == "hybrid" and embedder is None):
+        raise ValueError(f"pools must be one of {', '.join(POOLS)}, and hybrid pools need an embedder")
     prefix = "" if kind == "sentences" else f"{kind}-"
-    cached = cache / f"{prefix}{package.name}-{_cache_key(package, kind)}.jsonl"
+    cached = cache / f"{prefix}{package.name}-{_cache_key(package, kind, pools)}.jsonl"
     if cached.is_file():
         return [Pair(**json.loads(line)) for line in cached.read_text(encoding="utf-8").splitlines() if line]
     from rag.indexing.build import open_index
 
-    index = open_index(folder, tokenizer, None)  # BM25 alone: no fit package is embedded for training
+    index = open_index(folder, tokenizer, embedder if pools == "hybrid" else None)
     questions = [q for path in package.questions for q in load_questions(path)]
     rng = random.Random(f"{seed}-{package.name}")
     make = KINDS[kind]
@@ -138,10 +146,12 @@ def package_pairs(package: Package, folder: Path, tokenizer, cache: Path, seed: 
 
 
 def suite_pairs(packages: Sequence[Package], tokenizer, cache: Path, root: Path | None = None,
-                say: Callable[[str], None] = print, kind: str = "sentences") -> list[Pair]:
+                say: Callable[[str], None] = print, kind: str = "sentences", pools: str = "bm25",
+                embedder=None) -> list[Pair]:
     """The pairs of every fit package given (a held package is refused: it is only ever reported)."""
     fit_only(packages, "the reranker")
-    return [pair for p in packages for pair in package_pairs(p, p.folder(root), tokenizer, cache, say=say, kind=kind)]
+    return [pair for p in packages
+            for pair in package_pairs(p, p.folder(root), tokenizer, cache, say=say, kind=kind, pools=pools, embedder=embedder)]
 
 
 def by_question(pairs: Sequence[Pair]) -> Iterator[list[Pair]]:

@@ -51,6 +51,7 @@ class TrainSettings:
     per_package: int = PER_PACKAGE
     limit: int | None = None  # at most this many questions (a smoke run)
     kind: str = "sentences"  # what the model reads after the question: "sentences" (quotes) or "passages" (whole chunks)
+    pools: str = "bm25"  # whose first hits give the candidates: BM25's or the hybrid search's (rerank_data.POOLS)
 
 
 def torch_model(layers: int, zip_path: Path):
@@ -266,6 +267,7 @@ def merge_weights(path: Path, tensors: dict[str, np.ndarray], metadata: dict[str
 def save(model, path: Path, settings: TrainSettings, info: dict, packages: Sequence[str], zip_path: Path | None = None) -> None:
     zip_path = zip_path or minilm_zip()
     meta = {"max_tokens": str(settings.max_tokens), "layers": str(settings.layers), "seed": str(settings.seed), "kind": settings.kind,
+            "pools": settings.pools,
             "epochs": str(settings.epochs), "minilm_sha256": source_sha256(zip_path), "trained_on": ",".join(packages),
             "questions": str(info["questions"]), "pairs_per_epoch": str(info["pairs_per_epoch"]),
             "answer_logit": str(info.get("answer_logit", 0.0)), "validation": json.dumps(
@@ -341,8 +343,12 @@ def main(packages, tokenizer, cache: Path, out: Path = RERANKER_FILE, settings: 
 
     if not torch_ready("train-reranker", say):
         return 2
-    pairs = suite_pairs(packages, tokenizer, cache, say=say, kind=settings.kind)
     embedder = load_embedder()
+    if settings.pools == "hybrid":  # searched as search_docs does: with the tuned question encoder
+        from models.query_tower import attach_tuned_queries
+
+        attach_tuned_queries(embedder, True)
+    pairs = suite_pairs(packages, tokenizer, cache, say=say, kind=settings.kind, pools=settings.pools, embedder=embedder)
     training = [p for p in pairs if not is_validation(p)]
     model, info = train(training, embedder.tokenize, settings, say=say)
     held = list(by_question([p for p in pairs if is_validation(p)]))[: settings.limit]
