@@ -27,7 +27,7 @@ from rag.answering.quote_features import candidates
 from rag.citations import Citation
 from rag.evaluation import Question, evidence_sentence, holds_evidence, load_questions
 
-SEARCH_K = 8  # first BM25 hits whose sentences are candidates (the answer path shows 5)
+SEARCH_K = 8  # first hits whose sentences are candidates (the answer path shows 5)
 NEGATIVES = 9  # negatives kept per question, hard ones first (training cost grows with every pair)
 DATA_VERSION = 2  # bump when the rows' making changes, so old caches are not reused
 POOLS = ("bm25", "hybrid")  # which search's first hits give the candidates
@@ -77,15 +77,15 @@ def question_pairs(index, question: Question, package: str, rng: random.Random, 
     return pos + (hard + easy)[:negatives]
 
 
-PASSAGE_K = 20  # first BM25 hits whose chunks are passage candidates (the answer path reranks the hybrid's first 20)
+PASSAGE_K = 20  # first hits whose chunks are passage candidates (the answer path reranks the hybrid's first 20)
 PASSAGE_NEGATIVES = 9
 
 
 def passage_pairs(index, question: Question, package: str, rng: random.Random, k: int = PASSAGE_K,
                   negatives: int = PASSAGE_NEGATIVES) -> list[Pair]:
     """The labelled passages of one question: a whole chunk (passages.passage_text) is positive when it belongs to
-    a gold page and holds the evidence; the negatives are the gold page's other chunks and the first BM25 hits
-    (hard ones), then the rest of the first `k` hits."""
+    a gold page and holds the evidence; the negatives are the gold page's other chunks and the first hits of the
+    index's search (hard ones), then the rest of the first `k` hits."""
     hits = index.search(question.q, k=k)
     gold_docs = set(question.gold_docs) if question.answerable else set()
     on_gold = [c for c in index.chunks if c.doc_id in gold_docs] if question.evidence else []
@@ -124,8 +124,10 @@ def package_pairs(package: Package, folder: Path, tokenizer, cache: Path, seed: 
                   embedder=None) -> list[Pair]:
     """Every pair of one package, from the cache when its question files are unchanged (`embedder`: the question
     encoder the hybrid pools search with; only read when `pools` is "hybrid")."""
-    if pools not in POOLS or (pools == "hybrid" and embedder is None):
-        raise ValueError(f"pools must be one of {', '.join(POOLS)}, and hybrid pools need an embedder")
+    if pools not in POOLS:
+        raise ValueError(f"unknown pools {pools!r}: choose one of {', '.join(POOLS)}")
+    if pools == "hybrid" and embedder is None:
+        raise ValueError("hybrid pools need an embedder: the packages are searched as search_docs searches them")
     prefix = "" if kind == "sentences" else f"{kind}-"
     cached = cache / f"{prefix}{package.name}-{_cache_key(package, kind, pools)}.jsonl"
     if cached.is_file():
