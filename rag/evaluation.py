@@ -3,11 +3,13 @@
 The one evaluation module the runtime has; fitting and the reports that choose constants are benchmarks/fitting.
 
 - Questions: one line of questions.jsonl each; gold chunks are the gold doc's chunks holding the evidence string.
-- Evidence tests. `holds_evidence`: the evidence string itself is in the text, case and runs of whitespace aside
-  ("evidence hit" of `smoldocs eval`, the quoted-answer rows of quote_eval). `evidence_sentence`: one sentence
-  carries the evidence although our sentence split may cut it differently: it contains the string, or it is a
-  sentence of at least MIN_INSIDE_WORDS words inside the evidence (evidence spanning sentences), or it holds at
-  least MIN_WORD_SHARE of the evidence's distinct words (quote_eval's "evidence sentence in the top 1 / top 3").
+- Evidence tests. `holds_evidence`: the evidence string itself is in the text, case, runs of whitespace and the
+  lines that open and close a code fence aside (a chunk fences the command a page shows after "use this command:",
+  the evidence read off the page does not) ("evidence hit" of `smoldocs eval`, the quoted-answer rows of
+  quote_eval). `evidence_sentence`: one sentence carries the evidence although our sentence split may cut it
+  differently: it contains the string, or it is a sentence of at least MIN_INSIDE_WORDS words inside the evidence
+  (evidence spanning sentences), or it holds at least MIN_WORD_SHARE of the evidence's distinct words (quote_eval's
+  "evidence sentence in the top 1 / top 3").
 - Retrieval: Recall@1, Recall@5 and MRR@10 at chunk level (a gold chunk holds the evidence string) and at doc level
   (the gold doc or an alternative), for BM25 alone, dense alone, and each fusion.
 """
@@ -30,6 +32,7 @@ from rag.text import alnum_runs
 from rag.types import Chunk
 
 _SPACE = re.compile(r"\s+")
+_FENCE_LINE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[^\n`]*$", re.MULTILINE)
 MIN_INSIDE_WORDS = 4
 MIN_WORD_SHARE = 0.6
 MODES = ("bm25", "dense", "rrf", "weighted")
@@ -148,10 +151,11 @@ def normalized(text: str) -> str:
 
 
 def holds_evidence(text: str, evidence: str | None) -> bool:
-    """Whether `text` holds the evidence string, ignoring case and runs of whitespace."""
+    """Whether `text` holds the evidence string, ignoring case, runs of whitespace and code fences' own lines."""
     if not evidence:
         return False
-    return normalized(evidence) in normalized(text)
+    wanted = normalized(evidence)
+    return wanted in normalized(text) or wanted in normalized(_FENCE_LINE.sub("", text))
 
 
 def evidence_sentence(sentence: str, evidence: str | None) -> bool:

@@ -7,7 +7,7 @@ import pytest
 
 from rag.citations import Citation
 from rag.answering.extractive import best_quotes, scores_of
-from rag.evaluation import evidence_sentence
+from rag.evaluation import evidence_sentence, holds_evidence
 from rag.answering.quote_features import FEATURES, candidates, feature_matrix
 from rag.types import Chunk
 
@@ -19,6 +19,14 @@ def test_an_evidence_hit_is_containment_a_sentence_inside_the_evidence_or_most_o
     assert evidence_sentence("one token is about four characters of text", "four characters of English text")  # 4 of 5 words
     assert not evidence_sentence("one token is about four characters", "four characters of English text")  # 2 of 5
     assert not evidence_sentence("anything", None)
+
+
+def test_evidence_held_across_a_code_fence_is_held_as_the_page_shows_it():
+    chunk = "To turn it off, use this command:\n\n```vim\n\t:set nowrapscan\n```\n\nSearches then stop at the end."
+    assert holds_evidence(chunk, "To turn it off, use this command: :set nowrapscan")
+    assert holds_evidence(chunk, "use this command: ```vim :set nowrapscan")  # as written, fence and all
+    assert not holds_evidence(chunk, "use this command: :set wrapscan")
+    assert not holds_evidence("Write `:set nowrapscan` in a line: ```", "line: :set nowrapscan")
 
 
 def test_scores_are_the_weighted_features_renormalised_without_an_embedder():
