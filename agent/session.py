@@ -76,11 +76,12 @@ class ChatSession:
         # The claim verifier, the extractive fallback and quote decoding's candidates, bound to the embedder (None:
         # lexical only); the fallback and the candidates ask rag.answering.answerability, with the index's term counts when
         # the retriever has them.
-        # Both are given the turn's snapshot's term counts when a turn starts (_pin).
+        # Both are given the turn's snapshot's term counts and standout (how far its closest chunk stands out) when
+        # a turn starts (_pin).
         vocabulary = retriever.vocabulary
         reranker = optional_reranker(embedder) if self.settings.rerank else None
-        self._quoter = QuoteFallback(embedder, vocabulary, reranker)
-        self._candidates = QuoteCandidates(embedder, vocabulary)
+        self._quoter = QuoteFallback(embedder, vocabulary, reranker, retriever.standout)
+        self._candidates = QuoteCandidates(embedder, vocabulary, standout=retriever.standout)
         self.agent = Agent(
             model, retriever, self.settings, judge=Verifier(embedder), quoter=self._quoter, candidates=self._candidates,
             reorder=PassageReranker(reranker) if reranker is not None else None,
@@ -124,6 +125,7 @@ class ChatSession:
         deleted file's words pass for known and a new file's for unknown after a live re-index."""
         self.agent.retriever = snapshot
         self._quoter.vocabulary = self._candidates.vocabulary = snapshot.vocabulary
+        self._quoter.standout = self._candidates.standout = snapshot.standout
 
     def ask(self, question: str, cancel: CancelToken | None = None) -> Iterator[Event]:
         """Run one turn; a cancelled turn is kept with what streamed so far, marked cancelled.

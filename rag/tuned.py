@@ -26,7 +26,9 @@ class Fit(NamedTuple):
 # a bias; answerable when P(unanswerable) < 0.5. Each fit package weighs the same (benchmarks/realdocs/refit.py).
 # `refit --declines` refits the rule alone and keeps QUOTE_WEIGHTS, fitted 2026-12-02 on postgresql-doc-15,
 # docutils-doc, bash-doc and docs_corpus. The lexical rule decides where no embedder gives cosines; fitted on the same
-# questions' hybrid excerpts with the cosine left out of the score, its bias set the same way.
+# questions' hybrid excerpts with the cosine left out of the score, its bias set the same way. The standout rule
+# (over rag.answering.answerability.STANDOUT_SIGNALS) decides where the index says how far its closest chunk stands
+# out; fitted on the same questions, its bias set the same way.
 QUOTE_FIT = Fit(
     command="python -m benchmarks.realdocs refit --declines",
     date="2026-12-05",
@@ -38,7 +40,7 @@ QUOTE_FIT = Fit(
     ),
     constants=(
         "QUOTE_WEIGHTS", "ANSWERABILITY_WEIGHTS", "ANSWERABILITY_BIAS", "ANSWERABILITY_LEXICAL_WEIGHTS",
-        "ANSWERABILITY_LEXICAL_BIAS",
+        "ANSWERABILITY_LEXICAL_BIAS", "ANSWERABILITY_STANDOUT_WEIGHTS", "ANSWERABILITY_STANDOUT_BIAS",
     ),
 )
 QUOTE_WEIGHTS = {"coverage": 0.35, "cosine": 0.38, "rank": 0.19, "number": 0.07}
@@ -58,6 +60,15 @@ ANSWERABILITY_LEXICAL_WEIGHTS = {
     "unshown_name": 2.05,
 }
 ANSWERABILITY_LEXICAL_BIAS = -0.23
+ANSWERABILITY_STANDOUT_WEIGHTS = {
+    "unknown_name": 0.69,
+    "unknown_share": 5.08,
+    "best_score": -0.72,
+    "best_cosine": -4.98,
+    "unshown_name": 1.92,
+    "standout": -10.12,
+}
+ANSWERABILITY_STANDOUT_BIAS = 2.0
 
 # The quote encoder's weight in the score that orders quotes (rag.answering.extractive.QUOTE_TOWER_WEIGHT), with
 # the quote encoder trained beside it to add what QUOTE_WEIGHTS' score lacks; chosen on the tenth of the fit

@@ -197,6 +197,12 @@ class IndexReader(Protocol):
         """True when search has its semantic half (MiniLM is installed and the index has vectors)."""
         ...
 
+    def standout(self, query: str) -> float | None:
+        """How far the chunk closest to `query` stands out: its cosine minus the fifth closest's, over every
+        embedded chunk (rag.answering.answerability's `standout` signal). None where the index cannot say (no
+        semantic half, fewer than five embedded chunks, a backend that does not compute it)."""
+        ...
+
     @property
     def dense_coverage(self) -> float:
         """The share of chunks with an embedding: hybrid for those, BM25 for the rest."""
@@ -266,6 +272,9 @@ class IndexDefaults:
     @property
     def has_dense(self) -> bool:
         return True
+
+    def standout(self, query: str) -> float | None:
+        return None
 
     @property
     def dense_coverage(self) -> float:

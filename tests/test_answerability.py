@@ -92,7 +92,8 @@ def test_a_decline_for_a_name_no_shown_excerpt_mentions_says_so(monkeypatch):
     import rag.answering.answerability as ab
 
     # only the unshown name counts: the decline is for it alone, and its reason names it
-    monkeypatch.setattr(ab.decide, "__defaults__", ((0.0, 0.0, 0.0, 0.0, 2.0), -1.0))
+    monkeypatch.setattr(ab, "WEIGHTS", (0.0, 0.0, 0.0, 0.0, 2.0))
+    monkeypatch.setattr(ab, "BIAS", -1.0)
     declined = assess("Does SmolLM2 use the cache?", [0.8], [0.7], VOCAB, ["The cache holds keys."])
     assert not declined.answerable and declined.unshown_names == ("SmolLM2",) and declined.unknown_names == ()
     assert declined.reason == "no shown excerpt mentions SmolLM2"
@@ -141,6 +142,9 @@ def test_a_chat_judges_answerability_by_the_live_index_after_a_reindex(tmp_path)
         assert live.refresh(timeout=60)
         assert status("When do the heliotrope logs rotate?") == "insufficient_evidence"  # was: a logs quote, answered
         assert status("What does the frobnicator clean?") == "answered"  # was: the docs do not cover this
+        # the standout is asked of the same snapshot, by the quotes and by quote decoding's candidates alike
+        pinned = session.agent.retriever
+        assert session._quoter.standout == pinned.standout and session._candidates.standout == pinned.standout
     finally:
         live.close()
 
@@ -156,3 +160,101 @@ def test_without_cosines_the_lexical_rule_decides():
     assert assess(question, [0.6], [0.0], VOCAB).probability == pytest.approx(decide(values, WEIGHTS, BIAS))
     # with no cosine the embedder's rule would decline a question its words answer; the lexical rule does not
     assert decide(values, WEIGHTS, BIAS) >= 0.5 and lexical.answerable
+
+
+def test_standout_is_the_closest_cosine_minus_the_fifth_closest():
+    import numpy as np
+
+    from rag.indexing.dense import standout
+
+    # the fifth closest of these is 0.2
+    assert standout(np.array([0.2, 0.9, 0.5, 0.4, 0.3, 0.1], dtype=np.float32)) == pytest.approx(0.7, abs=1e-6)
+    assert standout(np.array([0.5] * 7, dtype=np.float32)) == 0.0  # many chunks at one distance: nothing stands out
+    assert standout(np.array([0.9, 0.5, 0.4, 0.3], dtype=np.float32)) is None  # fewer than five chunks: no say
+
+
+def test_the_hybrid_index_says_how_far_its_closest_chunk_stands_out():
+    import numpy as np
+
+    from fakes import HashEmbedder
+    from rag.indexing.hybrid import HybridIndex
+    from rag.types import Chunk
+
+    texts = ["heliotrope quota parcels", "logs rotate nightly", "cache holds keys", "frobnicator cleans cache",
+             "tenant quota seventeen", "proposal length normalisation"]
+    embedder = HashEmbedder(256)
+    chunks = [Chunk(f"docs/a.md#{i}", "docs/a.md", "docs/a.md", text) for i, text in enumerate(texts)]
+    index = HybridIndex(chunks, embedder.embed(texts), embedder)
+    question = "heliotrope quota parcels"
+    cosines = np.sort(embedder.embed(texts) @ embedder.embed([question])[0])[::-1]
+    assert index.standout(question) == pytest.approx(float(cosines[0] - cosines[4]), abs=1e-6)
+    assert index.standout(question) > 0.5  # the one chunk that holds every word stands out
+    # an unembedded row does not count: five embedded chunks are needed
+    rows = embedder.embed(texts)
+    rows[1:3] = 0.0
+    assert HybridIndex(chunks, rows, embedder).standout(question) is None
+    assert HybridIndex(chunks, np.zeros((6, 0), dtype=np.float32), None).standout(question) is None  # BM25 only
+
+
+def test_a_search_remembers_its_question_s_standout_so_the_answer_does_not_embed_it_again():
+    from fakes import CountingEmbedder
+    from rag.indexing.hybrid import HybridIndex
+    from rag.types import Chunk
+
+    texts = ["heliotrope quota parcels", "logs rotate nightly", "cache holds keys", "frobnicator cleans cache",
+             "tenant quota seventeen"]
+    embedder = CountingEmbedder(256)
+    chunks = [Chunk(f"docs/a.md#{i}", "docs/a.md", "docs/a.md", text) for i, text in enumerate(texts)]
+    index = HybridIndex(chunks, embedder.embed(texts), embedder)
+    embedder.seen.clear()
+    index.search("heliotrope quota", k=3)
+    remembered = index.standout(" heliotrope quota ")  # as the quotes ask it: the question, spaces and all
+    assert embedder.seen == ["heliotrope quota"] and remembered is not None
+    fresh = HybridIndex(chunks, index.dense.matrix, embedder)  # a new index computes it, and gets the same
+    assert fresh.standout("heliotrope quota") == remembered and embedder.seen == ["heliotrope quota"] * 2
+    other = embedder.embed(["heliotrope", "quota", "logs", "cache", "tenant"])
+    twin = index.with_embeddings(other)  # other vectors: nothing remembered carries over
+    embedder.seen.clear()
+    assert twin.standout("heliotrope quota") != remembered and embedder.seen == ["heliotrope quota"]
+
+
+def test_with_a_standout_its_own_rule_decides_and_without_cosines_it_is_not_read(monkeypatch):
+    import rag.answering.answerability as ab
+
+    question = "What does the b parameter in BM25 control?"
+    monkeypatch.setattr(ab, "STANDOUT_WEIGHTS", (0.0, 0.0, 0.0, 0.0, 0.0, -10.0))
+    monkeypatch.setattr(ab, "STANDOUT_BIAS", 1.0)
+    flat, clear = assess(question, [0.8], [0.7], VOCAB, standout=0.02), assess(question, [0.8], [0.7], VOCAB, standout=0.3)
+    assert flat.signals["standout"] == 0.02 and flat.probability == pytest.approx(1 / (1 + math.exp(-(1.0 - 0.2))))
+    assert not flat.answerable and clear.answerable  # nothing stands out: declined; a passage well ahead: answered
+    without = assess(question, [0.8], [0.7], VOCAB)  # an index that cannot say (the PostgreSQL store): the old rule
+    assert "standout" not in without.signals
+    assert without.probability == pytest.approx(decide(without.signals, ab.WEIGHTS, ab.BIAS))
+    lexical = assess(question, [0.8], [], VOCAB, standout=0.02)  # no embedder: no cosines, the lexical rule
+    assert "standout" not in lexical.signals
+    assert lexical.probability == pytest.approx(decide(lexical.signals, ab.LEXICAL_WEIGHTS, ab.LEXICAL_BIAS))
+
+
+def test_the_quote_fallback_asks_the_index_for_its_standout_once_per_question(monkeypatch):
+    import rag.answering.answerability as ab
+    from fakes import HashEmbedder
+    from rag.answering.extractive import QuoteFallback
+    from rag.citations import Citation
+    from rag.types import Chunk
+
+    chunk = Chunk("docs/a.md#0", "docs/a.md", "docs/a.md", "The b parameter in BM25 controls length normalisation.")
+    shown = {1: Citation(1, chunk.chunk_id, chunk.doc_id, chunk.uri)}
+    asked: list[str] = []
+
+    def standout(question: str) -> float:
+        asked.append(question)
+        return 0.01
+
+    monkeypatch.setattr(ab, "STANDOUT_WEIGHTS", (0.0, 0.0, 0.0, 0.0, 0.0, -10.0))
+    monkeypatch.setattr(ab, "STANDOUT_BIAS", 1.0)
+    question = "What does the b parameter in BM25 control?"
+    assert QuoteFallback(HashEmbedder(), VOCAB, standout=standout)(question, shown, lambda _: chunk) is None
+    assert asked == [question]
+    assert QuoteFallback(HashEmbedder(), VOCAB)(question, shown, lambda _: chunk) is not None  # no standout: old rule
+    assert QuoteFallback(None, VOCAB, standout=standout)(question, shown, lambda _: chunk) is not None
+    assert asked == [question]  # without an embedder the lexical rule decides and the index is not asked

@@ -105,6 +105,12 @@ def test_store_ranks_like_the_embedded_index_in_every_mode(pg_url, docs, tmp_pat
         assert pg.vocabulary.frequency(term) == embedded.vocabulary.frequency(term)
         assert pg.vocabulary.frequency(term, prefix=False) == embedded.vocabulary.frequency(term, prefix=False)
     assert pg.chunk("guide.md#2") == embedded.chunk("guide.md#2") and pg.chunk("nope#1") is None
+    # how far the closest chunk stands out (the answerability rule reads it): the same from both
+    for query in QUERIES:
+        assert pg.standout(query) == pytest.approx(embedded.standout(query), abs=1e-5), query
+    bare = PgIndex(pg_url, None)  # no embedder: BM25 alone, nothing to say
+    assert pg.standout("   ") is None and bare.standout(QUERIES[0]) is None
+    bare.close()
     assert pg.search("   ") == [] and pg.search("building", doc_ids=["nope.md"]) == []
     second = ingest(pg_url, docs, real_tokenizer, real_embedder)
     assert not second.modified and second.unchanged == update.files

@@ -22,7 +22,7 @@ import numpy as np
 
 from agent.turn.grammars import MarkerGuard
 from models.protocols import Embedder
-from rag.answering.extractive import Quote, assess_ranked, rank_sentences, select
+from rag.answering.extractive import Quote, Standout, assess_ranked, rank_sentences, select
 from rag.answering.quote_features import quotable_text
 from rag.retrieval.vocabulary import DocumentFrequencies
 from rag import markers
@@ -42,16 +42,19 @@ _REF_LINE = re.compile(r"^> (?P<body>.*?) (?P<marker>" + MARKER_PATTERN + r")$")
 class QuoteCandidates:
     """The sentences quote decoding offers the model: the quote scorer's best few (rag.answering.extractive.best_quotes),
     best first; none when rag.answering.answerability says the shown excerpts do not answer the question (then smoldocs
-    abstains without calling the model). `vocabulary`: the index's term counts (None: quote scores alone)."""
+    abstains without calling the model). `vocabulary`: the index's term counts (None: quote scores alone);
+    `standout`: the index's IndexReader.standout (None: the rule without it)."""
 
-    def __init__(self, embedder: Embedder | None, vocabulary: DocumentFrequencies | None = None, k: int = QUOTE_CANDIDATES):
+    def __init__(self, embedder: Embedder | None, vocabulary: DocumentFrequencies | None = None, k: int = QUOTE_CANDIDATES,
+                 standout: Standout | None = None):
         self.embedder = embedder
         self.vocabulary = vocabulary
         self.k = k
+        self.standout = standout
 
     def __call__(self, question: str, shown: Mapping[int, CitationLike], lookup: Lookup) -> list[Quote]:
         ranked = rank_sentences(question, shown, lookup, self.embedder)
-        if not assess_ranked(question, ranked, self.embedder, self.vocabulary).answerable:
+        if not assess_ranked(question, ranked, self.embedder, self.vocabulary, self.standout).answerable:
             return []
         return select(ranked, self.embedder is not None, max_sentences=self.k)
 

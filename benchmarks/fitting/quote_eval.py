@@ -78,9 +78,10 @@ def _baseline(question: str, ranked: RankedSentences, cosines: Sequence[float]) 
 
 
 def _vocabulary(question: str, index, excerpts) -> dict:
-    """The signals that read the index's vocabulary and the shown excerpts' words, not the scored sentences."""
-    values = ab.signals(question, [], [], index.vocabulary, excerpts)
-    return {name: values[name] for name in ("unknown_name", "unknown_share", "unshown_name")}
+    """The signals that read the index (its vocabulary, its standout for the question where it has one) and the
+    shown excerpts' words, not the scored sentences."""
+    values = ab.signals(question, [], [], index.vocabulary, excerpts, index.standout(question))
+    return {name: values[name] for name in ("unknown_name", "unknown_share", "unshown_name", "standout") if name in values}
 
 
 # -- selection --------------------------------------------------------------------------------------------------
@@ -137,17 +138,19 @@ def quoted_hits(cases: Sequence[Case], other_excerpt: int, weights: dict[str, fl
 # -- answerability ----------------------------------------------------------------------------------------------
 
 def answerability_signals(case: Case, weights: dict[str, float], lexical: bool = False) -> dict[str, float]:
-    """ab.SIGNALS of the case; `lexical`: as without an embedder (the score without its cosine, no best cosine)."""
+    """ab.SIGNALS of the case, and its standout where the case has one (ab.STANDOUT_SIGNALS); `lexical`: as without
+    an embedder (the score without its cosine, no best cosine, no standout)."""
     scores = scores_of(case.ranked.features, not lexical, weights)
-    return {**case.vocabulary_signals, "best_score": float(scores.max(initial=0.0)),
+    index = {k: v for k, v in case.vocabulary_signals.items() if not (lexical and k == "standout")}
+    return {**index, "best_score": float(scores.max(initial=0.0)),
             "best_cosine": 0.0 if lexical else max(case.cosines, default=0.0)}
 
 
 def fit_answerability(rows: Sequence[tuple[dict, bool]], l2: float = 1.0, steps: int = 3000, rate: float = 0.5,
-                      groups: Sequence[str] | None = None):
-    """Class-balanced logistic regression for "unanswerable" over ab.SIGNALS; (weights, bias) on raw signals.
+                      groups: Sequence[str] | None = None, names: Sequence[str] = ab.SIGNALS):
+    """Class-balanced logistic regression for "unanswerable" over `names`; (weights, bias) on raw signals.
     `groups` (one name per row, a package): each group's answerable and unanswerable rows weigh the same in all."""
-    x = np.array([[r[name] for name in ab.SIGNALS] for r, _ in rows], dtype=np.float64)
+    x = np.array([[r[name] for name in names] for r, _ in rows], dtype=np.float64)
     y = np.array([0.0 if answerable else 1.0 for _, answerable in rows])
     mu, sd = x.mean(0), x.std(0) + 1e-9
     z = (x - mu) / sd

@@ -31,13 +31,16 @@ from rag.evaluation import MemoEmbedder, evidence_sentence, load_questions
 
 @dataclass(frozen=True)
 class Constants:
-    """What is refitted: the quote scorer's weights and the answerability rule (with its lexical twin)."""
+    """What is refitted: the quote scorer's weights and the answerability rule (with its lexical twin, and its
+    twin that reads the index's standout)."""
 
     weights: dict
     ab_weights: tuple
     ab_bias: float
     lexical_weights: tuple = tuple(ab.LEXICAL_WEIGHTS)
     lexical_bias: float = ab.LEXICAL_BIAS
+    standout_weights: tuple = tuple(ab.STANDOUT_WEIGHTS)
+    standout_bias: float = ab.STANDOUT_BIAS
 
 
 CURRENT = Constants(dict(WEIGHTS), tuple(ab.WEIGHTS), ab.BIAS)
@@ -65,12 +68,19 @@ def answered(case: Case, constants: Constants) -> tuple[bool, bool]:
     if not len(case.ranked.candidates):
         return True, False
     rows = answerability_signals(case, constants.weights)
-    declined = ab.decide(rows, constants.ab_weights, constants.ab_bias) >= 0.5
+    declined = decide(rows, constants) >= 0.5
     if declined:
         return True, False
     quotes = select(rescored(case, constants.weights), True, other_excerpt=OTHER_EXCERPT, weights=constants.weights)
     shown = [" ".join(q.passage or (q.sentence,)) for q in quotes]
     return False, any(evidence_sentence(s, case.question.evidence) for s in shown)
+
+
+def decide(rows: dict[str, float], constants: Constants) -> float:
+    """P(unanswerable) under `constants`, by the rule the agent would use (the standout rule where the case has one)."""
+    if "standout" in rows:
+        return ab.decide(rows, constants.standout_weights, constants.standout_bias, ab.STANDOUT_SIGNALS)
+    return ab.decide(rows, constants.ab_weights, constants.ab_bias)
 
 
 def figures(cases: Sequence[Case], constants: Constants) -> dict[str, float]:
@@ -110,13 +120,22 @@ def refit_declines(fit: dict[str, list[Case]], current: Constants = CURRENT) -> 
     weights, bias = _pinned(rows, groups, declined_now)
     # without an embedder: the same questions and the same count of answerable ones declined
     lexical = [(answerability_signals(c, current.weights, lexical=True), c.question.answerable) for _, c in named]
-    return Constants(dict(current.weights), weights, bias, *_pinned(lexical, groups, declined_now))
+    # with the index's standout (every case collected from an embedded index has one): the same count again
+    standout = _pinned(rows, groups, declined_now, ab.STANDOUT_SIGNALS) if _all_standout(rows) else \
+        (current.standout_weights, current.standout_bias)
+    return Constants(dict(current.weights), weights, bias, *_pinned(lexical, groups, declined_now), *standout)
 
 
-def _pinned(rows: Sequence[tuple[dict, bool]], groups: Sequence[str], declined: int) -> tuple[tuple, float]:
-    """The rule's weights fitted on `rows`, and the bias that declines `declined` of their answerable questions."""
-    weights, _ = fit_answerability(rows, l2=1e-3, steps=4000, groups=groups)
-    z = sorted((sum(w * r[name] for w, name in zip(weights, ab.SIGNALS)) for r, answerable in rows if answerable), reverse=True)
+def _all_standout(rows: Sequence[tuple[dict, bool]]) -> bool:
+    return bool(rows) and all("standout" in r for r, _ in rows)
+
+
+def _pinned(rows: Sequence[tuple[dict, bool]], groups: Sequence[str], declined: int,
+            names: Sequence[str] = ab.SIGNALS) -> tuple[tuple, float]:
+    """The rule's weights over `names` fitted on `rows`, and the bias that declines `declined` of their answerable
+    questions."""
+    weights, _ = fit_answerability(rows, l2=1e-3, steps=4000, groups=groups, names=names)
+    z = sorted((sum(w * r[name] for w, name in zip(weights, names)) for r, answerable in rows if answerable), reverse=True)
     # declined where bias + z >= 0: the `declined` highest answerable z stay declined, the next one is not
     above = z[declined - 1] if declined else z[0] + 0.02
     below = z[declined] if declined < len(z) else z[-1] - 0.02
@@ -130,7 +149,9 @@ def refit(fit: dict[str, list[Case]]) -> Constants:
     weights = fit_weights(cases)
     rows = [(answerability_signals(c, weights), c.question.answerable) for c in cases]
     ab_weights, ab_bias = fit_answerability(rows)
-    return Constants(weights, ab_weights, ab_bias)
+    standout = fit_answerability(rows, names=ab.STANDOUT_SIGNALS) if _all_standout(rows) else \
+        (tuple(ab.STANDOUT_WEIGHTS), ab.STANDOUT_BIAS)
+    return Constants(weights, ab_weights, ab_bias, tuple(ab.LEXICAL_WEIGHTS), ab.LEXICAL_BIAS, *standout)
 
 
 COLUMNS = ("top1", "top3", "evidence_sentence", "unanswerable_declined", "answerable_declined")
@@ -160,7 +181,9 @@ def write_constants(constants: Constants, packages: Sequence[str], path: Path = 
     values = {"QUOTE_WEIGHTS": dict(constants.weights), "ANSWERABILITY_WEIGHTS": dict(zip(ab.SIGNALS, constants.ab_weights)),
               "ANSWERABILITY_BIAS": constants.ab_bias,
               "ANSWERABILITY_LEXICAL_WEIGHTS": dict(zip(ab.SIGNALS, constants.lexical_weights)),
-              "ANSWERABILITY_LEXICAL_BIAS": constants.lexical_bias}
+              "ANSWERABILITY_LEXICAL_BIAS": constants.lexical_bias,
+              "ANSWERABILITY_STANDOUT_WEIGHTS": dict(zip(ab.STANDOUT_SIGNALS, constants.standout_weights)),
+              "ANSWERABILITY_STANDOUT_BIAS": constants.standout_bias}
     return tuning.rewrite(tuning.record("QUOTE_FIT", command, packages, values), path, write)
 
 
@@ -178,7 +201,8 @@ def main(packages: Sequence[Package], tokenizer, embedder, cache: Path | None = 
     print(f"before: quote weights {CURRENT.weights}; answerability {dict(zip(ab.SIGNALS, CURRENT.ab_weights))} "
           f"bias {CURRENT.ab_bias}")
     print(f"after (fit on {', '.join(fit)}): quote weights {after.weights}; answerability "
-          f"{dict(zip(ab.SIGNALS, after.ab_weights))} bias {after.ab_bias}")
+          f"{dict(zip(ab.SIGNALS, after.ab_weights))} bias {after.ab_bias}; with the standout "
+          f"{dict(zip(ab.STANDOUT_SIGNALS, after.standout_weights))} bias {after.standout_bias}")
     print(table(packages, cases, CURRENT, after))
     command = f"{COMMAND} --declines" if declines else COMMAND
     print(write_constants(after, list(fit), write=write, command=command) or "rag/tuned.py: unchanged")

@@ -110,7 +110,7 @@ def answer_question(index, tokenizer, embedder, question: Question, reranker=Non
     started = time.perf_counter()
     result = search_first(index, Ledger(), tokenizer, question.q, k, budget, reorder=passages)
     shown = {c.n: c for c in result.citations}
-    quoted = QuoteFallback(embedder, index.vocabulary, reranker)(question.q, shown, index.chunk) if shown else None
+    quoted = QuoteFallback(embedder, index.vocabulary, reranker, index.standout)(question.q, shown, index.chunk) if shown else None
     if quoted is not None:
         Verifier(embedder)(quoted.text, shown, index.chunk)  # the shown answer is verified before it is shown
     seconds = time.perf_counter() - started

@@ -6,7 +6,11 @@ Signals (`python -m benchmarks.fitting.quote_eval` measures them; docs/decisions
 - best_score: the quote scorer's best sentence (rag.answering.extractive);
 - best_cosine: the closest sentence by MiniLM cosine, the sentence alone;
 - unshown_name: the question names something that no shown excerpt mentions (the docs may, elsewhere): "Can a
-  stick table be backed by Redis?" when the excerpts about stick tables never say Redis.
+  stick table be backed by Redis?" when the excerpts about stick tables never say Redis;
+- standout: how far the chunk closest to the question (by the search's question vector) stands out from the rest
+  of the index: its cosine minus the fifth closest's (rag.types.IndexReader.standout). A question the docs answer
+  usually has a passage much closer than the next ones; one they do not meets many passages at about the same
+  distance. Read where the index computes it; elsewhere (the PostgreSQL store) the rule without it decides.
 """
 
 from __future__ import annotations
@@ -23,9 +27,14 @@ from rag.text import ends_sentence, name_words
 from rag.verification.support import embed_cached
 
 SIGNALS = ("unknown_name", "unknown_share", "best_score", "best_cosine", "unshown_name")
-# Logistic weights over SIGNALS and the bias, fitted (rag.tuned); answerable when P(unanswerable) < 0.5.
+# Logistic weights over SIGNALS and the bias, fitted (rag.tuned); answerable when P(unanswerable) < 0.5. The rule
+# where the index cannot say how far its closest chunk stands out.
 WEIGHTS = tuple(tuned.ANSWERABILITY_WEIGHTS[name] for name in SIGNALS)
 BIAS = tuned.ANSWERABILITY_BIAS
+# The rule where it can: STANDOUT_SIGNALS, fitted on the same questions with the same share of answerable ones declined.
+STANDOUT_SIGNALS = (*SIGNALS, "standout")
+STANDOUT_WEIGHTS = tuple(tuned.ANSWERABILITY_STANDOUT_WEIGHTS[name] for name in STANDOUT_SIGNALS)
+STANDOUT_BIAS = tuned.ANSWERABILITY_STANDOUT_BIAS
 # Without an embedder (BM25 only: no MiniLM) no sentence has a cosine and the score is its words alone: a rule fitted
 # the same way with best_cosine 0 (rag.tuned), since the one above then declines every question.
 LEXICAL_WEIGHTS = tuple(tuned.ANSWERABILITY_LEXICAL_WEIGHTS[name] for name in SIGNALS)
@@ -101,10 +110,11 @@ def unknown_share(question: str, vocabulary: DocumentFrequencies | None) -> floa
 
 
 def signals(question: str, scores: Sequence[float], cosines: Sequence[float], vocabulary: DocumentFrequencies | None,
-            excerpts: Sequence[str] | None = None) -> dict[str, float]:
+            excerpts: Sequence[str] | None = None, standout: float | None = None) -> dict[str, float]:
     """SIGNALS for one question, from the quote scorer's scores and cosines of the shown sentences and the shown
-    excerpts' texts (None: not known, and a name counts as unshown only where the index lacks it)."""
-    return _values(question, scores, cosines, vocabulary, *_named(question, vocabulary, excerpts))
+    excerpts' texts (None: not known, and a name counts as unshown only where the index lacks it); with the index's
+    `standout` for the question, STANDOUT_SIGNALS."""
+    return _values(question, scores, cosines, vocabulary, *_named(question, vocabulary, excerpts), standout)
 
 
 def _named(question: str, vocabulary: DocumentFrequencies | None,
@@ -123,24 +133,36 @@ def absent_names(question: str, excerpts: Sequence[str], vocabulary: DocumentFre
 
 
 def _values(question: str, scores: Sequence[float], cosines: Sequence[float], vocabulary: DocumentFrequencies | None,
-            unknown: tuple[str, ...], unshown: tuple[str, ...]) -> dict[str, float]:
-    return {
+            unknown: tuple[str, ...], unshown: tuple[str, ...], standout: float | None = None) -> dict[str, float]:
+    values = {
         "unknown_name": float(bool(unknown)),
         "unknown_share": unknown_share(question, vocabulary),
         "best_score": max(scores, default=0.0),
         "best_cosine": max(cosines, default=0.0),
         "unshown_name": float(bool(unshown)),
     }
+    return values if standout is None else values | {"standout": float(standout)}
 
 
 def _settings(vocabulary: DocumentFrequencies | None) -> TermSettings:
     return vocabulary.settings if vocabulary is not None else TermSettings()
 
 
-def decide(values: Mapping[str, float], weights: Sequence[float] = WEIGHTS, bias: float = BIAS) -> float:
-    """The probability that the question is not answerable from the docs."""
-    z = bias + sum(w * values[name] for w, name in zip(weights, SIGNALS))
+def decide(values: Mapping[str, float], weights: Sequence[float] = WEIGHTS, bias: float = BIAS,
+           names: Sequence[str] = SIGNALS) -> float:
+    """The probability that the question is not answerable from the docs (`weights` over `names`)."""
+    z = bias + sum(w * values[name] for w, name in zip(weights, names, strict=True))
     return 1.0 / (1.0 + math.exp(-z))
+
+
+def rule(values: Mapping[str, float], embedded: bool) -> tuple[Sequence[float], float, Sequence[str]]:
+    """(weights, bias, signal names) of the rule that decides: with a standout value the rule that reads it, with
+    sentence cosines (an embedder) the rule without, with neither the lexical rule."""
+    if not embedded:
+        return LEXICAL_WEIGHTS, LEXICAL_BIAS, SIGNALS
+    if "standout" in values:
+        return STANDOUT_WEIGHTS, STANDOUT_BIAS, STANDOUT_SIGNALS
+    return WEIGHTS, BIAS, SIGNALS
 
 
 def sentence_cosines(question: str, sentences: Sequence[str], embedder) -> list[float]:
@@ -152,12 +174,13 @@ def sentence_cosines(question: str, sentences: Sequence[str], embedder) -> list[
 
 
 def assess(question: str, scores: Sequence[float], cosines: Sequence[float], vocabulary: DocumentFrequencies | None,
-           excerpts: Sequence[str] | None = None) -> Answerability:
+           excerpts: Sequence[str] | None = None, standout: float | None = None) -> Answerability:
     """Answerable unless the signals say the docs do not cover the question; no shown sentence at all: not.
-    `excerpts`: the shown excerpts' texts (see signals); no `cosines` (no embedder): the lexical rule decides."""
+    `excerpts`: the shown excerpts' texts (see signals); `standout`: the index's for the question (None: not known);
+    no `cosines` (no embedder): the lexical rule decides (see rule)."""
     unknown, unshown = _named(question, vocabulary, excerpts)
-    values = _values(question, scores, cosines, vocabulary, unknown, unshown)
+    values = _values(question, scores, cosines, vocabulary, unknown, unshown, standout if len(cosines) else None)
     if not len(scores):
         return Answerability(False, 1.0, values)
-    p = decide(values) if len(cosines) else decide(values, LEXICAL_WEIGHTS, LEXICAL_BIAS)
+    p = decide(values, *rule(values, bool(len(cosines))))
     return Answerability(p < 0.5, p, values, unknown, unshown if excerpts is not None else ())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Protocol
+from typing import Callable, Iterable, Mapping, Protocol
 
 import numpy as np
 
@@ -83,29 +83,34 @@ class Quoter(Protocol):
     def __call__(self, question: str, shown: Mapping[int, CitationLike], lookup: Lookup) -> QuotedAnswer | None: ...
 
 
+Standout = Callable[[str], "float | None"]  # the index's standout for a question (rag.types.IndexReader.standout)
+
+
 class QuoteFallback:
     """The agent's Quoter: `extractive_answer` bound to an embedder (None: word overlap only), answering only when
     rag.answering.answerability says the shown excerpts answer the question. `vocabulary`: the index's term counts
-    (HybridIndex.vocabulary; None: the decision rests on the quote scores alone)."""
+    (HybridIndex.vocabulary; None: the decision rests on the quote scores alone); `standout`: the index's
+    IndexReader.standout (None: the rule without it decides)."""
 
     def __init__(self, embedder: Embedder | None, vocabulary: DocumentFrequencies | None = None,
-                 reranker: Reranker | None = None) -> None:
+                 reranker: Reranker | None = None, standout: Standout | None = None) -> None:
         self.embedder = embedder
         self.vocabulary = vocabulary
         self.reranker = reranker
+        self.standout = standout
 
     def __call__(self, question: str, shown: Mapping[int, CitationLike], lookup: Lookup) -> QuotedAnswer | None:
         ranked = rank_sentences(question, shown, lookup, self.embedder)
         if self.reranker is not None:
             return self._reranked(question, ranked, self.reranker)
-        if not assess_ranked(question, ranked, self.embedder, self.vocabulary).answerable:
+        if not assess_ranked(question, ranked, self.embedder, self.vocabulary, self.standout).answerable:
             return None
         return quoted_answer(select(ranked, self.embedder is not None, other_excerpt=OTHER_EXCERPT))
 
     def _answers(self, question: str, ranked: "RankedSentences", logits: np.ndarray, reranker: Reranker) -> bool:
         if DECLINE_BY == "reranker":
             return float(logits.max()) >= reranker.answer_logit
-        return assess_ranked(question, ranked, self.embedder, self.vocabulary).answerable
+        return assess_ranked(question, ranked, self.embedder, self.vocabulary, self.standout).answerable
 
     def _reranked(self, question: str, ranked: "RankedSentences", reranker: Reranker) -> QuotedAnswer | None:
         """The cross-encoder decides: nothing scoring ANSWER_LOGIT is a decline; its order picks the quotes."""
@@ -133,11 +138,14 @@ def rerank(question: str, ranked: "RankedSentences", reranker: Reranker, k: int 
 
 
 def assess_ranked(
-    question: str, ranked: "RankedSentences", embedder: Embedder | None, vocabulary: DocumentFrequencies | None
+    question: str, ranked: "RankedSentences", embedder: Embedder | None, vocabulary: DocumentFrequencies | None,
+    standout: Standout | None = None,
 ) -> Answerability:
-    """rag.answering.answerability's decision over sentences the quote scorer has already ranked."""
+    """rag.answering.answerability's decision over sentences the quote scorer has already ranked (`standout`: the
+    index's, asked only when there are sentences and cosines to decide with)."""
     cosines = sentence_cosines(question, [c.sentence for c in ranked.candidates], embedder)
-    return assess(question, ranked.scores.tolist(), cosines, vocabulary, ranked.excerpts)
+    value = standout(question) if standout is not None and len(cosines) else None
+    return assess(question, ranked.scores.tolist(), cosines, vocabulary, ranked.excerpts, value)
 
 
 def quoted(quotes: list[Quote]) -> tuple[str, tuple[int, ...]]:

@@ -329,6 +329,9 @@ class Within:
     def has_dense(self) -> bool:
         return self.retriever.has_dense
 
+    def standout(self, query: str) -> float | None:
+        return self.retriever.standout(query)
+
     @property
     def dense_coverage(self) -> float:
         return self.retriever.dense_coverage

@@ -46,6 +46,18 @@ def embedded_rows(matrix: np.ndarray) -> np.ndarray:
     return np.any(matrix != 0, axis=1)
 
 
+STANDOUT_RANK = 5  # a question's closest chunk is compared with its STANDOUT_RANK-th closest
+
+
+def standout(scores: np.ndarray, rank: int = STANDOUT_RANK) -> float | None:
+    """How far the best of `scores` (cosines of embedded chunks) stands out: the best minus the `rank`-th best;
+    None with fewer than `rank` scores."""
+    if len(scores) < rank:
+        return None
+    top = np.partition(np.asarray(scores, dtype=np.float32), len(scores) - rank)[len(scores) - rank:]
+    return float(top.max() - top.min())
+
+
 class DenseIndex:
     """Cosine similarity of a query to every row (rows and queries are unit vectors)."""
 

@@ -13,7 +13,7 @@ from models.protocols import Embedder
 from rag import tuned
 from rag.indexing.bm25 import BM25Index, ShardedBM25
 from rag.ingest.chunking import indexed_text
-from rag.indexing.dense import DenseIndex, embedded_rows, query_vector
+from rag.indexing.dense import DenseIndex, embedded_rows, query_vector, standout
 from rag.errors import SemanticSearchOff
 from rag.retrieval.fusion import BM25_WEIGHT, FUSIONS, Ranked, fuse, top_rows
 from rag.indexing.ordering import ORDER, ORDERS, POOL as ORDER_POOL, learned_order
@@ -26,6 +26,7 @@ MODES = ("hybrid", "bm25", "dense") + FUSIONS
 DEFAULT_FUSION = tuned.DEFAULT_FUSION
 CANDIDATE_DEPTH = 50  # how deep each retriever's ranking goes before fusion
 MIN_DENSE_SCORE = tuned.MIN_DENSE_SCORE  # dense hits below this cosine are noise
+STANDOUTS_KEPT = 64  # questions whose standout the index remembers from their search (then it starts again)
 
 
 def search_mode(mode: str, has_dense: bool, k: int) -> str:
@@ -100,6 +101,9 @@ class HybridIndex(RetrieverDefaults):
         self.current_only = current_only  # leave outdated documents out of every search
         self._outdated_row = np.asarray([self.sources[d].outdated for d in doc_of_row], dtype=bool)
         self._vocabulary: TermCounts | None = None  # built on first use
+        # query -> standout, remembered by the search that embeds it: the answer that follows asks for it, and a
+        # second question vector would cost as much as the search's own (about 60 ms over 11k chunks, load 4)
+        self._standouts: dict[tuple[str, int], float | None] = {}
         # The named source of each document (rag.indexing.collections): `collections` per document when the
         # index joins several sources, else `collection` for all of them.
         self.collection_name = collection
@@ -117,6 +121,7 @@ class HybridIndex(RetrieverDefaults):
         if embeddings.shape != self.dense.matrix.shape:
             raise ValueError(f"expected embeddings of shape {self.dense.matrix.shape}, got {embeddings.shape}")
         twin = copy.copy(self)
+        twin._standouts = {}
         twin.dense = DenseIndex(np.array(embeddings, dtype=np.float32, copy=True))
         twin.embedded = embedded_rows(twin.dense.matrix)
         return twin
@@ -218,10 +223,28 @@ class HybridIndex(RetrieverDefaults):
         return self.bm25.scores(index_terms(query, self.term_settings))
 
     def _dense_scores(self, query: str) -> np.ndarray:
-        """Every chunk's cosine with the question's vector."""
+        """Every chunk's cosine with the question's vector; the query's standout is remembered on the way."""
         if self.embedder is None:
             raise SemanticSearchOff(SEMANTIC_OFF)
-        return self.dense.scores(query_vector(self.embedder, query))
+        scores = self.dense.scores(query_vector(self.embedder, query))
+        if len(self._standouts) >= STANDOUTS_KEPT:
+            self._standouts.clear()
+        self._standouts[self._standout_key(query)] = standout(scores[self.embedded])
+        return scores
+
+    def standout(self, query: str) -> float | None:
+        """How far the chunk closest to `query` stands out from the rest (rag.types.IndexReader.standout): read
+        from the search that embedded the same question, else computed."""
+        if not self.has_dense or not query.strip() or not self.embedded.any():
+            return None
+        key = self._standout_key(query)
+        if key not in self._standouts:
+            self._dense_scores(query)
+        return self._standouts.get(key)
+
+    def _standout_key(self, query: str) -> tuple[str, int]:
+        # the question encoder's identity too: `--queries base` swaps it on the same embedder
+        return query.strip(), id(getattr(self.embedder, "query_encoder", None))
 
     def _allowed(self, doc_ids: Sequence[str] | None) -> np.ndarray | None:
         if not doc_ids:  # None or empty: no filter

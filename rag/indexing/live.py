@@ -124,6 +124,9 @@ class LiveIndex:
     def has_dense(self) -> bool:
         return self._current.has_dense
 
+    def standout(self, query: str) -> float | None:
+        return self._current.standout(query)
+
     @property
     def dense_coverage(self) -> float:
         return self._current.dense_coverage

@@ -16,6 +16,8 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Self, Sequence, TypeVar
 
+import numpy as np
+
 from models.locate import SEMANTIC_OFF
 from models.protocols import Embedder
 from models.redaction import redact_url
@@ -33,9 +35,9 @@ from rag.postgres.schema import (
 from rag.ingest.sources import SourceInfo, source_info
 from rag.indexing.bm25 import B, K1
 from rag.indexing.collections import SEPARATOR
-from rag.indexing.dense import query_vector
+from rag.indexing.dense import STANDOUT_RANK, query_vector, standout
 from rag.retrieval.fusion import BM25_WEIGHT, FUSIONS, RRF_K
-from rag.indexing.hybrid import CANDIDATE_DEPTH, DEFAULT_FUSION, MIN_DENSE_SCORE, search_mode
+from rag.indexing.hybrid import CANDIDATE_DEPTH, DEFAULT_FUSION, MIN_DENSE_SCORE, STANDOUTS_KEPT, search_mode
 from rag.indexing.ordering import ORDER, ORDERS, POOL as ORDER_POOL, learned_order
 from rag.retrieval.terms import TermSettings, index_terms
 from rag.retrieval.vocabulary import PREFIX
@@ -425,6 +427,7 @@ class PgIndex(IndexDefaults):
             raise StoreRefused(f"the store {self.index_dir} holds {dim}-dimensional embeddings; {embedder.model_id} "
                                f"gives {embedder.dim}: use the same embedder as the ingester")
         self._vocabulary = StoreVocabulary(self)
+        self._vectors: dict[tuple[str, int], str] = {}  # question -> its vector, for the standout after its search
 
     # -- the connections -------------------------------------------------------------------------------------
     def _guarded(self, work: Callable[[_Pair], _T], during: str = "during a search") -> _T:
@@ -556,6 +559,28 @@ class PgIndex(IndexDefaults):
     def vocabulary(self) -> StoreVocabulary:
         return self._vocabulary
 
+    def standout(self, query: str) -> float | None:
+        """rag.types.IndexReader.standout over the store's embedded chunks: the nearest STANDOUT_RANK by pgvector's
+        index, as the vector half of a search reads them."""
+        if self.embedder is None or not query.strip():
+            return None
+        rows = self._rows(
+            f"SELECT 1 - (c.embedding <=> %(vector)s::vector) FROM {S}.chunks c WHERE c.embedding IS NOT NULL "
+            f"ORDER BY c.embedding <=> %(vector)s::vector LIMIT %(rank)s",
+            {"vector": self._vector(query), "rank": STANDOUT_RANK})
+        return standout(np.array([row[0] for row in rows], dtype=np.float32))
+
+    def _vector(self, query: str) -> str:
+        """The question's vector as pgvector reads it, remembered for the standout asked after its search."""
+        if self.embedder is None:
+            raise SemanticSearchOff(SEMANTIC_OFF)
+        key = (query.strip(), id(getattr(self.embedder, "query_encoder", None)))
+        if key not in self._vectors:
+            if len(self._vectors) >= STANDOUTS_KEPT:
+                self._vectors.clear()
+            self._vectors[key] = vector_text(query_vector(self.embedder, query))
+        return self._vectors[key]
+
     @property
     def doc_ids(self) -> list[str]:
         """Every document id with at least one chunk, sorted."""
@@ -612,7 +637,7 @@ class PgIndex(IndexDefaults):
         if method != "bm25":
             if self.embedder is None:
                 raise SemanticSearchOff(SEMANTIC_OFF)
-            vector = vector_text(query_vector(self.embedder, query))
+            vector = self._vector(query)
         params = {
             "terms": index_terms(query, self.term_settings), "vector": vector, "doc_ids": names,
             "depth": max(CANDIDATE_DEPTH, k), "k": k, "k1": K1, "b": B,
