@@ -173,14 +173,16 @@ def fit_answerability(rows: Sequence[tuple[dict, bool]], l2: float = 1.0, steps:
     return tuple(np.round(raw, 2).tolist()), round(float(b - raw @ mu), 2)
 
 
-def abstention(rows: Sequence[tuple[dict, bool]], weights, bias) -> tuple[int, int, int, int]:
-    """(unanswerable declined, unanswerable, answerable declined, answerable)."""
-    declined = [(ab.decide(r, weights, bias) >= 0.5, answerable) for r, answerable in rows]
+def abstention(rows: Sequence[tuple[dict, bool]], weights, bias, names: Sequence[str] = ab.SIGNALS
+               ) -> tuple[int, int, int, int]:
+    """(unanswerable declined, unanswerable, answerable declined, answerable), the rule's `weights` over `names`."""
+    declined = [(ab.decide(r, weights, bias, names) >= 0.5, answerable) for r, answerable in rows]
     return (sum(d for d, a in declined if not a), sum(not a for _, a in declined),
             sum(d for d, a in declined if a), sum(a for _, a in declined))
 
 
-def report(cases: Sequence[Case], weights: dict[str, float], ab_weights, ab_bias) -> list[str]:
+def report(cases: Sequence[Case], weights: dict[str, float], ab_weights, ab_bias,
+           names: Sequence[str] = ab.SIGNALS) -> list[str]:
     lines = [f"quote scorer weights {weights}", "split     questions  baseline top1/top3  scorer top1/top3"]
     for name, part in (("fit", [c for c in cases if c.fit]), ("held-back", [c for c in cases if not c.fit])):
         n = sum(c.question.answerable for c in part)
@@ -191,11 +193,11 @@ def report(cases: Sequence[Case], weights: dict[str, float], ab_weights, ab_bias
     for name, part in (("fit", [c for c in cases if c.fit]), ("held-back", [c for c in cases if not c.fit])):
         n = sum(c.question.answerable for c in part)
         lines.append(f"{name:<9} {n:>9}  {quoted_hits(part, 0, weights):>21}  {quoted_hits(part, OTHER_EXCERPT, weights):>31}")
-    lines += ["", f"answerability weights {dict(zip(ab.SIGNALS, ab_weights))} bias {ab_bias}",
+    lines += ["", f"answerability weights {dict(zip(names, ab_weights))} bias {ab_bias}",
               "split      abstention on unanswerable  false abstention on answerable"]
     for name, part in (("fit", [c for c in cases if c.fit]), ("held-back", [c for c in cases if not c.fit])):
         rows = [(answerability_signals(c, weights), c.question.answerable) for c in part]
-        un_d, un, an_d, an = abstention(rows, ab_weights, ab_bias)
+        un_d, un, an_d, an = abstention(rows, ab_weights, ab_bias, names)
         lines.append(f"{name:<9}  {un_d}/{un} ({100 * un_d / max(un, 1):.0f}%)                 "
                      f"{an_d}/{an} ({100 * an_d / max(an, 1):.1f}%)")
     return lines
@@ -217,12 +219,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     index = open_index(args.docs, tokenizer, embedder, index_dir=args.index)
     questions = load_questions(args.questions) if args.questions else load_questions()
     cases = collect(index, tokenizer, embedder, questions)
-    weights, ab_weights, ab_bias = dict(WEIGHTS), ab.WEIGHTS, ab.BIAS
+    # the rule the agent uses over an embedded index: the one that reads its standout
+    weights, ab_weights, ab_bias, names = dict(WEIGHTS), ab.STANDOUT_WEIGHTS, ab.STANDOUT_BIAS, ab.STANDOUT_SIGNALS
     if args.fit:
         weights = fit_weights([c for c in cases if c.fit])
         rows = [(answerability_signals(c, weights), c.question.answerable) for c in cases if c.fit]
-        ab_weights, ab_bias = fit_answerability(rows)
-    print("\n".join(report(cases, weights, ab_weights, ab_bias)))
+        ab_weights, ab_bias = fit_answerability(rows, names=names)
+    print("\n".join(report(cases, weights, ab_weights, ab_bias, names)))
     return 0
 
 
