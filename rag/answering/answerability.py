@@ -10,7 +10,8 @@ Signals (`python -m benchmarks.fitting.quote_eval` measures them; docs/decisions
 - standout: how far the chunk closest to the question (by the search's question vector) stands out from the rest
   of the index: its cosine minus the fifth closest's (rag.types.IndexReader.standout). A question the docs answer
   usually has a passage much closer than the next ones; one they do not meets many passages at about the same
-  distance. Read where the index computes it; elsewhere (the PostgreSQL store) the rule without it decides.
+  distance. The embedded index and the PostgreSQL store compute it; where an index cannot (no embedded chunks,
+  fewer than five), the rule without it decides.
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ DEFAULT_FUSION = tuned.DEFAULT_FUSION
 CANDIDATE_DEPTH = 50  # how deep each retriever's ranking goes before fusion
 MIN_DENSE_SCORE = tuned.MIN_DENSE_SCORE  # dense hits below this cosine are noise
 STANDOUTS_KEPT = 64  # questions whose standout the index remembers from their search (then it starts again)
+_NOT_SEEN = object()
 
 
 def search_mode(mode: str, has_dense: bool, k: int) -> str:
@@ -102,7 +103,7 @@ class HybridIndex(RetrieverDefaults):
         self._outdated_row = np.asarray([self.sources[d].outdated for d in doc_of_row], dtype=bool)
         self._vocabulary: TermCounts | None = None  # built on first use
         # query -> standout, remembered by the search that embeds it: the answer that follows asks for it, and a
-        # second question vector would cost as much as the search's own (about 60 ms over 11k chunks, load 4)
+        # second question vector would cost as much as the search's own (23-64 ms over 11k chunks, load 2-4)
         self._standouts: dict[tuple[str, int], float | None] = {}
         # The named source of each document (rag.indexing.collections): `collections` per document when the
         # index joins several sources, else `collection` for all of them.
@@ -237,10 +238,10 @@ class HybridIndex(RetrieverDefaults):
         from the search that embedded the same question, else computed."""
         if not self.has_dense or not query.strip() or not self.embedded.any():
             return None
-        key = self._standout_key(query)
-        if key not in self._standouts:
-            self._dense_scores(query)
-        return self._standouts.get(key)
+        remembered = self._standouts.get(self._standout_key(query), _NOT_SEEN)
+        if remembered is not _NOT_SEEN:
+            return remembered  # type: ignore[return-value]
+        return standout(self._dense_scores(query)[self.embedded])
 
     def _standout_key(self, query: str) -> tuple[str, int]:
         # the question encoder's identity too: `--queries base` swaps it on the same embedder
