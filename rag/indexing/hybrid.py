@@ -103,8 +103,9 @@ class HybridIndex(RetrieverDefaults):
         self._outdated_row = np.asarray([self.sources[d].outdated for d in doc_of_row], dtype=bool)
         self._vocabulary: TermCounts | None = None  # built on first use
         # query -> standout, remembered by the search that embeds it: the answer that follows asks for it, and a
-        # second question vector would cost as much as the search's own (23-64 ms over 11k chunks, load 2-4)
-        self._standouts: dict[tuple[str, int], float | None] = {}
+        # second question vector would cost as much as the search's own (23-64 ms over 11k chunks, load 2-4). The
+        # question encoder is the embedder's for the index's life (models.query_tower: one a process).
+        self._standouts: dict[str, float | None] = {}
         # The named source of each document (rag.indexing.collections): `collections` per document when the
         # index joins several sources, else `collection` for all of them.
         self.collection_name = collection
@@ -230,7 +231,7 @@ class HybridIndex(RetrieverDefaults):
         scores = self.dense.scores(query_vector(self.embedder, query))
         if len(self._standouts) >= STANDOUTS_KEPT:
             self._standouts.clear()
-        self._standouts[self._standout_key(query)] = standout(scores[self.embedded])
+        self._standouts[query.strip()] = standout(scores[self.embedded])
         return scores
 
     def standout(self, query: str) -> float | None:
@@ -238,14 +239,11 @@ class HybridIndex(RetrieverDefaults):
         from the search that embedded the same question, else computed."""
         if not self.has_dense or not query.strip() or not self.embedded.any():
             return None
-        remembered = self._standouts.get(self._standout_key(query), _NOT_SEEN)
+        remembered = self._standouts.get(query.strip(), _NOT_SEEN)
         if remembered is not _NOT_SEEN:
             return remembered  # type: ignore[return-value]
         return standout(self._dense_scores(query)[self.embedded])
 
-    def _standout_key(self, query: str) -> tuple[str, int]:
-        # the question encoder's identity too: `--queries base` swaps it on the same embedder
-        return query.strip(), id(getattr(self.embedder, "query_encoder", None))
 
     def _allowed(self, doc_ids: Sequence[str] | None) -> np.ndarray | None:
         if not doc_ids:  # None or empty: no filter

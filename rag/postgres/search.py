@@ -427,7 +427,7 @@ class PgIndex(IndexDefaults):
             raise StoreRefused(f"the store {self.index_dir} holds {dim}-dimensional embeddings; {embedder.model_id} "
                                f"gives {embedder.dim}: use the same embedder as the ingester")
         self._vocabulary = StoreVocabulary(self)
-        self._vectors: dict[tuple[str, int], str] = {}  # question -> its vector, for the standout after its search
+        self._vectors: dict[str, str] = {}  # question -> its vector, for the standout after its search
 
     # -- the connections -------------------------------------------------------------------------------------
     def _guarded(self, work: Callable[[_Pair], _T], during: str = "during a search") -> _T:
@@ -574,7 +574,7 @@ class PgIndex(IndexDefaults):
         """The question's vector as pgvector reads it, remembered for the standout asked after its search."""
         if self.embedder is None:
             raise SemanticSearchOff(SEMANTIC_OFF)
-        key = (query.strip(), id(getattr(self.embedder, "query_encoder", None)))
+        key = query.strip()
         if key not in self._vectors:
             if len(self._vectors) >= STANDOUTS_KEPT:
                 self._vectors.clear()
