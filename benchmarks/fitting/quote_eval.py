@@ -63,7 +63,7 @@ def collect(index, tokenizer, embedder, questions: Sequence[Question]) -> list[C
         hits = np.array([evidence_sentence(c.sentence, q.evidence) for c in ranked.candidates], dtype=bool)
         cosines = ab.sentence_cosines(q.q, [c.sentence for c in ranked.candidates], embedder)
         cases.append(Case(q, position, ranked, hits, _baseline(q.q, ranked, cosines), cosines,
-                          _vocabulary(q.q, index, ranked.excerpts)))
+                          _index_signals(q.q, index, ranked.excerpts)))
     return cases
 
 
@@ -77,7 +77,7 @@ def _baseline(question: str, ranked: RankedSentences, cosines: Sequence[float]) 
     return np.array(out)
 
 
-def _vocabulary(question: str, index, excerpts) -> dict:
+def _index_signals(question: str, index, excerpts) -> dict:
     """The signals that read the index (its vocabulary, its standout for the question where it has one) and the
     shown excerpts' words, not the scored sentences."""
     values = ab.signals(question, [], [], index.vocabulary, excerpts, index.standout(question))

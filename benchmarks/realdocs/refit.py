@@ -68,7 +68,7 @@ def answered(case: Case, constants: Constants) -> tuple[bool, bool]:
     if not len(case.ranked.candidates):
         return True, False
     rows = answerability_signals(case, constants.weights)
-    declined = decide(rows, constants) >= 0.5
+    declined = unanswerable_probability(rows, constants) >= 0.5
     if declined:
         return True, False
     quotes = select(rescored(case, constants.weights), True, other_excerpt=OTHER_EXCERPT, weights=constants.weights)
@@ -76,7 +76,7 @@ def answered(case: Case, constants: Constants) -> tuple[bool, bool]:
     return False, any(evidence_sentence(s, case.question.evidence) for s in shown)
 
 
-def decide(rows: dict[str, float], constants: Constants) -> float:
+def unanswerable_probability(rows: dict[str, float], constants: Constants) -> float:
     """P(unanswerable) under `constants`, by the rule the agent would use (the standout rule where the case has one)."""
     if "standout" in rows:
         return ab.decide(rows, constants.standout_weights, constants.standout_bias, ab.STANDOUT_SIGNALS)

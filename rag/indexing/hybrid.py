@@ -231,7 +231,7 @@ class HybridIndex(RetrieverDefaults):
         scores = self.dense.scores(query_vector(self.embedder, query))
         if len(self._standouts) >= STANDOUTS_KEPT:
             self._standouts.clear()
-        self._standouts[query.strip()] = standout(scores[self.embedded])
+        self._standouts[query.strip()] = standout(self._embedded_scores(scores))
         return scores
 
     def standout(self, query: str) -> float | None:
@@ -242,8 +242,11 @@ class HybridIndex(RetrieverDefaults):
         remembered = self._standouts.get(query.strip(), _NOT_SEEN)
         if remembered is not _NOT_SEEN:
             return remembered  # type: ignore[return-value]
-        return standout(self._dense_scores(query)[self.embedded])
+        return standout(self._embedded_scores(self._dense_scores(query)))
 
+    def _embedded_scores(self, scores: np.ndarray) -> np.ndarray:
+        """The scores of the embedded rows (all of them without a copy when every row is embedded)."""
+        return scores if self.embedded.all() else scores[self.embedded]
 
     def _allowed(self, doc_ids: Sequence[str] | None) -> np.ndarray | None:
         if not doc_ids:  # None or empty: no filter

@@ -635,9 +635,7 @@ class PgIndex(IndexDefaults):
         names = [doc_ids] if isinstance(doc_ids, str) else list(doc_ids or ())
         vector = None
         if method != "bm25":
-            if self.embedder is None:
-                raise SemanticSearchOff(SEMANTIC_OFF)
-            vector = self._vector(query)
+            vector = self._vector(query)  # SemanticSearchOff without an embedder
         params = {
             "terms": index_terms(query, self.term_settings), "vector": vector, "doc_ids": names,
             "depth": max(CANDIDATE_DEPTH, k), "k": k, "k1": K1, "b": B,
