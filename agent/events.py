@@ -66,6 +66,7 @@ class SearchFinished:
     excerpts: tuple[tuple[int, str], ...] = ()  # (ledger number, chunk id) of each excerpt kept
     arguments: Any = None  # the call's arguments as given (a dict, or whatever the model wrote)
     by_model: bool = False
+    searched: str = ""  # the query as searched when a misspelt word was read as another ("cahce" as "cache"); "": as given
 
     @property
     def ok(self) -> bool:

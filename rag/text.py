@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Iterator
+from typing import Iterator, Mapping
 
 import Stemmer
 
@@ -27,6 +27,8 @@ _KEY_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _PROSE_WORD = re.compile(r"[A-Za-z][\w'.-]*[A-Za-z0-9]|[A-Za-z]")
 # Two or more characters, starting with a letter, ending with a letter or digit, not inside a dashed word.
 _NAME_WORD = re.compile(r"(?<![\w-])([A-Za-z][\w.-]*[A-Za-z0-9])")
+# A lowercase word standing alone: not part of an identifier, a path, an option, a quoted name or a capitalised one.
+_PLAIN_WORD = re.compile(r"(?<![\w./`'-])[a-z]+(?![\w/`'-]|\.\w)")
 
 
 def index_tokens(text: str) -> list[str]:
@@ -72,6 +74,22 @@ def key_words(text: str) -> list[str]:
 def prose_words(text: str) -> list[str]:
     """Words of a sentence as written, inner apostrophes, dots and dashes kept ("don't", "e.g", "built-in")."""
     return _PROSE_WORD.findall(text)
+
+
+def plain_words(text: str) -> list[str]:
+    """Lowercase words standing alone, as written ("cache"; not the parts of "fs.readFile", `--no-deps`, "Redis"):
+    the words rag.retrieval.spelling may read as another."""
+    return _PLAIN_WORD.findall(text)
+
+
+def plain_word_matches(text: str) -> Iterator[re.Match[str]]:
+    """plain_words with where each one is."""
+    return _PLAIN_WORD.finditer(text)
+
+
+def replace_plain_words(text: str, replacements: Mapping[str, str]) -> str:
+    """`text` with each plain word (plain_words) that `replacements` names replaced by its value."""
+    return _PLAIN_WORD.sub(lambda m: replacements.get(m.group(), m.group()), text)
 
 
 def name_words(text: str) -> Iterator[re.Match[str]]:

@@ -104,6 +104,9 @@ def test_store_ranks_like_the_embedded_index_in_every_mode(pg_url, docs, tmp_pat
     for term in ("index", "cach", "zzzz", "restructur"):
         assert pg.vocabulary.frequency(term) == embedded.vocabulary.frequency(term)
         assert pg.vocabulary.frequency(term, prefix=False) == embedded.vocabulary.frequency(term, prefix=False)
+    terms = ["index", "cach", "zzzz", "restructur", "index"]  # asked at once, in one query; a repeat counts once
+    assert pg.vocabulary.frequencies(terms) == embedded.vocabulary.frequencies(terms) and pg.vocabulary.frequencies([]) == {}
+    assert pg.vocabulary.frequencies(terms)["cach"] > 0 and pg.vocabulary.frequencies(terms)["zzzz"] == 0
     assert pg.chunk("guide.md#2") == embedded.chunk("guide.md#2") and pg.chunk("nope#1") is None
     # how far the closest chunk stands out (the answerability rule reads it): the same from both
     for query in QUERIES:

@@ -257,6 +257,7 @@ def test_search_first_asks_the_reorder_hook_for_a_pool_and_packs_its_choice(real
 
     class Retriever:
         doc_ids = None
+        vocabulary = None  # no term counts: the query is searched as written
 
         def search(self, query, k=5, doc_ids=None):
             self.asked = k

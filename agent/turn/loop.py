@@ -185,6 +185,7 @@ class Agent:
                 excerpts=excerpts,
                 arguments=result.arguments,
                 by_model=by_model,
+                searched=result.payload.searched if result.payload is not None else "",
             )
         return results
 

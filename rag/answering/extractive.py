@@ -15,6 +15,7 @@ from rag.verification.claims import split_claims
 from rag.answering.overrides import CHANGED, overrides
 from rag.answering.quote_features import FEATURES, Candidate, candidates, feature_matrix, tuned_cosines
 from rag.retrieval.vocabulary import DocumentFrequencies
+from rag.retrieval.spelling import respelled
 from rag.citations import CitationLike, Lookup, resolved_texts
 
 QUOTE_LABEL = "Quoted from the docs:"
@@ -100,6 +101,7 @@ class QuoteFallback:
         self.standout = standout
 
     def __call__(self, question: str, shown: Mapping[int, CitationLike], lookup: Lookup) -> QuotedAnswer | None:
+        question = respelled(question, self.vocabulary)  # as search_docs searched it (rag.retrieval.spelling)
         ranked = rank_sentences(question, shown, lookup, self.embedder)
         if self.reranker is not None:
             return self._reranked(question, ranked, self.reranker)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
 import jsonschema
@@ -16,6 +16,7 @@ from rag.indexing.collections import UnknownCollection, collection_doc_ids, narr
 from rag.excerpts.near_duplicates import DEFAULT_JACCARD, check_threshold
 from rag.excerpts.packing import ORDERS, Ledger, PackedContext, Packer, block
 from rag.printable import one_line
+from rag.retrieval.spelling import respelled
 from rag.types import Hit, Retriever
 
 SEARCH_DOCS_NAME = "search_docs"
@@ -126,6 +127,7 @@ class SearchResult:
     hits: list[Hit] = field(default_factory=list)
     packed: PackedContext | None = None
     citations: list[Citation] = field(default_factory=list)
+    searched: str = ""  # the query as searched, where a misspelt word was read as another (rag.retrieval.spelling)
 
     @property
     def ok(self) -> bool:
@@ -163,7 +165,11 @@ class SearchDocsTool:
         if problem is not None:
             return SearchResult(text=f"Error: {problem}", error=problem)
         given: Mapping[str, Any] = json.loads(arguments) if isinstance(arguments, (str, bytes)) else arguments
-        query = given["query"]
+        query = respelled(given["query"], self.retriever.vocabulary)  # "cahce" searched as "cache"
+        result = self._search(query, given)
+        return replace(result, searched=query) if query != given["query"] else result
+
+    def _search(self, query: str, given: Mapping[str, Any]) -> SearchResult:
         k = int(given.get("k", DEFAULT_K))
         # An empty list is read as "no filter": a filter that matches nothing is never what the model means.
         # The index's documents are listed once, and only for a filter: a store of 92k documents took 58 ms a listing.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Protocol
+from typing import Iterable, Mapping, Protocol
 
 from rag.retrieval.terms import TermSettings
 
@@ -20,6 +20,10 @@ class DocumentFrequencies(Protocol):
     def documents(self) -> int: ...
 
     def frequency(self, term: str, prefix: bool = True) -> int: ...
+
+    def frequencies(self, terms: Iterable[str]) -> dict[str, int]:
+        """Chunks holding each of `terms`, exactly (no prefix), asked at once."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -45,3 +49,7 @@ class TermCounts:
         if exact or not prefix or len(term) < PREFIX:
             return exact
         return self.prefixes.get(term[:PREFIX], 0)
+
+    def frequencies(self, terms: Iterable[str]) -> dict[str, int]:
+        """Chunks holding each of `terms`, exactly (no prefix)."""
+        return {term: self.counts.get(term, 0) for term in terms}

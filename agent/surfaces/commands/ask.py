@@ -59,7 +59,8 @@ def run(settings: Settings, options: Options) -> int:
             sys.stdout.flush()
         elif isinstance(event, SearchFinished) and not options.json:
             note = event.error or f"{len(event.hits)} hits, {len(event.packed)} excerpts, {event.dropped} dropped"
-            print(visible(f"search_docs({event.query[:60]!r}): {note}"), file=sys.stderr)
+            read = f" as {event.searched[:60]!r}" if event.searched else ""  # a misspelt word read as another
+            print(visible(f"search_docs({event.query[:60]!r}){read}: {note}"), file=sys.stderr)
         elif isinstance(event, ErrorEvent):
             print(f"smoldocs: {visible(event.message)}", file=sys.stderr)
         elif isinstance(event, AnswerFinished):

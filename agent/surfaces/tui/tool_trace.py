@@ -21,6 +21,8 @@ def call_title(event: SearchStarted | SearchFinished) -> str:
         return f"{title} …"
     if event.error:
         return f"{title} → error"
+    if event.searched:  # a misspelt word was read as another
+        title += f" as “{clip(event.searched, QUERY_WIDTH)}”"
     return f"{title} → {plural(len(event.hits), 'hit')}, {len(event.packed)} packed, {event.dropped} dropped"
 
 
