@@ -109,7 +109,11 @@ def test_figures_and_pools_count_declines_and_quoted_evidence_per_kind_of_questi
     assert "| pooled held | held | 5 (2 unanswerable) | 0.50 | 0.75 | 0.75 | 0.50 | 1.00 | 0.67 |" in score_table([one, two])
 
 
-def test_a_tiny_package_is_indexed_searched_and_answered_with_the_real_parts(tmp_path, real_tokenizer, real_embedder):
+def test_a_tiny_package_is_indexed_searched_and_answered_with_the_real_parts(tmp_path, real_tokenizer, real_embedder,
+                                                                           monkeypatch):
+    from benchmarks.realdocs import scoring
+    from benchmarks.realdocs.typos import misspelt
+
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "tea.md").write_text("# Tea\n\nGreen tea should steep for two minutes in water at 80 degrees. "
@@ -141,9 +145,33 @@ def test_a_tiny_package_is_indexed_searched_and_answered_with_the_real_parts(tmp
     assert answer_question(index, real_tokenizer, real_embedder, both).excerpts == 2  # tea and coffee
     assert answer_question(index, real_tokenizer, real_embedder, both, k=1).excerpts == 1
     assert answer_question(index, real_tokenizer, real_embedder, both, budget=5).excerpts == 0  # no chunk fits 5 tokens
+    # score --typos: each question asked with its typo
+    asked: list[str] = []
+    monkeypatch.setattr(scoring, "answer_question", lambda index, tokenizer, embedder, q, *rest: asked.append(q.q))
+    score_package(package, docs, real_tokenizer, real_embedder, say=lambda line: None, typos=True)
+    assert asked == [misspelt(r["q"], r["id"]) for r in rows] and asked != [r["q"] for r in rows]
     cold = cold_start(docs, real_tokenizer, real_embedder)
     assert cold["files"] == 3 and cold["chunks"] == score.index["chunks"]
     assert cold["first_search_seconds"] >= cold["chunked_seconds"] > 0
+
+
+def test_a_typo_swaps_two_neighbouring_letters_of_one_plain_word_chosen_by_the_id():
+    from benchmarks.realdocs.typos import misspelt, with_typo
+
+    text = "How long should green tea steep in `--water` or Kettle.app?"
+    typo = misspelt(text, "t1")
+    assert typo != text and len(typo) == len(text) and misspelt(text, "t1") == typo  # the same every run
+    changed = [(a, b) for a, b in zip(text.split(), typo.split()) if a != b]
+    assert len(changed) == 1 and changed[0][0] in ("green", "steep")  # "should" is a stopword; the rest too short or not plain
+    (word, wrong), = changed
+    assert wrong[0] == word[0] and sorted(wrong) == sorted(word)
+    assert sum(x != y for x, y in zip(word, wrong)) == 2  # two neighbours swapped
+    assert {misspelt(text, key) for key in map(str, range(40))} - {text} == {
+        text.replace(w, w[:i] + w[i + 1] + w[i] + w[i + 2:]) for w in ("green", "steep") for i in range(1, 4)
+        if w[i] != w[i + 1]}
+    assert misspelt("Is it fast?", "t1") == "Is it fast?"  # no word of five letters: as written
+    question = Question(id="t1", q=text, doc="tea.md", evidence="steep", difficulty="keyword")
+    assert with_typo(question).q == typo and with_typo(question).evidence == "steep"
 
 
 def test_prose_inside_an_html_pre_is_quoted_in_the_answer_with_the_real_parts(tmp_path, real_tokenizer, real_embedder):

@@ -62,6 +62,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="score: excerpts the first search shows (default: the agent's, 5)")
     parser.add_argument("--budget", type=int, default=None,
                         help="score: the tokens those excerpts may take (default: the agent's, 1024)")
+    parser.add_argument("--typos", action="store_true",
+                        help="score: ask each question with one typo (benchmarks.realdocs.typos)")
     parser.add_argument("--out", type=Path, default=None,
                         help="train-reranker, train-query-tower, train-quote-tower: write the model here (default: the shipped file)")
     parser.add_argument("--epochs", type=int, default=None,
@@ -131,7 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     return score_suite(packages, load_tokenizer(), limit=args.limit, as_json=args.json, write=args.write,
                        rerank=args.rerank, reranker_file=args.reranker, tuned_queries=args.queries == "tuned",
-                       order=args.order, tuned_quotes=args.quotes == "tuned", **_excerpts(args))
+                       order=args.order, tuned_quotes=args.quotes == "tuned", typos=args.typos, **_excerpts(args))
 
 
 def _train(packages, args) -> int:

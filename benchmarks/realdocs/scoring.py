@@ -27,6 +27,7 @@ from typing import Callable, Sequence
 
 from benchmarks.measure import load_average
 from benchmarks.realdocs.suite import REPO, Package
+from benchmarks.realdocs.typos import with_typo
 from models.llama_cpp.embedder import load_embedder
 from rag.answering.extractive import QuoteFallback
 from rag.evaluation import MemoEmbedder, Question, evaluate, evidence_sentence, holds_evidence, load_questions
@@ -128,9 +129,12 @@ def answer_question(index, tokenizer, embedder, question: Question, reranker=Non
 
 def score_package(package: Package, folder: Path, tokenizer, embedder, limit: int | None = None,
                   say: Callable[[str], None] = print, reranker=None, passages=None, order: str = ORDER, k: int = K,
-                  budget: int = DEFAULT_MAX_TOKENS) -> PackageScore:
-    """Index (or load) one package's folder and score its questions (`k`, `budget`: see answer_question)."""
+                  budget: int = DEFAULT_MAX_TOKENS, typos: bool = False) -> PackageScore:
+    """Index (or load) one package's folder and score its questions (`k`, `budget`: see answer_question; `typos`:
+    each question with one typo, benchmarks.realdocs.typos)."""
     questions = [q for path in package.questions for q in load_questions(path)][:limit]
+    if typos:
+        questions = [with_typo(q) for q in questions]
     memo = MemoEmbedder(embedder)
     started = time.perf_counter()
     index = open_index(folder, tokenizer, memo, progress=_progress(package.name, say), order=order)
@@ -234,12 +238,13 @@ def index_table(scores: Sequence[PackageScore]) -> str:
 def score_suite(packages: Sequence[Package], tokenizer, root: Path | None = None, limit: int | None = None,
         as_json: bool = False, write: Path | None = None, say: Callable[[str], None] = print,
         rerank: str = "off", reranker_file: Path | None = None, tuned_queries: bool = True, order: str = ORDER,
-        tuned_quotes: bool = True, k: int = K, budget: int = DEFAULT_MAX_TOKENS) -> int:
+        tuned_quotes: bool = True, k: int = K, budget: int = DEFAULT_MAX_TOKENS, typos: bool = False) -> int:
     """Score every package that has its folder; print the tables (or JSON), and with `write` save them as
     Markdown with the date, commit and load average. 1 when a package could not be scored. `order`: hybrid
     search's order of hits (rag.indexing.ordering: "learned", or "fused" as before it); `tuned_quotes` False: the
     quote scorer without the quote encoder (models.query_tower), as before it; `k`, `budget`: the excerpts the first
-    search shows and their tokens (the agent's defaults: 5 and 1,024)."""
+    search shows and their tokens (the agent's defaults: 5 and 1,024); `typos`: each question asked with one typo
+    (benchmarks.realdocs.typos)."""
     load_before = load_average()
     started = time.perf_counter()
     from models.query_tower import attach_tuned_queries
@@ -263,7 +268,8 @@ def score_suite(packages: Sequence[Package], tokenizer, root: Path | None = None
             say(f"{package.name}: no folder {folder}: run `python -m benchmarks.realdocs build` first")
             status = 1
             continue
-        scores.append(score_package(package, folder, tokenizer, embedder, limit, say, reranker, passages, order, k, budget))
+        scores.append(score_package(package, folder, tokenizer, embedder, limit, say, reranker, passages, order, k, budget,
+                                    typos))
     if as_json:
         say(json.dumps([{**asdict(s), "rates": s.rates()} for s in scores], indent=1))
     elif scores:
