@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from rag.retrieval.spelling import MIN_CHUNKS, MIN_LETTERS, corrections, edits, is_word, respelled
+from rag.retrieval.spelling import MAX_UNKNOWN, MIN_CHUNKS, MIN_LETTERS, corrections, edits, is_word, respelled
 from rag.retrieval.terms import index_terms
 from rag.retrieval.vocabulary import TermCounts
 
@@ -49,6 +49,13 @@ def test_names_short_words_known_words_and_rare_neighbours_are_left_as_written()
     assert corrections("is a catch blokc rare?", VOCAB) == {}  # "block": only one chunk holds it
     assert corrections("how do I use kubernetes?", VOCAB) == {}  # nothing one edit away
     assert corrections("how is the cahce freed?", None) == {} and respelled("the cahce", None) == "the cahce"
+
+
+def test_only_the_first_unknown_words_are_read_the_rest_of_pasted_text_stays_as_written():
+    pasted = " ".join(f"zqx{chr(97 + i)}{chr(97 + j)}" for i in range(5) for j in range(5))  # 25 unknown words
+    assert MAX_UNKNOWN == 8
+    assert corrections(f"{pasted} cahce", VOCAB) == {}  # "cahce" is the 26th: not read
+    assert corrections(f"cahce {pasted}", VOCAB) == {"cahce": "cache"}  # the first: read
 
 
 def test_english_words_british_spellings_and_compounds_are_not_typos():

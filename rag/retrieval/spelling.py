@@ -11,10 +11,10 @@ Only a word that may be a typo is read this way, never one the docs just do not 
 MIN_LETTERS letters or more that is no English word (pyspellchecker's dictionary, British spellings too), nor two of
 them joined ("serverless", "blocklist"), nor a word the index holds without its last letter ("systemd", "launchd":
 names made from a word) unless its last two letters swapped make one ("statr" is "start"). The edit keeps the first
-and the last letter, which typos rarely hit and technical names often differ by ("qmail" is not "mail"). Names are
-left as written (capitalised, acronyms, with digits or punctuation: LoRA, FAISS, `--no-deps`), since a name the docs
-never mention is what the decline rule should see, and "FAISS" is one letter from "fails". Short words have too
-many neighbours.
+and the last letter (or swaps the last two), which typos rarely hit and technical names often differ by ("qmail" is
+not "mail"). Names are left as written (capitalised, acronyms, with digits or punctuation: LoRA, FAISS,
+`--no-deps`), since a name the docs never mention is what the decline rule should see, and "FAISS" is one letter
+from "fails". Short words have too many neighbours.
 """
 
 from __future__ import annotations
@@ -30,6 +30,9 @@ from rag.text import plain_words, replace_plain_words
 MIN_LETTERS = 5
 MIN_CHUNKS = 3
 MIN_PART = 3  # two dictionary words of at least this many letters, one longer, joined: a compound, not a typo
+# At most this many of a question's unknown words are read; the rest stay as written. More is pasted text (a log
+# line, a hash), not a misspelt question: 1,000 unknown words took 4.8 s to read, 0.04 s with the cap.
+MAX_UNKNOWN = 8
 # British spellings the dictionary (American) lacks: normalise -> normalize, colour -> color, analyse -> analyze
 _BRITISH = ((re.compile(r"is(e|ed|es|ing|ation|ations)$"), r"iz\1"), (re.compile(r"our"), "or"), (re.compile(r"yse"), "yze"))
 
@@ -89,7 +92,7 @@ def corrections(text: str, vocabulary: DocumentFrequencies | None) -> dict[str, 
     held = vocabulary.frequencies({t for terms in terms_of.values() for t in terms})  # one query for a store
     unknown = [word for word, terms in terms_of.items() if terms and min(held[t] for t in terms) == 0 and not is_word(word)]
     out = {}
-    for word in unknown:
+    for word in unknown[:MAX_UNKNOWN]:
         swapped = word[:-2] + word[-1] + word[-2]  # the last two letters swapped: "statr" is "start"
         if _held_but_last(word, vocabulary) and _held(swapped, vocabulary) < MIN_CHUNKS:
             continue  # a name made from a word: "systemd", "launchd"
