@@ -107,6 +107,17 @@ def test_store_ranks_like_the_embedded_index_in_every_mode(pg_url, docs, tmp_pat
     terms = ["index", "cach", "zzzz", "restructur", "index"]  # asked at once, in one query; a repeat counts once
     assert pg.vocabulary.frequencies(terms) == embedded.vocabulary.frequencies(terms) and pg.vocabulary.frequencies([]) == {}
     assert pg.vocabulary.frequencies(terms)["cach"] > 0 and pg.vocabulary.frequencies(terms)["zzzz"] == 0
+    # a misspelt word is read the same from both, and the store's search_docs searches what it reads
+    from rag.excerpts.packing import Ledger
+    from rag.excerpts.search_tool import search_docs_tool
+    from rag.retrieval.spelling import corrections
+
+    assert corrections("insatll smoldocs offline", pg.vocabulary) == {"insatll": "install"}
+    assert corrections("insatll smoldocs offline", embedded.vocabulary) == {"insatll": "install"}
+    typo, right = (search_docs_tool(pg, Ledger(), real_tokenizer)({"query": q}) for q in (
+        "insatll smoldocs offline", "install smoldocs offline"))
+    assert typo.searched == "install smoldocs offline" and right.searched == ""
+    assert [h.chunk_id for h in typo.hits] == [h.chunk_id for h in right.hits]
     assert pg.chunk("guide.md#2") == embedded.chunk("guide.md#2") and pg.chunk("nope#1") is None
     # how far the closest chunk stands out (the answerability rule reads it): the same from both
     for query in QUERIES:
