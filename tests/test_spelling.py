@@ -149,3 +149,25 @@ def test_a_search_read_otherwise_says_so_in_its_title():
     assert call_title(read) == "search_docs “how is the cahce freed?” as “how is the cache freed?” → 0 hits, 0 packed, 0 dropped"
     assert call_title(SearchFinished("how is the cache freed?", (), (), 0)) == (
         "search_docs “how is the cache freed?” → 0 hits, 0 packed, 0 dropped")
+
+
+def test_a_question_read_twice_in_a_row_is_looked_up_once():
+    class Counting:
+        settings, documents = VOCAB.settings, VOCAB.documents
+
+        def __init__(self) -> None:
+            self.asked = 0
+
+        def frequency(self, term, prefix=True):
+            return VOCAB.frequency(term, prefix)
+
+        def frequencies(self, terms):
+            self.asked += 1
+            return VOCAB.frequencies(terms)
+
+    first, second = Counting(), Counting()
+    assert respelled("how is the cahce freed?", first) == "how is the cache freed?" and first.asked > 0
+    asked = first.asked
+    assert respelled("how is the cahce freed?", first) == "how is the cache freed?" and first.asked == asked
+    assert respelled("how is the cahce freed?", second) == "how is the cache freed?" and second.asked > 0  # another index
+    assert respelled("is the cahce kept?", first) == "is the cache kept?" and first.asked > asked  # another question

@@ -106,6 +106,17 @@ def corrections(text: str, vocabulary: DocumentFrequencies | None) -> dict[str, 
 
 
 def respelled(text: str, vocabulary: DocumentFrequencies | None) -> str:
-    """`text` with its misspelt words replaced by what they read as (corrections); unchanged when it has none."""
+    """`text` with its misspelt words replaced by what they read as (corrections); unchanged when it has none.
+
+    The last answer is remembered: a turn reads its question twice, for the search and for the quotes."""
+    global _last
+    last = _last
+    if last is not None and last[0] == text and last[1] is vocabulary:
+        return last[2]
     fixed = corrections(text, vocabulary)
-    return replace_plain_words(text, fixed) if fixed else text
+    out = replace_plain_words(text, fixed) if fixed else text
+    _last = (text, vocabulary, out)  # one tuple: a reader in another thread sees the old answer or the new whole
+    return out
+
+
+_last: tuple[str, DocumentFrequencies | None, str] | None = None
