@@ -178,6 +178,53 @@ def test_html_pre_reads_indented_prose_and_list_items_as_paragraphs_and_keeps_in
     ]
 
 
+def test_html_pre_reads_vim_help_sections_first_line_indents_and_note_remarks():
+    # Vim's help opens a section under a rule with "*NN.N*<Tab>Title", a paragraph with a three-space indent and no
+    # blank line before it, and a remark with a tab-indented "Note:" (CHUNKER_VERSION 7).
+    pre = ("*usr_32.txt*\tFor Vim version 9.0.\n\n"
+           "Vim provides multi-level undo.  If you undo a few changes and then make a new\n"
+           "change you create a branch in the undo tree.\n\n"
+           "==============================================================================\n\n"
+           "*32.1*\tUndo up to a file write\n\n"
+           "This ` is a backtick or open single-quote character.\n"
+           "   If you use the same command a second time you will jump back again.  That's\n"
+           "because the command is a jump itself, and the position before it is remembered.\n\n"
+           "\tNote:\n\tIf you type \"u\" twice, and the result is that you get the same text\n"
+           "\tback, you have Vim configured to work Vi compatible.\n\n"
+           "\t:earlier 1f\n")
+    blocks = html_blocks(f"<html><body><h1>usr_32</h1><pre>{pre}</pre></body></html>")
+    assert [(b.kind, b.level, b.text) for b in blocks] == [
+        ("heading", 1, "usr_32"),
+        ("pre", 0, "*usr_32.txt*\tFor Vim version 9.0."),
+        ("para", 0, "Vim provides multi-level undo. If you undo a few changes and then make a new change you create a "
+                    "branch in the undo tree."),
+        ("heading", 2, "32.1 Undo up to a file write"),  # the rule over it is dropped
+        ("para", 0, "This ` is a backtick or open single-quote character."),
+        ("para", 0, "If you use the same command a second time you will jump back again. That's because the command "
+                    "is a jump itself, and the position before it is remembered."),
+        ("para", 0, "Note: If you type \"u\" twice, and the result is that you get the same text back, you have Vim "
+                    "configured to work Vi compatible."),
+        ("pre", 0, "\t:earlier 1f"),
+    ]
+    layout = parse_text("usr_32.html", f"<html><body><h1>usr_32</h1><pre>{pre}</pre></body></html>")
+    assert [u.title for u in layout.units if u.kind == "heading"] == ["usr_32", "32.1 Undo up to a file write"]
+
+
+def test_html_pre_keyword_over_a_two_space_indented_description_reads_as_before():
+    # HAProxy's keywords: a flush-left keyword, then its description indented two spaces. An indent of 1-3 spaces
+    # opens a paragraph only over a flush-left line, so the description stays one paragraph.
+    pre = ("51degrees-cache-size &lt;number&gt;\n"
+           "  Sets the size of the 51Degrees converter cache to &lt;number&gt; entries. This\n"
+           "  is an LRU cache which reminds previous device detections and their results.\n"
+           "  By default, this cache is disabled.\n")
+    blocks = html_blocks(f"<html><body><pre>{pre}</pre></body></html>")
+    assert [(b.kind, b.text) for b in blocks] == [
+        ("pre", "51degrees-cache-size <number>"),
+        ("para", "Sets the size of the 51Degrees converter cache to <number> entries. This is an LRU cache which "
+                 "reminds previous device detections and their results. By default, this cache is disabled."),
+    ]
+
+
 @pytest.mark.parametrize("pre", [
     "from django.conf import settings  # This reads the settings module you point it at.\nprint(settings.DEBUG)",
     "def dst(self, dt):\n    # Code to set dston and dstoff to the time zone's DST\n    # transition times.\n    return x",

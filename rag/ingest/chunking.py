@@ -24,8 +24,9 @@ from rag.ingest.formats.manuals import display_name
 from rag.text import CHUNK_SENTENCE_CUT
 from rag.types import Chunk
 
-CHUNKER_VERSION = 6  # 3: AsciiDoc titles, lists and blocks; HTML and PDF layouts; 4: definition terms in the path;
-# 5: prose paragraphs of an HTML <pre> read as paragraphs; 6: and its indented prose and "- " items
+CHUNKER_VERSION = 7  # 3: AsciiDoc titles, lists and blocks; HTML and PDF layouts; 4: definition terms in the path;
+# 5: prose paragraphs of an HTML <pre> read as paragraphs; 6: and its indented prose and "- " items; 7: and its
+# paragraphs opened by a first-line indent, "Note:" remarks, and Vim's help section titles as headings
 MAX_TERM_CHARS = 60  # a term carried into a heading path is cut to this (a Python signature runs to 300)
 DEFAULT_MAX_TOKENS = tuned.CHUNK_TOKENS
 MIN_MAX_TOKENS = 16

@@ -37,6 +37,7 @@ _NOT_PROSE_LINE = re.compile(r"^(?:#|//|;|--|%|\$|>>>|\.\.\.|<|\{|\}|\[|\*|\d+\.
 _CODE_CHARS = frozenset("(){}[]=;<>$_#/\\|*`@")
 _SENTENCE_END = re.compile(r"[a-z]{2}[.?!:](?:\s|$)")
 _FIELD = re.compile(r"^[A-Z][\w-]*:\s")  # "ERROR: ...", "Comment: ...": program output and control fields
+_LABEL = re.compile(r"^(?:Note|Notes|Hint|Tip|Warning|Caution|Important):\s")  # a remark's label, not a field
 PROSE_SHARE = 0.3  # of a <pre>'s words in prose paragraphs, for them to be read as paragraphs
 
 
@@ -121,10 +122,12 @@ def is_prose_paragraph(text: str, item: bool = False) -> bool:
     "Field:" of program output), most lines flush left and opening no code, comment, prompt or list, few code
     characters, ending as a sentence ends."""
     lines = [line for line in text.splitlines() if line.strip()]
-    if len(text.split()) < 8 or not (text[:1].isupper() or item and text[:1].islower()) or _FIELD.match(text):
+    opening = text[1:2] if text[:1] == '"' else text[:1]  # a sentence may open on a quoted name
+    if len(text.split()) < 8 or not (opening.isupper() or item and opening.islower()) or (
+            _FIELD.match(text) and not _LABEL.match(text)):
         return False
     plain = [line for line in lines if not line[:1].isspace() and not _NOT_PROSE_LINE.match(line)]
-    if len(plain) < 0.7 * len(lines) or sum(ch in _CODE_CHARS for ch in text) > 0.02 * len(text):
+    if len(plain) < 0.7 * len(lines) or sum(ch in _CODE_CHARS for ch in text) > max(2, 0.02 * len(text)):
         return False
     if sum(ch.isalpha() or ch.isspace() for ch in text) < 0.9 * len(text):
         return False
@@ -137,23 +140,31 @@ def preformatted_blocks(text: str, line: int, depth: int) -> list[Block]:
     without its indent and item by item where it is a "- " or "* " list), the prose as paragraphs (lines joined; an
     item keeps its "- ") and each run of the rest fenced as it was."""
     pieces: list[tuple[int, int, str | None]] = []  # (first and end index into lines, the paragraph it reads as)
+    headings: set[int] = set()  # the pieces (by first line) that are section titles
     lines = text.split("\n")
     i = 0
     while i < len(lines):
         if not lines[i].strip():
             i += 1
             continue
-        j, indented = i, lines[i][:1].isspace()
-        while j < len(lines) and lines[j].strip() and lines[j][:1].isspace() == indented:
+        title = _HELP_SECTION.match(lines[i])
+        if title and _after_rule(lines, i):
+            pieces.append((i, i + 1, " ".join(filter(None, title.groups())).replace("\t", " ").strip()))
+            headings.add(i)
+            i += 1
+            continue
+        j, indented = i + 1, _indented(lines, i)
+        while j < len(lines) and lines[j].strip() and _indented(lines, j) == indented and not (
+                not indented and lines[j][:1].isspace()):  # a first-line indent opens a paragraph of its own
             j += 1
         if not indented:
-            part = "\n".join(lines[i:j])
+            part = "\n".join(line.lstrip(" ") for line in lines[i:j])
             pieces.append((i, j, _SPACE.sub(" ", part).strip() if is_prose_paragraph(part) else None))
         else:
             pieces.extend(_indented_pieces(lines, i, j))
         i = j
     words = len(text.split())
-    prose = sum(len("\n".join(lines[a:b]).split()) for a, b, said in pieces if said is not None)
+    prose = sum(len("\n".join(lines[a:b]).split()) for a, b, said in pieces if said is not None and a not in headings)
     if not prose or prose < PROSE_SHARE * words:
         return [Block("pre", text, line, depth)]
     blocks: list[Block] = []
@@ -162,16 +173,50 @@ def preformatted_blocks(text: str, line: int, depth: int) -> list[Block]:
         if said is None:
             run = (run[0] if run else a, b)
             continue
+        heading = a in headings
+        if run and heading and _RULE.match(lines[run[1] - 1]):
+            run = (run[0], run[1] - 1) if run[1] - 1 > run[0] else None  # the rule drawn over a heading goes
         if run:
             blocks.append(Block("pre", "\n".join(lines[run[0] : run[1]]).rstrip(), line + run[0], depth))
             run = None
-        blocks.append(Block("para", said, line + a, depth))
+        if heading:
+            blocks.append(Block("heading", said, line + a, HELP_SECTION_LEVEL))
+        else:
+            blocks.append(Block("para", said, line + a, depth))
     if run:
         blocks.append(Block("pre", "\n".join(lines[run[0] : run[1]]).rstrip(), line + run[0], depth))
     return blocks
 
 
 _ITEM = re.compile(r"^[-*] +(?=\S)")
+# Vim's help: a section opens with a rule of "=" or "-", then "*03.10*<Tab>Using marks" (its tag, then its title).
+_RULE = re.compile(r"^(?:={20,}|-{20,})\s*$")
+_HELP_SECTION = re.compile(r"^\*(?:(\d+\.\d+)|[\w.-]+)\*\t+(\S.{0,78})$")  # a numbered one keeps its number
+HELP_SECTION_LEVEL = 2  # under the page's own title
+
+
+def _after_rule(lines: list[str], k: int) -> bool:
+    """Whether the last non-blank line before line k is a rule."""
+    for row in reversed(lines[max(0, k - 3) : k]):
+        if row.strip():
+            return bool(_RULE.match(row))
+    return False
+
+
+def _flush_left(line: str) -> bool:
+    return bool(line.strip()) and not line[:1].isspace()
+
+
+def _indented(lines: list[str], k: int) -> bool:
+    """Whether line k of a <pre> is indented: a first-line indent of 1-3 spaces over a flush-left line (Vim's help
+    opens a paragraph that way, with no blank line before it) is not."""
+    line = lines[k]
+    if not line[:1].isspace():
+        return False
+    spaces = len(line) - len(line.lstrip(" "))
+    if not 0 < spaces <= 3 or line[spaces:spaces + 1].isspace():
+        return True
+    return not (k + 1 < len(lines) and _flush_left(lines[k + 1]))
 
 
 def _indented_pieces(lines: list[str], i: int, j: int) -> list[tuple[int, int, str | None]]:
