@@ -50,6 +50,20 @@ def test_asciidoc_and_rst_headings():
     ]
 
 
+def test_rst_titles_underlined_with_backticks_and_backtick_transitions_open_no_code_fence():
+    # docutils' own docs underline their fourth level with backticks; rsyslog's put a "````" transition between
+    # paragraphs. Read as Markdown fences, they made the rest of a page code (CHUNKER_VERSION 7 reads them as rst).
+    rst = ("Body Elements\n=============\n\nIntro.\n\nQuoted Literal Blocks\n`````````````````````\n\n"
+           "Quoted literal blocks are unindented.\n\n````\n\nTables\n``````\n\nTwo syntax variants delineate cells.\n")
+    chunks = chunks_of(rst, "spec.rst")
+    assert [c.heading_path for c in chunks] == [
+        ("Body Elements",), ("Body Elements", "Quoted Literal Blocks"), ("Body Elements", "Tables")]
+    assert [u.kind for u in parse_units(rst, "rst")] == ["heading", "para", "heading", "para", "heading", "para"]
+    assert "```" not in chunks[2].text.replace("``````", "") and chunks[2].text.endswith("delineate cells.")
+    fenced = "Intro.\n\n```python\nprint(1)\n```\n"  # a fence with a language still fences, as a Markdown habit
+    assert [u.kind for u in parse_units(fenced, "rst")] == ["para", "fence"]
+
+
 def test_a_heading_with_no_text_rides_with_the_next_section():
     chunks = chunks_of("# Title\n\n## First\n\nSome text.\n")
     assert len(chunks) == 1

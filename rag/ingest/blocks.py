@@ -62,6 +62,8 @@ def fence_end(lines: list[str], i: int, syntax: str) -> tuple[int, str] | None:
         marker = m.group(1)
         if marker[0] == "`" and "`" in line[m.end() :]:
             return None  # an inline code span, not a fence
+        if syntax == "rst" and not line[m.end() :].strip() and not line[:1].isspace():
+            return None  # a title's underline or overline of backticks, or a transition, as reStructuredText has them
         close = re.compile(r"^ {0,3}" + re.escape(marker[0]) + "{" + str(len(marker)) + r",}[ \t]*$")
     elif syntax == "adoc" and ADOC_DELIMITER.match(line):
         marker = line.strip()
