@@ -52,7 +52,7 @@ def test_asciidoc_and_rst_headings():
 
 def test_rst_titles_underlined_with_backticks_and_backtick_transitions_open_no_code_fence():
     # docutils' own docs underline their fourth level with backticks; rsyslog's put a "````" transition between
-    # paragraphs. Read as Markdown fences, they made the rest of a page code (CHUNKER_VERSION 7 reads them as rst).
+    # paragraphs. Read as Markdown fences, they made the rest of a page code (CHUNKER_VERSION 8 reads them as rst).
     rst = ("Body Elements\n=============\n\nIntro.\n\nQuoted Literal Blocks\n`````````````````````\n\n"
            "Quoted literal blocks are unindented.\n\n````\n\nTables\n``````\n\nTwo syntax variants delineate cells.\n")
     chunks = chunks_of(rst, "spec.rst")

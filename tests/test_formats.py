@@ -180,7 +180,7 @@ def test_html_pre_reads_indented_prose_and_list_items_as_paragraphs_and_keeps_in
 
 def test_html_pre_reads_vim_help_sections_first_line_indents_and_note_remarks():
     # Vim's help opens a section under a rule with "*NN.N*<Tab>Title", a paragraph with a three-space indent and no
-    # blank line before it, and a remark with a tab-indented "Note:" (CHUNKER_VERSION 7).
+    # blank line before it, and a remark with a tab-indented "Note:" (CHUNKER_VERSION 7); a title in capitals (8).
     pre = ("*usr_32.txt*\tFor Vim version 9.0.\n\n"
            "Vim provides multi-level undo.  If you undo a few changes and then make a new\n"
            "change you create a branch in the undo tree.\n\n"
