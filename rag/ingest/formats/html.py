@@ -140,7 +140,7 @@ def preformatted_blocks(text: str, line: int, depth: int) -> list[Block]:
     without its indent and item by item where it is a "- " or "* " list), the prose as paragraphs (lines joined; an
     item keeps its "- ") and each run of the rest fenced as it was."""
     pieces: list[tuple[int, int, str | None]] = []  # (first and end index into lines, the paragraph it reads as)
-    headings: dict[int, int] = {}  # the pieces (by first line) that are section titles, with their level
+    headings: set[int] = set()  # the pieces (by first line) that are section titles
     lines = text.split("\n")
     i = 0
     while i < len(lines):
@@ -150,13 +150,7 @@ def preformatted_blocks(text: str, line: int, depth: int) -> list[Block]:
         title = _HELP_SECTION.match(lines[i])
         if title and _after_rule(lines, i):
             pieces.append((i, i + 1, " ".join(filter(None, title.groups())).replace("\t", " ").strip()))
-            headings[i] = HELP_SECTION_LEVEL
-            i += 1
-            continue
-        caps = _CAPS_TITLE.match(lines[i])
-        if caps and (i == 0 or not lines[i - 1].strip()) and (i + 1 == len(lines) or not _flush_left(lines[i + 1])):
-            pieces.append((i, i + 1, caps.group(1)))
-            headings[i] = CAPS_TITLE_LEVEL
+            headings.add(i)
             i += 1
             continue
         j, indented = i + 1, _indented(lines, i)
@@ -186,7 +180,7 @@ def preformatted_blocks(text: str, line: int, depth: int) -> list[Block]:
             blocks.append(Block("pre", "\n".join(lines[run[0] : run[1]]).rstrip(), line + run[0], depth))
             run = None
         if heading:
-            blocks.append(Block("heading", said, line + a, headings[a]))
+            blocks.append(Block("heading", said, line + a, HELP_SECTION_LEVEL))
         else:
             blocks.append(Block("para", said, line + a, depth))
     if run:
@@ -199,10 +193,6 @@ _ITEM = re.compile(r"^[-*] +(?=\S)")
 _RULE = re.compile(r"^(?:={20,}|-{20,})\s*$")
 _HELP_SECTION = re.compile(r"^\*(?:(\d+\.\d+)|[\w.-]+)\*\t+(\S.{0,78})$")  # a numbered one keeps its number
 HELP_SECTION_LEVEL = 2  # under the page's own title
-# A title in capitals on a line of its own, a blank line before it ("REDO", "NAMED MARKS  *bookmark*" in Vim's help;
-# "DESCRIPTION" in a man page as HTML, its text indented under it).
-_CAPS_TITLE = re.compile(r"^([A-Z][A-Z0-9 ,'/&-]*[A-Z0-9])(?:\s+\*[^*\s]+\*)*\s*$")
-CAPS_TITLE_LEVEL = 3
 
 
 def _after_rule(lines: list[str], k: int) -> bool:
