@@ -62,7 +62,8 @@ def test_the_builder_copies_the_included_files_unpacking_gz_and_renaming_suffixe
 def test_the_check_finds_evidence_in_the_extracted_text_and_names_every_problem(tmp_path, real_tokenizer):
     docs = tmp_path / "docs"
     docs.mkdir()
-    (docs / "tea.md").write_text("# Tea\n\nGreen tea should steep for two minutes in water at 80 degrees.\n")
+    (docs / "tea.md").write_text("# Tea\n\nGreen tea should steep for two minutes in water at 80 degrees.\n\n"
+                                 "```\nkettle --heat 80 --then steep --for 120 seconds\n```\n")
     (docs / "page.html").write_text("<html><body><h1>Coffee</h1><p>Grind the beans   just before\nbrewing "
                                     "them for the best taste.</p></body></html>")
     rows = [
@@ -71,16 +72,19 @@ def test_the_check_finds_evidence_in_the_extracted_text_and_names_every_problem(
         {"id": "q3", "q": "Boiling water?", "doc": "tea.md", "evidence": "boil the water for ten minutes first", "difficulty": "keyword"},
         {"id": "q3", "q": "Milk?", "doc": "milk.md", "evidence": "add the milk after the tea", "difficulty": "keyword"},
         {"id": "q5", "q": "Sugar?", "doc": "tea.md", "evidence": "two minutes", "difficulty": "keyword"},
+        {"id": "q6", "q": "Which kettle command?", "doc": "tea.md", "evidence": "kettle --heat 80 --then steep --for 120",
+         "difficulty": "keyword"},
     ]
     package = _package(tmp_path, questions=_questions(tmp_path / "q.jsonl", rows))
     result = check_package(package, docs, real_tokenizer, strict_files=package.questions)
-    assert result.questions == 5 and result.unanswerable == 0
+    assert result.questions == 6 and result.unanswerable == 0
+    assert (result.in_code, result.with_evidence) == (1, 4)  # q6's evidence opens inside the code fence
     assert list(result.problems) == [
         "tiny: id q3 is used 2 times",
         "tiny q3: evidence not in the text extracted from tea.md: 'boil the water for ten minutes first'",
         "tiny q3: gold doc milk.md is not in " + str(docs),
         "tiny q5: evidence has 2 words, not 5-15",
-        "tiny: 0 of 5 questions unanswerable, under 15%",
+        "tiny: 0 of 6 questions unanswerable, under 15%",
     ]
 
 

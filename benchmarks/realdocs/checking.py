@@ -3,6 +3,10 @@
 The extracted text of a document is what search shows: the file read as rag.ingest.corpus reads it, parsed by the
 format reader of its suffix, cut into chunks by the real tokenizer. Evidence is looked for in those chunks
 joined (a piece of evidence may straddle a chunk boundary), whitespace collapsed on both sides.
+
+The check also counts evidence that opens inside code (a fence or a literal block) in what the reader made: quotes
+never start in code, so such a question cannot get its evidence sentence, however well search does. A reader that takes prose
+for code (Vim's help in a <pre>, a reStructuredText title underlined with backticks) shows up here first.
 """
 
 from __future__ import annotations
@@ -11,11 +15,12 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 from benchmarks.realdocs.suite import QUESTIONS_DIR, Package
 from rag.errors import Unreadable
 from rag.evaluation import Question, load_questions
+from rag.markers import FENCE_OPEN
 from rag.ingest.chunking import chunk_layout
 from rag.ingest.decoding import decode_text
 from rag.ingest.formats import is_file_format, read_layout, stream_digest
@@ -23,20 +28,37 @@ from rag.ingest.formats import is_file_format, read_layout, stream_digest
 MIN_UNANSWERABLE = 0.15  # share of each package's questions the docs cannot answer (issue #29)
 EVIDENCE_WORDS = (5, 15)  # an evidence string's length in words, for the suite's own question files
 _SPACE = re.compile(r"\s+")
+CODE_UNITS = ("fence", "literal")  # what quotes never read
+OPENING_WORDS = 5  # evidence whose first words are prose is quotable: a sentence ending in ":" brings its command
 
 
 def normalised(text: str) -> str:
     return _SPACE.sub(" ", text).strip()
 
 
-def extracted_text(path: Path, doc_id: str, counter) -> str:
-    """The chunks smoldocs makes of one file, joined with spaces and whitespace collapsed."""
+class Extracted(NamedTuple):
+    text: str  # the chunks joined, whitespace collapsed, without the lines that open and close code fences
+    prose: str  # the same text without its code (fences and literal blocks)
+
+
+def extracted(path: Path, doc_id: str, counter) -> Extracted:
+    """The chunks smoldocs makes of one file, and its text outside code, each whitespace-collapsed; a fence's own
+    lines are left out, as the suite's evidence test (rag.evaluation.holds_evidence) leaves them out, so evidence that
+    runs from a sentence into the command it introduces is found."""
     if is_file_format(doc_id):
         text, digest = "", stream_digest(path)
     else:
         text, digest = decode_text(path.read_bytes()), ""
     layout = read_layout(doc_id, path, text, digest)
-    return normalised(" ".join(c.text for c in chunk_layout(doc_id, layout, counter)))
+    lines = (line for c in chunk_layout(doc_id, layout, counter) for line in c.text.split("\n"))
+    chunks = normalised(" ".join(line for line in lines if not FENCE_OPEN.match(line)))
+    code = sorted((u.start, u.end) for u in layout.units if u.kind in CODE_UNITS)
+    pieces, at = [], 0
+    for start, end in code:
+        pieces.append(layout.text[at:start])
+        at = max(at, end)
+    pieces.append(layout.text[at:])
+    return Extracted(chunks, normalised(" ".join(pieces)))
 
 
 @dataclass(frozen=True)
@@ -45,6 +67,8 @@ class PackageCheck:
     questions: int
     unanswerable: int
     problems: tuple[str, ...]
+    in_code: int = 0  # answerable questions whose evidence opens inside code in the extracted text
+    with_evidence: int = 0  # answerable questions with evidence found in the extracted text
 
 
 def check_package(package: Package, folder: Path, counter, strict_files: Sequence[Path] = ()) -> PackageCheck:
@@ -64,16 +88,18 @@ def check_package(package: Package, folder: Path, counter, strict_files: Sequenc
     for qid, n in Counter(q.id for q, _ in questions).items():
         if n > 1:
             problems.append(f"{package.name}: id {qid} is used {n} times")
-    texts: dict[str, str | None] = {}
+    texts: dict[str, Extracted | None] = {}
 
-    def text_of(doc: str) -> str | None:
+    def text_of(doc: str) -> Extracted | None:
         if doc not in texts:
             try:
-                texts[doc] = extracted_text(folder / doc, doc, counter) if (folder / doc).is_file() else None
+                texts[doc] = extracted(folder / doc, doc, counter) if (folder / doc).is_file() else None
             except Unreadable as exc:
                 texts[doc] = None
                 problems.append(f"{package.name}: {doc} cannot be read ({exc.reason})")
         return texts[doc]
+
+    found = in_code = 0
 
     strict = {Path(p).resolve() for p in strict_files}
     for q, path in questions:
@@ -95,13 +121,16 @@ def check_package(package: Package, folder: Path, counter, strict_files: Sequenc
         if path.resolve() in strict and not EVIDENCE_WORDS[0] <= words <= EVIDENCE_WORDS[1]:
             problems.append(f"{where}: evidence has {words} words, not {EVIDENCE_WORDS[0]}-{EVIDENCE_WORDS[1]}")
         text = text_of(q.doc)
-        if text is not None and normalised(q.evidence) not in text:
+        if text is not None and normalised(q.evidence) not in text.text:
             problems.append(f"{where}: evidence not in the text extracted from {q.doc}: {q.evidence!r}")
+        elif text is not None:
+            found += 1
+            in_code += " ".join(normalised(q.evidence).split()[:OPENING_WORDS]) not in text.prose
     unanswerable = sum(not q.answerable for q, _ in questions)
     if questions and unanswerable / len(questions) < MIN_UNANSWERABLE:
         problems.append(f"{package.name}: {unanswerable} of {len(questions)} questions unanswerable, "
                         f"under {MIN_UNANSWERABLE:.0%}")
-    return PackageCheck(package.name, len(questions), unanswerable, tuple(problems))
+    return PackageCheck(package.name, len(questions), unanswerable, tuple(problems), in_code, found)
 
 
 def check_suite(packages: Sequence[Package], counter, root: Path | None = None, say: Callable[[str], None] = print,
@@ -115,5 +144,6 @@ def check_suite(packages: Sequence[Package], counter, root: Path | None = None, 
             say(problem)
         status |= bool(result.problems)
         say(f"{package.name}: {result.questions} questions, {result.unanswerable} unanswerable, "
-            f"{len(result.problems)} problems")
+            f"{len(result.problems)} problems; evidence opening inside code for {result.in_code} of "
+            f"{result.with_evidence}")
     return status
