@@ -4,7 +4,8 @@ Parsed by BeautifulSoup with Python's html.parser, which never fails on malforme
 unclosed tags end) and records the source line of every tag, so chunks cite lines of the .html file.
 The text chunks are cut from is Markdown-like: `## Title` for an h2, `- ` for a list item, ``` around a <pre>.
 A <pre> that is mostly running prose (Vim's help pages are one <pre> each; HAProxy's manuals keep their 80-column
-text in <pre class="text">) gives its prose paragraphs as paragraphs, so they can be quoted; the rest stays fenced.
+text in <pre class="text">) gives its prose paragraphs as paragraphs, so they can be quoted, and Vim's section titles
+as headings; the rest stays fenced.
 """
 
 from __future__ import annotations
@@ -137,8 +138,9 @@ def is_prose_paragraph(text: str, item: bool = False) -> bool:
 def preformatted_blocks(text: str, line: int, depth: int) -> list[Block]:
     """A <pre> starting at source `line`: one fenced block, or, when at least PROSE_SHARE of its words are prose
     (is_prose_paragraph over each paragraph's runs of flush-left lines and of indented ones, an indented run taken
-    without its indent and item by item where it is a "- " or "* " list), the prose as paragraphs (lines joined; an
-    item keeps its "- ") and each run of the rest fenced as it was."""
+    without its indent and item by item where it is a "- " or "* " list; a paragraph also opens at a first-line
+    indent), the prose as paragraphs (lines joined; an item keeps its "- "), Vim's section titles (`*32.2*<Tab>Title`
+    under a rule, the rule dropped) as headings, and each run of the rest fenced as it was."""
     pieces: list[tuple[int, int, str | None]] = []  # (first and end index into lines, the paragraph it reads as)
     headings: set[int] = set()  # the pieces (by first line) that are section titles
     lines = text.split("\n")
@@ -154,8 +156,8 @@ def preformatted_blocks(text: str, line: int, depth: int) -> list[Block]:
             i += 1
             continue
         j, indented = i + 1, _indented(lines, i)
-        while j < len(lines) and lines[j].strip() and _indented(lines, j) == indented and not (
-                not indented and lines[j][:1].isspace()):  # a first-line indent opens a paragraph of its own
+        while j < len(lines) and lines[j].strip() and _indented(lines, j) == indented and (
+                indented or not lines[j][:1].isspace()):  # a first-line indent opens a paragraph of its own
             j += 1
         if not indented:
             part = "\n".join(line.lstrip(" ") for line in lines[i:j])
