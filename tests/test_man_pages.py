@@ -114,8 +114,78 @@ def test_an_mdoc_page_is_read_with_its_options():
     assert is_mdoc(page) and not is_mdoc(_page("man1/lsx.1"))
     text = man_layout(page).text
     assert "The bsdtool utility copies files." in text
-    assert "-x\nDo not cross mount points." in text and "-o file\nWrite to file ." in text
+    assert "-x\nDo not cross mount points." in text and "-o file\nWrite to file." in text
     assert "lsx(1)" in text
+    assert "bsdtool \u2013 a page in the mdoc macros" in text  # .Nd
+
+
+def test_mdoc_names_its_page_before_punctuation():
+    text = man_layout(".Dd May 1, 2024\n.Sh NAME\n.Nm tmux\n.Sh DESCRIPTION\nSessions live under the management of\n"
+                      ".Nm .\nEach session has windows.\n").text
+    assert "under the management of tmux. Each session" in text
+
+
+# Four ways man pages give one text two option names (gpg, zip, pod2man's strings and wget, bash), and what
+# else wrecked their text: an escaped space inside a macro's argument, groff's \# comments, strings defined in
+# one-line conditionals, a string definition that goes on past its line.
+STACKED = r"""
+.TH STACKED 1
+\#  Setup //////////////////////////////
+.ie \n(.g .ds `` \(lq
+.el       .ds `` ``
+.ie \n(.g .ds '' \(rq
+.el       .ds '' ''
+.ds ZX Accessing smaps is costly \
+and needs root
+.SH OPTIONS
+.TP
+.B  --batch
+.TQ
+.B  --no-batch
+Use batch mode.
+.TP
+.PD 0
+.B \-e
+.TP
+.PD
+.B \-\-encrypt
+Encrypt the contents.
+.IP "\fB\-s\fR" 4
+.IX Item "-s"
+.PD 0
+.IP "\fB\-\-output\-separator\fR" 4
+.IX Item "--output-separator"
+.PD
+Delimit strings with this.
+.TP
+.B \-\-temp-path\ \fRpath
+Use path for temporary files.
+.TP
+.B \-q
+Quiet.
+.TP
+.B \-v
+Verbose.
+.PP
+Setting FS = \*(``:\*('' splits on colons. \*(ZX.
+.if n Shown by nroff.
+.if t Shown by troff only.
+.ie t Troff again.
+.el Nroff after all.
+"""
+
+
+def test_stacked_option_names_stay_with_their_text_and_roff_leftovers_go():
+    text = man_layout(STACKED).text
+    assert "--batch, --no-batch\nUse batch mode." in text
+    assert "-e, --encrypt\nEncrypt the contents." in text
+    assert "-s, --output-separator\nDelimit strings with this." in text
+    assert "--temp-path path\nUse path" in text and "\\" not in text
+    assert "-q\nQuiet." in text and "-v\nVerbose." in text  # without .PD 0, items stay apart
+    assert "Setting FS = \u201c:\u201d splits on colons. Accessing smaps is costly and needs root." in text
+    assert "Setup" not in text and "////" not in text
+    assert "Shown by nroff." in text and "Nroff after all." in text
+    assert "troff only" not in text and "Troff again" not in text
 
 
 def test_a_folder_of_man_pages_skips_hostile_ones_each_with_its_reason(man_tree):

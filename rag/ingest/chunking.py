@@ -24,11 +24,12 @@ from rag.ingest.formats.manuals import display_name
 from rag.text import CHUNK_SENTENCE_CUT
 from rag.types import Chunk
 
-CHUNKER_VERSION = 9  # 3: AsciiDoc titles, lists and blocks; HTML and PDF layouts; 4: definition terms in the path;
+CHUNKER_VERSION = 10  # 3: AsciiDoc titles, lists and blocks; HTML and PDF layouts; 4: definition terms in the path;
 # 5: prose paragraphs of an HTML <pre> read as paragraphs; 6: and its indented prose and "- " items; 7: and its
 # paragraphs opened by a first-line indent and "Note:" remarks, Vim's section titles as headings; 8: its titles in
 # capitals as headings too; 9: not (no better on fit), and a reStructuredText line of backticks is a title's adornment
-# or a transition, never a code fence
+# or a transition, never a code fence; 10: man pages' stacked option names (`.PD 0`, `.TQ`) kept together, `\ `
+# inside a macro's argument, groff's `\#` comments, one-line `.ie n`/`.el` branches, mdoc's `.Nm .` and `.Nd`
 MAX_TERM_CHARS = 60  # a term carried into a heading path is cut to this (a Python signature runs to 300)
 DEFAULT_MAX_TOKENS = tuned.CHUNK_TOKENS
 MIN_MAX_TOKENS = 16

@@ -26,7 +26,13 @@ MDOC_INLINE = frozenset({"Nm", "Fl", "Ar", "Op", "Cm", "Pa", "Xr", "Ev", "Va", "
                          "Xc", "Sx", "Dl", "Pf", "%A", "%T", "%D", "%R", "%O", "%B", "%J", "%N", "%V", "%U", "%Q",
                          "%P", "%C", "Oo", "Oc", "Qo", "Qc", "Do", "Dc", "Po", "Pc"})
 _MDOC_WORDS = {"Oo": "[", "Oc": "]", "Qo": '"', "Qc": '"', "Do": "\u201c", "Dc": "\u201d", "Po": "(", "Pc": ")",
-               "Ux": "UNIX", "Bx": "BSD"}
+               "Ux": "UNIX", "Bx": "BSD", "Nd": "\u2013"}
+# mdoc's closing delimiters: an argument that is one of them is punctuation, written against the word before it.
+CLOSING = frozenset(".,:;)]?!")
+
+
+def is_punctuation(word: str) -> bool:
+    return len(word) == 1 and word in CLOSING
 _MDOC_FLAGS = {"Fl": "-", "Op": "[", "Dq": "\u201c", "Sq": "\u2018", "Pq": "(", "Aq": "\u27e8", "Bq": "[",
                "Brq": "{", "Qq": '"'}
 _MDOC_CLOSE = {"Op": "]", "Dq": "\u201d", "Sq": "\u2019", "Pq": ")", "Aq": "\u27e9", "Bq": "]", "Brq": "}", "Qq": '"'}
@@ -59,7 +65,10 @@ def mdoc_words(args: list[str], un: Callable[[str], str]) -> str:
         else:
             out.append(un(word))
         i += 1
-    text = " ".join(w for w in out if w)
+    text = ""
+    for w in out:
+        if w:
+            text += w if not text or is_punctuation(w) else " " + w
     for closer in reversed(closers):
         text += closer
     return re.sub(r"([\[(\u201c\u2018\u27e8{-]) ", r"\1", text)

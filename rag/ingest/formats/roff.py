@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from rag.ingest.formats import Layout
-from rag.ingest.formats.mdoc import MDOC_INLINE, mdoc_words
+from rag.ingest.formats.mdoc import MDOC_INLINE, is_punctuation, mdoc_words
 from rag.ingest.formats.rendered import Block, rendered_layout
 
 SPECIAL = {
@@ -46,13 +46,14 @@ _SIMPLE = {"-": "-", "e": "\\", "\\": "\\", "&": "", ")": "", " ": " ", "~": " "
            "r": "", "p": "", "a": "", "!": "", "{": "", "}": "", "?": "", "E": "\\"}
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _SPACES = re.compile(r"[ \t]+")
-_ARG = re.compile(r'"((?:[^"]|"")*)"?|(\S+)')
+_ARG = re.compile(r'"((?:[^"]|"")*)"?|((?:\\ |\S)+)')  # `\ ` (an unbreakable space) does not part arguments
 HEADINGS = {"SH": 1, "SS": 2, "Sh": 1, "Ss": 2}
 PARAGRAPH = frozenset({"PP", "LP", "P", "HP", "Pp", "Lp"})
 FONTS = frozenset({"B", "I", "R", "SB", "SM", "BR", "RB", "IR", "RI", "BI", "IB", "CW", "CR", "CB", "CI"})
 NOFILL_START, NOFILL_END = frozenset({"nf", "EX", "Bd"}), frozenset({"fi", "EE", "Ed"})
 _TBL_TAB = re.compile(r"\btab\s*\((.)\)")
 _DEFINITION_END = re.compile(r"^[.']\s*\.\s*$")
+_DEFINES = re.compile(r"^[.']\s*(?:ds1?|as1?)\s")  # a string definition, which may go on past its line's end
 MAX_TAG_CHARS = 80
 MAX_DEFINITION_LINES = 500  # the longest .de in /usr/share/man/man1 is far shorter; an unclosed one must not eat the page
 
@@ -119,6 +120,8 @@ class _Reader:
         self.branch_depth = 0  # open braces of a skipped conditional block
         self.table = ""  # in a tbl table: "format" (its option and format lines) or "data"
         self.tab = "\t"  # what separates a table's cells: tab(:) says ":"
+        self.stacking = False  # after `.PD 0`: an item with a tag and no text takes the next item's tag too
+        self.taken: bool | None = None  # whether the last one-line `.ie` took its branch (None: not known)
 
     def un(self, text: str) -> str:
         return unescape(text, self.strings)
@@ -148,7 +151,7 @@ class _Reader:
             return
         if self.pending_tag:
             self.pending_tag = 0
-            self.tag = words
+            self.tag = (self.tag or "") + words  # after .TQ or a stacked tag, one more name for the same text
             self.line = self.line or n
             return
         if not self.line:
@@ -173,8 +176,14 @@ class _Reader:
             else:
                 self.flush()
                 self.pending_heading = HEADINGS[name]
+        elif name == "PD":
+            self.stacking = bool(args) and args[0] == "0"
         elif name in PARAGRAPH or name in ("TP", "TQ", "IP", "It"):
-            if name == "TQ" and self.tag is not None and not self.words:  # one more tag for the same text
+            stacked = name == "TQ" or (self.stacking and (name == "TP" or (name == "IP" and bool(args))))
+            if stacked and self.tag is not None and not self.words:  # one more tag for the same text
+                if name == "IP":
+                    self.tag += ", " + self.un(args[0])
+                    return
                 self.pending_tag = 1
                 self.tag += ", "
                 return
@@ -223,6 +232,8 @@ class _Reader:
             # The branch for troff (`.if t`) or the `.el` of an `.ie` whose nroff branch was read: Asciidoctor
             # writes every bullet twice, once in each.
             self.branch_depth = rest.count("\\{") - rest.count("\\}")
+        elif name in ("el", "ie", "if") and "\\{" not in rest:
+            self.branch(name, rest, n)
         elif name in ("TS", "T&"):
             self.flush()
             self.table, self.tab = "format", "\t"
@@ -236,10 +247,25 @@ class _Reader:
             self.skip_until = ".." if name != "ig" or not args else "." + args[0]
         elif name in MDOC_INLINE:
             if name == "Nm":  # mdoc names the page once and then writes a bare `.Nm` for it
-                self.page_name = self.page_name or (args[0] if args else "")
-                args = args or [self.page_name]
+                self.page_name = self.page_name or (args[0] if args and not is_punctuation(args[0]) else "")
+                args = args if args and not is_punctuation(args[0]) else [self.page_name, *args]  # `.Nm .`
             self.text(mdoc_words([name, *args], self.un), n)
-        # Every other macro (.TH, .PD, .ad, .ds, .if, pod2man's .IX, ones a page defines itself) holds no text.
+        # Every other macro (.TH, .ad, .ne, .if with a test not known, pod2man's .IX, ones a page defines itself)
+        # holds no text.
+
+    def branch(self, name: str, rest: str, n: int) -> None:
+        """A one-line conditional, read where nroff run as groff takes it: mawk(1) defines the quotes it writes
+        as `\\*(``` with `.ie \\n(.g .ds `` \\(lq`. `.el` takes its branch where the last `.ie` surely did not."""
+        if name == "el":
+            take, body, self.taken = self.taken is False, rest, None
+        else:
+            condition, _, body = rest.strip().partition(" ")
+            known = _condition(condition)
+            take = known is True
+            if name == "ie":
+                self.taken = known
+        if take and body.strip():
+            self.feed(body.strip(), n)
 
     def table_line(self, line: str, n: int) -> None:
         """A line of a tbl(1) table (`.TS` to `.TE`): options and format lines dropped, cells joined by ` | `."""
@@ -264,6 +290,8 @@ class _Reader:
             ends = _DEFINITION_END.match(line) if self.skip_until == ".." else line.split()[:1] == [self.skip_until]
             if ends or self.skipped_lines > MAX_DEFINITION_LINES:
                 self.skip_until, self.skipped_lines = "", 0
+            return
+        if line.startswith("\\#"):  # groff's comment that takes its line's end with it
             return
         line = _strip_comment(line)
         if self.table and not line.startswith((".TE", ".T&")) and not (line[:1] in (".", "'") and self.table == "data"):
@@ -291,6 +319,19 @@ class _Reader:
         self.text(words + ("\0" if joined else ""), n)
 
 
+def _continues(line: str) -> bool:
+    """Whether a line ends in a backslash that escapes its newline (an odd number of them)."""
+    return (len(line) - len(line.rstrip("\\"))) % 2 == 1
+
+
+def _condition(condition: str) -> bool | None:
+    """Whether nroff run as groff takes a conditional: `n` and `\\n(.g` yes, `t` no, `!` the opposite; None where
+    the condition is any other test (a register, a string comparison), which this reader does not evaluate."""
+    negated = condition.startswith("!")
+    value = {"n": True, "t": False, "\\n(.g": True, "\\n[.g]": True}.get(condition[negated:])
+    return None if value is None else value != negated
+
+
 def _font_words(name: str, args: list[str], un=unescape) -> str:
     """`.B a b` is `a b`; `.BR a b` alternates fonts, so its words are joined without spaces: `a(1)`."""
     words = [un(a) for a in args]
@@ -300,7 +341,14 @@ def _font_words(name: str, args: list[str], un=unescape) -> str:
 def man_layout(text: str) -> Layout:
     """The Layout of a man(7) page (also of an mdoc(7) page, read with the same macros where they agree)."""
     reader = _Reader()
-    for n, line in enumerate(text.split("\n"), 1):
-        reader.feed(line, n)
+    lines = text.split("\n")
+    n = 0
+    while n < len(lines):
+        line, first = lines[n], n
+        while _DEFINES.match(line) and _continues(line) and n + 1 < len(lines):  # `.ds X text \` goes on
+            n += 1
+            line = line[:-1] + lines[n]
+        reader.feed(line, first + 1)
+        n += 1
     reader.flush()
     return rendered_layout(reader.blocks)
