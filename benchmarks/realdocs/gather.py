@@ -43,7 +43,7 @@ def install_line(names: Sequence[str]) -> str:
 
 def ensure_installed(packages: Sequence[Package], say: Callable[[str], None] = print) -> list[str]:
     """Install the missing apt packages when running as root; otherwise say the one line to run. Returns the missing."""
-    missing = sorted({p.apt for p in packages if p.apt and not installed(p.apt)})
+    missing = sorted({name for p in packages for name in p.apt_names if not installed(name)})
     if not missing:
         return []
     if os.geteuid() != 0:
@@ -103,7 +103,7 @@ def build_suite(packages: Sequence[Package], root: Path | None = None, say: Call
         if package.in_repo:
             say(f"{package.name}: searched in place at {package.source}")
             continue
-        if package.apt in missing:
+        if missing.intersection(package.apt_names):
             say(f"{package.name}: not installed, skipped")
             status = 1
             continue

@@ -21,7 +21,7 @@ class Package:
     """One documentation package of the suite."""
 
     name: str
-    apt: str | None  # the Debian package that ships it; None: files of this repository
+    apt: str | None  # the Debian package(s) that ship it, space-separated; None: files of this repository
     format: str
     split: str  # "fit": may be fitted on; "held": only reported
     source: Path  # the folder its files are copied from (or, for a repo folder, searched in place)
@@ -34,6 +34,11 @@ class Package:
     @property
     def in_repo(self) -> bool:
         return self.apt is None
+
+    @property
+    def apt_names(self) -> tuple[str, ...]:
+        """The Debian packages it reads (tool-manuals reads the man pages of thirty)."""
+        return tuple((self.apt or "").split())
 
     def folder(self, root: Path | None = None) -> Path:
         """Where the package's files are searched: its cache copy, or the repo folder itself."""
