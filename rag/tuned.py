@@ -36,7 +36,7 @@ QUOTE_FIT = Fit(
         "postgresql-doc-15", "docutils-doc", "bash-doc", "docs_corpus", "apache2-doc", "python-django-doc",
         "python-flask-doc", "developers-reference", "postfix-doc", "rsyslog-doc", "debian-policy", "zsh-doc",
         "python-pytest-doc", "sphinx-doc", "bind9-doc", "exim4-doc-html", "vim-doc", "haproxy-doc", "python-click-doc",
-        "python-jinja2-doc",
+        "python-jinja2-doc", "tool-manuals",
     ),
     constants=(
         "QUOTE_WEIGHTS", "ANSWERABILITY_WEIGHTS", "ANSWERABILITY_BIAS", "ANSWERABILITY_LEXICAL_WEIGHTS",
@@ -45,30 +45,30 @@ QUOTE_FIT = Fit(
 )
 QUOTE_WEIGHTS = {"coverage": 0.35, "cosine": 0.38, "rank": 0.19, "number": 0.07}
 ANSWERABILITY_WEIGHTS = {
-    "unknown_name": 0.61,
-    "unknown_share": 5.05,
-    "best_score": -1.76,
-    "best_cosine": -5.45,
-    "unshown_name": 2.04,
+    "unknown_name": 0.62,
+    "unknown_share": 4.87,
+    "best_score": -2.21,
+    "best_cosine": -5.21,
+    "unshown_name": 2.0,
 }
-ANSWERABILITY_BIAS = 2.05
+ANSWERABILITY_BIAS = 2.19
 ANSWERABILITY_LEXICAL_WEIGHTS = {
-    "unknown_name": 0.66,
-    "unknown_share": 5.45,
-    "best_score": -3.7,
+    "unknown_name": 0.7,
+    "unknown_share": 5.26,
+    "best_score": -3.98,
     "best_cosine": 0.0,
-    "unshown_name": 2.05,
+    "unshown_name": 1.98,
 }
-ANSWERABILITY_LEXICAL_BIAS = -0.23
+ANSWERABILITY_LEXICAL_BIAS = -0.01
 ANSWERABILITY_STANDOUT_WEIGHTS = {
-    "unknown_name": 0.69,
-    "unknown_share": 5.08,
-    "best_score": -0.72,
-    "best_cosine": -4.98,
-    "unshown_name": 1.92,
-    "standout": -10.12,
+    "unknown_name": 0.7,
+    "unknown_share": 4.88,
+    "best_score": -1.2,
+    "best_cosine": -4.72,
+    "unshown_name": 1.87,
+    "standout": -9.72,
 }
-ANSWERABILITY_STANDOUT_BIAS = 2.0
+ANSWERABILITY_STANDOUT_BIAS = 2.14
 
 # The quote encoder's weight in the score that orders quotes (rag.answering.extractive.QUOTE_TOWER_WEIGHT), with
 # the quote encoder trained beside it to add what QUOTE_WEIGHTS' score lacks; chosen on the tenth of the fit
