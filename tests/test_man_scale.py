@@ -20,7 +20,8 @@ from rag.ingest.man_pages import ManSource, so_target
 
 DATA = Path(__file__).parent / "data"
 # The chunks of tests/data/manpages and tests/data/info at three budgets, written by the chunker before the speed
-# work (SmolLM2's tokenizer): a faster path must give the same ids, text, headings and lines.
+# work (SmolLM2's tokenizer): a faster path must give the same ids, text, headings and lines. Rewritten only where a
+# reader reads a page differently on purpose (CHUNKER_VERSION 10: mdoc's `.Nd` dash and `.Ar file .` as "file.").
 GOLDEN = DATA / "manpages_chunks.json"
 
 
