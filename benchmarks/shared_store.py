@@ -484,7 +484,7 @@ def _visible_lag(conn, reader: PgIndex, tokenizer, settings) -> float:
     return (time.perf_counter() - start) * 1000
 
 
-def _memory(text: str) -> str:
+def memory_size(text: str) -> str:
     """A maintenance_work_mem value for the command line: digits and kB, MB or GB (it goes into a SET statement)."""
     if not re.fullmatch(r"[0-9]+(kB|MB|GB)", text):
         raise argparse.ArgumentTypeError(f"{text!r} is not a size such as 512MB or 3GB")
@@ -501,7 +501,7 @@ def main() -> None:
                         help="with --real: the real corpus cache folder to read (default: the current chunker's)")
     parser.add_argument("--keep", type=Path, default=None,
                         help="with --real: keep the cluster and its store in this folder and reuse it next time")
-    parser.add_argument("--build-memory", type=_memory, default=BUILD_MEMORY,
+    parser.add_argument("--build-memory", type=memory_size, default=BUILD_MEMORY,
                         help=f"with --real: maintenance_work_mem for the index builds (default {BUILD_MEMORY}, as "
                              "`smoldocs index`; a 1M-row HNSW graph needs about 3GB to be built in memory)")
     args = parser.parse_args()

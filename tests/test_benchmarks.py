@@ -232,9 +232,9 @@ def test_shared_store_build_memory_takes_a_size_and_refuses_anything_else():
     """--build-memory goes into a SET statement: only digits and a unit pass, anything else is one argparse line."""
     import argparse
 
-    from benchmarks.shared_store import _memory
+    from benchmarks.shared_store import memory_size
 
-    assert _memory("3GB") == "3GB" and _memory("512MB") == "512MB"
+    assert memory_size("3GB") == "3GB" and memory_size("512MB") == "512MB"
     for bad in ("3 GB", "3GB'; DROP TABLE x; --", "lots", ""):
         with pytest.raises(argparse.ArgumentTypeError, match="not a size such as 512MB or 3GB"):
-            _memory(bad)
+            memory_size(bad)
