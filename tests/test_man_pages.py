@@ -433,3 +433,13 @@ def test_a_warm_live_start_opens_the_stored_index_as_it_is_and_reads_new_pages_b
         assert "man8/newd.8" in live.doc_ids and built  # chunked behind, BM25 built then
     finally:
         live.close()
+
+
+def test_conditionals_nested_deep_and_endless_string_definitions_are_read_in_bounds():
+    """A hostile page: 20,000 one-line `.if n` inside one another, and a `.ds` continued over 100,000 lines."""
+    page = (".TH X 1\n.SH NAME\n" + ".if n " * 20000 + "Too far.\n" + ".ds Z a \\\n" + "b \\\n" * 100000 + "end\n"
+            "Text \\*Z.\n.ie t \\{\\\nTroff only.\n.\\}\n.el Nroff side.\n.if n .if n Two deep.\n")
+    text = man_layout(page).text
+    assert "Too far" not in text and "Two deep." in text  # nesting stops at MAX_NESTING, without a RecursionError
+    assert "Nroff side." in text and "Troff only" not in text  # `.el` of a troff block is read
+    assert text.count("b") > 90000  # the definition stops at MAX_DEFINITION_LINES; the rest is read as text

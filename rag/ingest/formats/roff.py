@@ -56,6 +56,7 @@ _DEFINITION_END = re.compile(r"^[.']\s*\.\s*$")
 _DEFINES = re.compile(r"^[.']\s*(?:ds1?|as1?)\s")  # a string definition, which may go on past its line's end
 MAX_TAG_CHARS = 80
 MAX_DEFINITION_LINES = 500  # the longest .de in /usr/share/man/man1 is far shorter; an unclosed one must not eat the page
+MAX_NESTING = 8  # `.if n .if n ...` on one line: deeper than this is not read (a hostile page could nest thousands)
 
 
 def unescape(text: str, strings: dict[str, str] | None = None) -> str:
@@ -122,6 +123,7 @@ class _Reader:
         self.tab = "\t"  # what separates a table's cells: tab(:) says ":"
         self.stacking = False  # after `.PD 0`: an item with a tag and no text takes the next item's tag too
         self.taken: bool | None = None  # whether the last one-line `.ie` took its branch (None: not known)
+        self.nesting = 0  # one-line conditionals inside one another, read so far on this line
 
     def un(self, text: str) -> str:
         return unescape(text, self.strings)
@@ -232,6 +234,9 @@ class _Reader:
             # The branch for troff (`.if t`) or the `.el` of an `.ie` whose nroff branch was read: Asciidoctor
             # writes every bullet twice, once in each.
             self.branch_depth = rest.count("\\{") - rest.count("\\}")
+            self.taken = False if name == "ie" else None
+        elif name == "ie" and "\\{" in rest:  # a block this reader reads, as nroff would
+            self.taken = True
         elif name in ("el", "ie", "if") and "\\{" not in rest:
             self.branch(name, rest, n)
         elif name in ("TS", "T&"):
@@ -264,8 +269,12 @@ class _Reader:
             take = known is True
             if name == "ie":
                 self.taken = known
-        if take and body.strip():
-            self.feed(body.strip(), n)
+        if take and body.strip() and self.nesting < MAX_NESTING:
+            self.nesting += 1
+            try:
+                self.feed(body.strip(), n)
+            finally:
+                self.nesting -= 1
 
     def table_line(self, line: str, n: int) -> None:
         """A line of a tbl(1) table (`.TS` to `.TE`): options and format lines dropped, cells joined by ` | `."""
@@ -344,11 +353,13 @@ def man_layout(text: str) -> Layout:
     lines = text.split("\n")
     n = 0
     while n < len(lines):
-        line, first = lines[n], n
-        while _DEFINES.match(line) and _continues(line) and n + 1 < len(lines):  # `.ds X text \` goes on
-            n += 1
-            line = line[:-1] + lines[n]
-        reader.feed(line, first + 1)
+        first, parts = n, [lines[n]]
+        if _DEFINES.match(parts[0]):  # `.ds X text \` goes on, up to MAX_DEFINITION_LINES lines
+            while _continues(parts[-1]) and n + 1 < len(lines) and len(parts) < MAX_DEFINITION_LINES:
+                parts[-1] = parts[-1][:-1]
+                n += 1
+                parts.append(lines[n])
+        reader.feed("".join(parts), first + 1)
         n += 1
     reader.flush()
     return rendered_layout(reader.blocks)
