@@ -8,7 +8,7 @@ import pytest
 from rag.citations import Citation
 from rag.answering.extractive import best_quotes, scores_of
 from rag.evaluation import evidence_sentence, holds_evidence
-from rag.answering.quote_features import FEATURES, candidates, feature_matrix
+from rag.answering.quote_features import FEATURES, candidates, document_words, feature_matrix
 from rag.types import Chunk
 
 
@@ -58,3 +58,19 @@ def test_a_sentence_introducing_a_code_block_is_quotable_with_its_heading_as_con
     assert rows[:, FEATURES.index("number")].tolist() == [0.0, 0.0]
     quotes = best_quotes("What does cosine similarity equal after normalisation?", SHOWN, LOOKUP, None)
     assert quotes[0].n == 1 and quotes[0].sentence.endswith("one product:")
+
+
+XZ = Chunk("man1/xz.1#3", "man1/xz.1", "xz(1)",
+           "xz is a general-purpose data compression tool with command line syntax similar to gzip.\n\n"
+           "-e, --extreme\nUse a slower variant of the selected compression preset level to get a better ratio.",
+           ("OPTIONS",))
+
+
+def test_a_sentence_counts_its_document_name_as_context_so_naming_the_tool_favours_none():
+    """"what does xz --extreme do": the option's own line never says xz; the page's general sentence does. The
+    file name is every sentence's context, as the heading path is, so "xz" covers both alike."""
+    found = candidates({1: Citation(1, XZ.chunk_id, XZ.doc_id, XZ.uri)}, {XZ.chunk_id: XZ}.get)
+    assert [c.document for c in found] == ["xz", "xz"]
+    general, option = feature_matrix("what does xz --extreme do?", found, None)[:, FEATURES.index("coverage")]
+    assert (general, option) == (0.5, 1.0)  # without the file name they tied at 0.5: "xz" against "extreme"
+    assert document_words("man/man1/dpkg-query.1") == "dpkg query" and document_words("mod/mod_rewrite.html") == "mod rewrite"
